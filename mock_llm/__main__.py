@@ -1,0 +1,3 @@
+from mock_llm.cli import main
+
+raise SystemExit(main())

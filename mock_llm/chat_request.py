@@ -1,0 +1,84 @@
+"""Validate a chat-completions request body. Pure: bytes in, a ChatRequest or a RequestError.
+
+The checks are the ones a client bug trips in practice (not JSON, no messages, a message
+without a role, stream flags of the wrong type); each error names the offending parameter
+the way the OpenAI API does, so the SDK surfaces it as `BadRequestError` with `.param`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+class RequestError(ValueError):
+    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    body: dict[str, Any]
+    model: str
+    messages: list[dict[str, Any]]
+    stream: bool
+    include_usage: bool
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    try:
+        decoded = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(f"The request body is not valid JSON: {exc}") from exc
+    if not isinstance(decoded, dict):
+        raise RequestError("The request body must be a JSON object.")
+    body = cast(dict[str, Any], decoded)
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise RequestError("You must provide a model parameter (a non-empty string).", "model")
+    messages = _messages(body.get("messages"))
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise RequestError("'stream' must be a boolean.", "stream")
+    n = body.get("n", 1)
+    if n not in (1, None):
+        raise RequestError("mock_llm answers with one choice; 'n' must be 1.", "n")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise RequestError("'tools' must be a list.", "tools")
+    return ChatRequest(body, model, messages, stream, _include_usage(body.get("stream_options")))
+
+
+def _messages(value: object) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not value:
+        raise RequestError("'messages' must be a non-empty list of messages.", "messages")
+    messages: list[dict[str, Any]] = []
+    for index, item in enumerate(cast(list[object], value)):
+        if not isinstance(item, dict):
+            raise RequestError(f"messages[{index}] must be an object.", f"messages[{index}]")
+        message = cast(dict[str, Any], item)
+        role = message.get("role")
+        if role not in ROLES:
+            raise RequestError(
+                f"messages[{index}].role must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
+                f"messages[{index}].role",
+            )
+        messages.append(message)
+    return messages
+
+
+def _include_usage(options: object) -> bool:
+    if options is None:
+        return False
+    if not isinstance(options, dict):
+        raise RequestError("'stream_options' must be an object.", "stream_options")
+    include = cast(dict[str, Any], options).get("include_usage", False)
+    if not isinstance(include, bool):
+        raise RequestError("'stream_options.include_usage' must be a boolean.", "stream_options")
+    return include

@@ -1,0 +1,81 @@
+"""`python -m mock_llm`: the command line. Loopback by default; a bad flow file stops the start."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import cast
+
+import uvicorn
+
+from mock_llm.flow_file import FlowFileError
+from mock_llm.flows import REASONING_FIELDS, ReasoningField
+from mock_llm.journal import DEFAULT_CAPACITY
+from mock_llm.runner import base_url, bind_socket, build_settings, uvicorn_config
+from mock_llm.server import DEFAULT_MAX_BODY_BYTES
+from mock_llm.turns import DEFAULT_QUIET_RESET_S
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m mock_llm",
+        description="An OpenAI-compatible mock LLM server driven by [[mock:FLOW#KEY]] triggers.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8099, help="port (default: 8099; 0 = any)")
+    parser.add_argument(
+        "--flows", nargs="+", default=[], metavar="FILE", help="YAML flow files to add"
+    )
+    parser.add_argument(
+        "--reasoning-field",
+        choices=REASONING_FIELDS,
+        default="reasoning_content",
+        help="delta field that carries reasoning (default: reasoning_content)",
+    )
+    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    parser.add_argument("--journal-size", type=int, default=DEFAULT_CAPACITY)
+    parser.add_argument(
+        "--quiet-reset",
+        type=float,
+        default=DEFAULT_QUIET_RESET_S,
+        metavar="SECONDS",
+        help="a keyless turn starts over after this long without a request",
+    )
+    parser.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    args = parser.parse_args(argv)
+    for name in ("max_body_bytes", "journal_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.quiet_reset < 0:
+        parser.error("--quiet-reset must be 0 or more")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        settings = build_settings(
+            tuple(args.flows),
+            reasoning_field=cast(ReasoningField, args.reasoning_field),
+            max_body_bytes=args.max_body_bytes,
+            journal_capacity=args.journal_size,
+            quiet_reset_s=args.quiet_reset,
+        )
+    except FlowFileError as exc:
+        print(f"mock_llm: bad flow file: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        print(f"mock_llm: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    url = base_url(sock)
+    print(
+        f"mock_llm: serving {len(settings.flows)} flows on {url} "
+        f"(OpenAI base URL {url}/v1, journal {url}/_mock/requests)",
+        flush=True,
+    )
+    server = uvicorn.Server(uvicorn_config(settings, access_log=args.access_log))
+    server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,358 @@
+"""Parse and validate flow files (YAML) into `Flow` objects, with the line of every error.
+
+The built-in flows are a flow file too (`builtin_flows.yaml`), so there is exactly one
+schema. Validation walks the composed YAML node tree rather than the loaded Python objects
+so that every error names the file and the line it is about; unknown keys and duplicate
+keys are errors rather than silently ignored, because a typo in a test fixture should fail
+loudly at start, not make a test pass for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import yaml
+
+from mock_llm.flows import (
+    FINISH_REASONS,
+    REASONING_FIELDS,
+    Chunking,
+    CutFault,
+    ErrorEventFault,
+    Fault,
+    FinishReason,
+    Flow,
+    HttpFault,
+    MalformedFault,
+    ReasoningField,
+    StallFault,
+    Step,
+    ToolCall,
+)
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
+T = TypeVar("T")
+
+_HTTP_DEFAULTS: Mapping[int, tuple[str, str]] = {
+    400: ("Bad request (mock fault).", "invalid_request_error"),
+    401: ("Incorrect API key provided (mock fault).", "invalid_request_error"),
+    403: ("Forbidden (mock fault).", "invalid_request_error"),
+    404: ("Not found (mock fault).", "invalid_request_error"),
+    408: ("Request timed out (mock fault).", "timeout"),
+    429: ("Rate limit reached (mock fault). Please try again later.", "rate_limit_exceeded"),
+    500: ("The server had an error while processing your request (mock fault).", "server_error"),
+    502: ("Bad gateway (mock fault).", "server_error"),
+    503: ("The engine is currently overloaded (mock fault).", "server_error"),
+}
+
+
+class FlowFileError(ValueError):
+    """A flow file is unreadable or invalid; the message names the file and line."""
+
+    def __init__(self, source: str, line: int | None, problem: str) -> None:
+        self.source = source
+        self.line = line
+        self.problem = problem
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    source: str
+
+    def fail(self, node: yaml.Node, problem: str) -> FlowFileError:
+        return FlowFileError(self.source, node.start_mark.line + 1, problem)
+
+
+def load_flow_file(path: str | Path) -> dict[str, Flow]:
+    """Read and validate one flow file from disk."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FlowFileError(str(path), None, f"cannot read the file: {exc}") from exc
+    return parse_flows(text, source=str(path))
+
+
+def parse_flows(text: str, source: str) -> dict[str, Flow]:
+    """Validate the YAML text of a flow file and return its flows by name."""
+    ctx = _Ctx(source)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise FlowFileError(source, line, f"not valid YAML: {exc.problem}") from exc
+    if root is None:
+        raise FlowFileError(source, None, "the file is empty; expected a 'flows:' mapping")
+    top = _mapping(ctx, root, "the file")
+    extensions = {key for key in top if key.startswith("x-")}  # anchors only, as in compose files
+    _reject_unknown(ctx, top, {"flows"} | extensions, "the file")
+    if "flows" not in top:
+        raise ctx.fail(root, "the file is missing 'flows'")
+    flows_node = top["flows"]
+    entries = _mapping(ctx, flows_node, "'flows'")
+    if not entries:
+        raise ctx.fail(flows_node, "'flows' is empty; define at least one flow")
+    flows: dict[str, Flow] = {}
+    for name, node in entries.items():
+        if not NAME_PATTERN.fullmatch(name):
+            raise ctx.fail(node, f"flow name {name!r} may only use letters, digits, '-' and '_'")
+        flows[name] = _flow(ctx, name, node)
+    return flows
+
+
+def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
+    fields = _mapping(
+        ctx,
+        node,
+        f"flow {name!r}",
+        required={"steps"},
+        allowed={"description", "canary", "steps"},
+    )
+    steps_node = fields["steps"]
+    if not isinstance(steps_node, yaml.SequenceNode) or not steps_node.value:
+        raise ctx.fail(steps_node, f"flow {name!r}: 'steps' must be a non-empty list")
+    steps = tuple(
+        _step(ctx, f"flow {name!r} step {i}", item)
+        for i, item in enumerate(cast(list[yaml.Node], steps_node.value), start=1)
+    )
+    description = _opt(ctx, fields, "description", _string, "")
+    canary = _opt(ctx, fields, "canary", _string, None)
+    return Flow(name, description, steps, canary=canary, source=ctx.source)
+
+
+_STEP_KEYS = {
+    "content",
+    "reasoning",
+    "tool_calls",
+    "finish_reason",
+    "chunking",
+    "delay_ms",
+    "ttft_ms",
+    "reasoning_field",
+    "fault",
+}
+
+
+def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
+    fields = _mapping(ctx, node, what, allowed=_STEP_KEYS)
+    tool_calls: tuple[ToolCall, ...] = ()
+    if "tool_calls" in fields:
+        tc_node = fields["tool_calls"]
+        if not isinstance(tc_node, yaml.SequenceNode):
+            raise ctx.fail(tc_node, f"{what}: 'tool_calls' must be a list")
+        tool_calls = tuple(
+            _tool_call(ctx, f"{what} tool call {i}", item)
+            for i, item in enumerate(cast(list[yaml.Node], tc_node.value), start=1)
+        )
+    finish: FinishReason | None = _opt(ctx, fields, "finish_reason", _choice(FINISH_REASONS), None)
+    reasoning_field: ReasoningField | None = _opt(
+        ctx, fields, "reasoning_field", _choice(REASONING_FIELDS), None
+    )
+    return Step(
+        content=_opt(ctx, fields, "content", _string, ""),
+        reasoning=_opt(ctx, fields, "reasoning", _string, ""),
+        tool_calls=tool_calls,
+        finish_reason=finish,
+        chunking=_opt(ctx, fields, "chunking", _chunking, Chunking()),
+        delay_ms=_opt(ctx, fields, "delay_ms", _non_negative, 0.0),
+        ttft_ms=_opt(ctx, fields, "ttft_ms", _non_negative, 0.0),
+        reasoning_field=reasoning_field,
+        fault=_opt(ctx, fields, "fault", _fault, None),
+    )
+
+
+def _tool_call(ctx: _Ctx, what: str, node: yaml.Node) -> ToolCall:
+    fields = _mapping(
+        ctx, node, what, required={"name", "arguments"}, allowed={"name", "arguments", "id"}
+    )
+    args_node = fields["arguments"]
+    if isinstance(args_node, yaml.MappingNode):
+        arguments = json.dumps(_construct(args_node), ensure_ascii=False)
+    elif isinstance(args_node, yaml.ScalarNode) and isinstance(_construct(args_node), str):
+        arguments = cast(str, _construct(args_node))
+    else:
+        raise ctx.fail(args_node, f"{what}: 'arguments' must be a mapping or a JSON string")
+    return ToolCall(
+        name=_string(ctx, fields["name"], "name"),
+        arguments=arguments,
+        id=_opt(ctx, fields, "id", _string, None),
+    )
+
+
+_FAULT_KEYS: Mapping[str, set[str]] = {
+    "http": {"status", "message", "type", "code", "retry_after"},
+    "cut": {"after_chunks", "mode"},
+    "stall": {"after_chunks", "seconds"},
+    "malformed": {"after_chunks", "line"},
+    "error_event": {"after_chunks", "message", "type", "code"},
+}
+
+
+def _fault(ctx: _Ctx, node: yaml.Node, key: str) -> Fault:
+    fields = _mapping(ctx, node, f"'{key}'", required={"kind"})
+    kind = _choice(tuple(_FAULT_KEYS))(ctx, fields["kind"], "kind")
+    _reject_unknown(ctx, fields, _FAULT_KEYS[kind] | {"kind"}, f"a {kind!r} fault")
+    if kind == "http":
+        return _http_fault(ctx, node, fields)
+    after = _opt(ctx, fields, "after_chunks", _count, 0)
+    if kind == "cut":
+        mode = _opt(ctx, fields, "mode", _choice(("abort", "eof")), "abort")
+        return CutFault(after, mode)
+    if kind == "stall":
+        if "seconds" not in fields:
+            raise ctx.fail(node, "a 'stall' fault needs 'seconds'")
+        return StallFault(after, _non_negative(ctx, fields["seconds"], "seconds"))
+    if kind == "malformed":
+        line = _opt(ctx, fields, "line", _string, MalformedFault(0).line)
+        if "\n" in line or "\r" in line:
+            raise ctx.fail(fields["line"], "'line' must be a single line")
+        return MalformedFault(after, line)
+    return ErrorEventFault(
+        after,
+        message=_opt(ctx, fields, "message", _string, "The model stream failed (mock fault)."),
+        type=_opt(ctx, fields, "type", _string, "server_error"),
+        code=_opt(ctx, fields, "code", _string, None),
+    )
+
+
+def _http_fault(ctx: _Ctx, node: yaml.Node, fields: _Fields) -> HttpFault:
+    if "status" not in fields:
+        raise ctx.fail(node, "an 'http' fault needs 'status'")
+    status = _integer(ctx, fields["status"], "status")
+    if not 400 <= status <= 599:
+        raise ctx.fail(fields["status"], f"'status' must be 400 to 599, not {status}")
+    default_message, default_type = _HTTP_DEFAULTS.get(
+        status, (f"HTTP {status} (mock fault).", "server_error")
+    )
+    default_retry = 1.0 if status == 429 else None
+    return HttpFault(
+        status=status,
+        message=_opt(ctx, fields, "message", _string, default_message),
+        type=_opt(ctx, fields, "type", _string, default_type),
+        code=_opt(ctx, fields, "code", _string, None),
+        retry_after=_opt(ctx, fields, "retry_after", _non_negative, default_retry),
+    )
+
+
+# --- node helpers ---------------------------------------------------------------------
+
+Parser = Callable[[_Ctx, yaml.Node, str], T]
+
+
+class _Fields(dict[str, yaml.Node]):
+    """A mapping's values by key, remembering each key's node for error lines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.key_nodes: dict[str, yaml.Node] = {}
+
+
+def _mapping(
+    ctx: _Ctx,
+    node: yaml.Node,
+    what: str,
+    required: set[str] | None = None,
+    allowed: set[str] | None = None,
+) -> _Fields:
+    if not isinstance(node, yaml.MappingNode):
+        raise ctx.fail(node, f"{what} must be a mapping")
+    fields = _Fields()
+    for key_node, value_node in cast(list[tuple[yaml.Node, yaml.Node]], node.value):
+        key = _construct(key_node)
+        if not isinstance(key, str):
+            raise ctx.fail(key_node, f"{what}: keys must be strings, not {key!r}")
+        if key in fields:
+            raise ctx.fail(key_node, f"{what}: duplicate key {key!r}")
+        fields[key] = value_node
+        fields.key_nodes[key] = key_node
+    if allowed is not None:
+        _reject_unknown(ctx, fields, allowed, what)
+    missing = sorted((required or set()) - fields.keys())
+    if missing:
+        raise ctx.fail(node, f"{what} is missing {', '.join(repr(m) for m in missing)}")
+    return fields
+
+
+def _reject_unknown(ctx: _Ctx, fields: _Fields, allowed: set[str], what: str) -> None:
+    for key in fields:
+        if key not in allowed:
+            expected = ", ".join(sorted(allowed))
+            raise ctx.fail(
+                fields.key_nodes[key], f"{what}: unknown key {key!r} (expected one of: {expected})"
+            )
+
+
+def _opt(ctx: _Ctx, fields: _Fields, key: str, parse: Parser[T], default: T) -> T:
+    if key not in fields:
+        return default
+    return parse(ctx, fields[key], key)
+
+
+def _construct(node: yaml.Node) -> Any:
+    return yaml.SafeLoader("").construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+
+
+def _scalar(ctx: _Ctx, node: yaml.Node, key: str) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        raise ctx.fail(node, f"'{key}' must be a single value")
+    return _construct(node)
+
+
+def _string(ctx: _Ctx, node: yaml.Node, key: str) -> str:
+    value = _scalar(ctx, node, key)
+    if not isinstance(value, str):
+        raise ctx.fail(node, f"'{key}' must be a string, not {value!r}")
+    return value
+
+
+def _integer(ctx: _Ctx, node: yaml.Node, key: str) -> int:
+    value = _scalar(ctx, node, key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ctx.fail(node, f"'{key}' must be a whole number, not {value!r}")
+    return value
+
+
+def _count(ctx: _Ctx, node: yaml.Node, key: str) -> int:
+    value = _integer(ctx, node, key)
+    if value < 0:
+        raise ctx.fail(node, f"'{key}' must be 0 or more, not {value}")
+    return value
+
+
+def _non_negative(ctx: _Ctx, node: yaml.Node, key: str) -> float:
+    value = _scalar(ctx, node, key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ctx.fail(node, f"'{key}' must be a number >= 0, not {value!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ctx.fail(node, f"'{key}' must be a finite number >= 0, not {value!r}")
+    return float(value)
+
+
+def _choice(options: tuple[str, ...]) -> Parser[Any]:
+    def parse(ctx: _Ctx, node: yaml.Node, key: str) -> str:
+        value = _scalar(ctx, node, key)
+        if value not in options:
+            raise ctx.fail(node, f"'{key}' must be one of {', '.join(options)}; got {value!r}")
+        return cast(str, value)
+
+    return parse
+
+
+def _chunking(ctx: _Ctx, node: yaml.Node, key: str) -> Chunking:
+    value = _scalar(ctx, node, key)
+    if value in ("whole", "char", "word"):
+        return Chunking(cast(Any, value))
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return Chunking("size", value)
+    raise ctx.fail(
+        node, f"'{key}' must be whole, char, word or a positive number of characters; got {value!r}"
+    )

@@ -1,0 +1,129 @@
+"""The flow model: what a flow is, step by step, independent of how it was written down.
+
+A flow is a named, ordered list of steps; the n-th request of a turn plays step n (see
+`turns.py`). A step says what one response carries (reasoning, content, tool calls, the
+finish reason), how it is cut into chunks and paced, and optionally one fault. Built-in
+flows and user flow files both parse into these types (`flow_file.py`), so there is one
+schema. Everything here is immutable data with no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ChunkingMode = Literal["whole", "char", "word", "size"]
+ReasoningField = Literal["reasoning_content", "reasoning", "both"]
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
+CutMode = Literal["abort", "eof"]
+
+REASONING_FIELDS: tuple[ReasoningField, ...] = ("reasoning_content", "reasoning", "both")
+FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "tool_calls", "content_filter")
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How a text is cut into stream chunks: whole, per character, per word, or N chars."""
+
+    mode: ChunkingMode = "word"
+    size: int = 0
+
+    def describe(self) -> str:
+        return str(self.size) if self.mode == "size" else self.mode
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A real (structured) tool call; `arguments` is the JSON text the model would send."""
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class HttpFault:
+    """Answer with an HTTP error status and the OpenAI error body instead of a completion."""
+
+    status: int
+    message: str
+    type: str
+    code: str | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class CutFault:
+    """End the stream after `after_chunks` chunk frames.
+
+    `abort` closes the connection mid-body (clients see an incomplete read); `eof` ends the
+    body cleanly but without a finish_reason or `[DONE]`.
+    """
+
+    after_chunks: int
+    mode: CutMode = "abort"
+
+
+@dataclass(frozen=True)
+class StallFault:
+    """Go silent for `seconds` after `after_chunks` chunk frames, then carry on."""
+
+    after_chunks: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class MalformedFault:
+    """Send `line` (not valid JSON) as a `data:` line after `after_chunks` frames, then go on."""
+
+    after_chunks: int
+    line: str = "{this is not json"
+
+
+@dataclass(frozen=True)
+class ErrorEventFault:
+    """Send an in-band `data: {"error": ...}` event after `after_chunks` frames and end."""
+
+    after_chunks: int
+    message: str
+    type: str = "server_error"
+    code: str | None = None
+
+
+Fault = HttpFault | CutFault | StallFault | MalformedFault | ErrorEventFault
+
+
+@dataclass(frozen=True)
+class Step:
+    """One response of a flow."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: FinishReason | None = None
+    chunking: Chunking = Chunking()
+    delay_ms: float = 0.0
+    ttft_ms: float = 0.0
+    reasoning_field: ReasoningField | None = None
+    fault: Fault | None = None
+
+    @property
+    def resolved_finish_reason(self) -> FinishReason:
+        if self.finish_reason is not None:
+            return self.finish_reason
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A named list of steps; `canary` is a string its markup carries that must never show."""
+
+    name: str
+    description: str
+    steps: tuple[Step, ...]
+    canary: str | None = None
+    source: str = "builtin"
+
+    def step_for(self, index: int) -> Step:
+        """The step for the 0-based request index; the last step repeats."""
+        return self.steps[min(index, len(self.steps) - 1)]

@@ -1,0 +1,192 @@
+"""Turn one step into the exact sequence of things its HTTP response does. Pure.
+
+A plan is the status and headers, a list of actions (send these bytes, pause this long,
+mark that the step's fault fired) and how the body ends: `complete`, `eof` (a stream just
+stops: no finish chunk, no `[DONE]`) or `abort` (the connection is closed mid-body, which
+clients see as an incomplete read). The server only executes plans, so every wire detail
+and every fault is unit-tested here without a socket.
+
+`after_chunks` in faults counts chunk frames already sent, the role chunk included, which is
+also what the journal's `chunks_sent` counts. For a non-streaming request the faults map
+onto the nearest equivalent: a stall delays the answer, a cut sends half the body and
+closes, a malformed line becomes the whole (invalid JSON) body, and an in-band error event
+becomes an HTTP 500 with the error body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mock_llm import wire
+from mock_llm.flows import (
+    CutFault,
+    ErrorEventFault,
+    Fault,
+    HttpFault,
+    MalformedFault,
+    ReasoningField,
+    StallFault,
+    Step,
+)
+
+Ending = Literal["complete", "eof", "abort"]
+SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
+JSON_HEADERS = (("content-type", "application/json"),)
+
+
+@dataclass(frozen=True)
+class Send:
+    data: bytes
+    is_chunk: bool = False
+
+
+@dataclass(frozen=True)
+class Pause:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FaultFired:
+    description: str
+
+
+Action = Send | Pause | FaultFired
+
+
+@dataclass
+class ResponsePlan:
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = SSE_HEADERS
+    actions: list[Action] = field(default_factory=list[Action])
+    ending: Ending = "complete"
+    headers_first: bool = False
+    """Send status and headers before the first action (streams), not with the first Send."""
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """What of the request shapes the response."""
+
+    stream: bool
+    include_usage: bool
+    messages: Sequence[wire.JSON]
+
+
+def describe_fault(fault: Fault) -> str:
+    """A short label for the journal, e.g. `cut(abort) after 3 chunks`."""
+    if isinstance(fault, HttpFault):
+        return f"http {fault.status}"
+    if isinstance(fault, CutFault):
+        return f"cut({fault.mode}) after {fault.after_chunks} chunks"
+    if isinstance(fault, StallFault):
+        return f"stall {fault.seconds:g}s after {fault.after_chunks} chunks"
+    if isinstance(fault, MalformedFault):
+        return f"malformed line after {fault.after_chunks} chunks"
+    return f"error event after {fault.after_chunks} chunks"
+
+
+def plan_response(
+    step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
+) -> ResponsePlan:
+    """The whole response to `step`."""
+    if isinstance(step.fault, HttpFault):
+        return _http_fault(step, step.fault)
+    if request.stream:
+        return _stream(step, meta, field, request)
+    return _completion(step, meta, field, request)
+
+
+def _http_fault(step: Step, fault: HttpFault) -> ResponsePlan:
+    headers = JSON_HEADERS
+    if fault.retry_after is not None:
+        headers += (("retry-after", f"{fault.retry_after:g}"),)
+    body = wire.dumps(wire.error_body(fault.message, fault.type, fault.code))
+    actions = [*_pause(step.ttft_ms / 1000), FaultFired(describe_fault(fault)), Send(body)]
+    return ResponsePlan(status=fault.status, headers=headers, actions=actions)
+
+
+def _completion(
+    step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
+) -> ResponsePlan:
+    plan = ResponsePlan(headers=JSON_HEADERS, actions=[*_pause(step.ttft_ms / 1000)])
+    body = wire.dumps(wire.completion(step, meta, field, request.messages))
+    fault = step.fault
+    if fault is not None:
+        plan.actions.append(FaultFired(describe_fault(fault)))
+    if isinstance(fault, StallFault):
+        plan.actions.append(Pause(fault.seconds))
+    elif isinstance(fault, CutFault):
+        plan.headers += (("content-length", str(len(body))),)
+        body = body[: len(body) // 2]
+        plan.ending = "abort"
+    elif isinstance(fault, MalformedFault):
+        body = fault.line.encode()
+    elif isinstance(fault, ErrorEventFault):
+        plan.status = 500
+        body = wire.dumps(wire.error_body(fault.message, fault.type, fault.code))
+    plan.actions.append(Send(body))
+    return plan
+
+
+def _stream(
+    step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
+) -> ResponsePlan:
+    frames = _chunk_frames(step, meta, field, request)
+    fault = step.fault
+    assert not isinstance(fault, HttpFault)
+    fire_at = None if fault is None else min(fault.after_chunks, len(frames))
+    plan = ResponsePlan(headers_first=True)
+    for sent, (pause, data) in enumerate(frames):
+        if fault is not None and sent == fire_at and _inject(plan, fault):
+            return plan
+        plan.actions += _pause(pause)
+        plan.actions.append(Send(data, is_chunk=True))
+    if fault is not None and fire_at == len(frames) and _inject(plan, fault):
+        return plan
+    plan.actions.append(Send(wire.DONE_FRAME))
+    return plan
+
+
+def _pause(seconds: float) -> list[Action]:
+    return [Pause(seconds)] if seconds > 0 else []
+
+
+def _chunk_frames(
+    step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
+) -> list[tuple[float, bytes]]:
+    """Every chunk frame with the pause before it, in seconds."""
+    usage = request.include_usage
+    delay = step.delay_ms / 1000
+    role = wire.chunk(meta, {"role": "assistant", "content": ""}, None, usage)
+    frames = [(step.ttft_ms / 1000, wire.sse_frame(role))]
+    frames += [
+        (delay, wire.sse_frame(wire.chunk(meta, delta, None, usage)))
+        for delta in wire.stream_deltas(step, meta, field)
+    ]
+    frames.append((0.0, wire.sse_frame(wire.chunk(meta, {}, step.resolved_finish_reason, usage))))
+    if usage:
+        counts = wire.usage(step, request.messages)
+        frames.append((0.0, wire.sse_frame(wire.usage_chunk(meta, counts))))
+    return frames
+
+
+def _inject(
+    plan: ResponsePlan, fault: CutFault | StallFault | MalformedFault | ErrorEventFault
+) -> bool:
+    """Add the fault's actions to a stream; True when the stream ends with it."""
+    plan.actions.append(FaultFired(describe_fault(fault)))
+    if isinstance(fault, CutFault):
+        plan.ending = fault.mode
+        return True
+    if isinstance(fault, StallFault):
+        plan.actions.append(Pause(fault.seconds))
+        return False
+    if isinstance(fault, MalformedFault):
+        plan.actions.append(Send(b"data: " + fault.line.encode() + b"\n\n"))
+        return False
+    body = wire.error_body(fault.message, fault.type, fault.code)
+    plan.actions.append(Send(wire.sse_frame(body)))
+    plan.ending = "eof"
+    return True

@@ -1,0 +1,89 @@
+"""Serve the mock: on a chosen port from the command line, or in-process on a free port.
+
+`serve_mock()` is the form tests use: it binds 127.0.0.1 on a free port itself (so there is
+no race between picking a port and binding it), runs uvicorn in a background thread with its
+own event loop, waits until the server answers, yields the base URL (without `/v1`), and
+shuts down on exit, cutting off streams still open after a short grace period.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Generator
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+
+from mock_llm.catalog import load_catalog
+from mock_llm.flows import ReasoningField
+from mock_llm.journal import DEFAULT_CAPACITY
+from mock_llm.server import DEFAULT_MAX_BODY_BYTES, MockSettings, create_app, quiet_abort_logs
+from mock_llm.turns import DEFAULT_QUIET_RESET_S
+
+STARTUP_TIMEOUT_S = 10.0
+
+
+def build_settings(
+    flow_files: tuple[str | Path, ...] = (),
+    reasoning_field: ReasoningField = "reasoning_content",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    journal_capacity: int = DEFAULT_CAPACITY,
+    quiet_reset_s: float = DEFAULT_QUIET_RESET_S,
+) -> MockSettings:
+    """Settings with the catalog loaded; raises FlowFileError for a bad flow file."""
+    return MockSettings(
+        flows=load_catalog(flow_files),
+        reasoning_field=reasoning_field,
+        max_body_bytes=max_body_bytes,
+        journal_capacity=journal_capacity,
+        quiet_reset_s=quiet_reset_s,
+    )
+
+
+def uvicorn_config(settings: MockSettings, *, access_log: bool = False) -> uvicorn.Config:
+    quiet_abort_logs()
+    return uvicorn.Config(
+        create_app(settings),
+        access_log=access_log,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+        lifespan="off",
+    )
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+@contextmanager
+def serve_mock(settings: MockSettings | None = None, host: str = "127.0.0.1") -> Generator[str]:
+    """Run the mock in a background thread on a free port; yields e.g. http://127.0.0.1:43121."""
+    settings = settings if settings is not None else build_settings()
+    sock = bind_socket(host, 0)
+    server = uvicorn.Server(uvicorn_config(settings))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("mock_llm did not start")
+            time.sleep(0.01)
+        yield base_url(sock)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=STARTUP_TIMEOUT_S)
+        sock.close()

@@ -1,0 +1,73 @@
+"""Find the trigger `[[mock:FLOW]]` / `[[mock:FLOW#KEY]]` in a chat request's last user message.
+
+Only the last user message counts, so a recovery request that repeats the conversation
+(or an agent round that appends tool results) still plays the same turn. A message that
+contains the `[[mock:` opener but no well-formed trigger, or two different triggers, is an
+error rather than "no trigger": silently falling back to the default flow would make a typo
+in a test look like an app bug.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+OPENER = "[[mock:"
+TRIGGER = re.compile(r"\[\[mock:(?P<flow>[A-Za-z0-9_-]+)(?:#(?P<key>[A-Za-z0-9_-]+))?\]\]")
+
+
+class TriggerError(ValueError):
+    """The last user message holds a malformed or ambiguous trigger."""
+
+
+@dataclass(frozen=True)
+class Trigger:
+    flow: str
+    key: str | None
+
+
+def find_trigger(text: str) -> Trigger | None:
+    """The trigger in `text`, None when there is none; TriggerError when it is malformed."""
+    matches = list(TRIGGER.finditer(text))
+    distinct = {(m["flow"], m["key"]) for m in matches}
+    if len(distinct) > 1:
+        found = ", ".join(sorted(m[0] for m in matches))
+        raise TriggerError(f"the last user message holds more than one trigger: {found}")
+    if matches:
+        return Trigger(matches[0]["flow"], matches[0]["key"])
+    if OPENER in text:
+        start = text.index(OPENER)
+        fragment = text[start : start + 60]
+        raise TriggerError(
+            f"malformed trigger near {fragment!r}: expected [[mock:FLOW]] or [[mock:FLOW#KEY]] "
+            "with FLOW and KEY made of letters, digits, '-' and '_'"
+        )
+    return None
+
+
+def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the last message whose role is `user` ('' when there is none).
+
+    Content may be a string or a list of parts; the text parts are joined.
+    """
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return message_text(message.get("content"))
+    return ""
+
+
+def message_text(content: object) -> str:
+    """The text of a message's content, whether a string or a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts: list[str] = []
+        for part in cast(list[object], content):
+            if isinstance(part, dict):
+                text = cast(dict[str, object], part).get("text")
+                if isinstance(text, str):
+                    texts.append(text)
+        return "\n".join(texts)
+    return ""

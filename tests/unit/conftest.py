@@ -1,0 +1,41 @@
+"""Unit layer: pure modules only, no sockets. Shared builders for steps and plans."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mock_llm import wire
+from mock_llm.flows import Step
+from mock_llm.response_plan import RequestShape, ResponsePlan, Send, plan_response
+
+META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
+MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
+
+
+def plan(step: Step, *, stream: bool = True, include_usage: bool = False) -> ResponsePlan:
+    shape = RequestShape(stream=stream, include_usage=include_usage, messages=MESSAGES)
+    return plan_response(step, META, step.reasoning_field or "reasoning_content", shape)
+
+
+def sent_events(p: ResponsePlan) -> list[str]:
+    """The `data:` payloads a stream plan sends, decoded, in order."""
+    payloads: list[str] = []
+    for action in p.actions:
+        if isinstance(action, Send):
+            text = action.data.decode()
+            assert text.startswith("data: ")
+            assert text.endswith("\n\n")
+            payloads.append(text[len("data: ") : -2])
+    return payloads
+
+
+def sent_chunks(p: ResponsePlan) -> list[dict[str, Any]]:
+    return [json.loads(e) for e in sent_events(p) if e != "[DONE]"]
+
+
+@pytest.fixture
+def meta() -> wire.CompletionMeta:
+    return META

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mock_llm.chat_request import RequestError, parse_chat_request
+
+
+def body(**fields: object) -> bytes:
+    base: dict[str, object] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    base.update(fields)
+    return json.dumps({k: v for k, v in base.items() if v is not ...}).encode()
+
+
+def test_valid_request_is_parsed():
+    chat = parse_chat_request(body(stream=True, stream_options={"include_usage": True}))
+    assert (chat.model, chat.stream, chat.include_usage) == ("m", True, True)
+    assert chat.messages == [{"role": "user", "content": "hi"}]
+
+
+def test_stream_defaults_to_false_and_usage_to_off():
+    chat = parse_chat_request(body())
+    assert (chat.stream, chat.include_usage) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "param", "message"),
+    [
+        (b"{not json", None, "not valid JSON"),
+        (b"\xff\xfe", None, "not valid JSON"),
+        (b"[1, 2]", None, "must be a JSON object"),
+        (body(model=...), "model", "model parameter"),
+        (body(model=""), "model", "model parameter"),
+        (body(messages=...), "messages", "non-empty list"),
+        (body(messages=[]), "messages", "non-empty list"),
+        (body(messages="hi"), "messages", "non-empty list"),
+        (body(messages=["hi"]), "messages[0]", "must be an object"),
+        (body(messages=[{"content": "x"}]), "messages[0].role", "role must be one of"),
+        (body(messages=[{"role": "robot", "content": "x"}]), "messages[0].role", "got 'robot'"),
+        (body(stream="yes"), "stream", "must be a boolean"),
+        (body(n=2), "n", "'n' must be 1"),
+        (body(tools={"name": "read"}), "tools", "must be a list"),
+        (body(stream_options=True), "stream_options", "must be an object"),
+        (body(stream_options={"include_usage": "yes"}), "stream_options", "include_usage"),
+    ],
+)
+def test_bad_request_names_the_parameter(raw: bytes, param: str | None, message: str):
+    with pytest.raises(RequestError) as caught:
+        parse_chat_request(raw)
+    assert caught.value.param == param
+    assert message in caught.value.message
+    assert caught.value.status == 400

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
+from mock_llm.flows import Chunking, CutFault, ErrorEventFault, HttpFault, MalformedFault, StallFault
+
+
+def parse(text: str) -> dict:
+    return parse_flows(textwrap.dedent(text), source="flows.yaml")
+
+
+def test_a_full_step_parses_into_the_model():
+    flows = parse(
+        """
+        flows:
+          demo:
+            description: every field
+            canary: cnry
+            steps:
+              - content: hello
+                reasoning: hmm
+                tool_calls:
+                  - {name: read, arguments: {path: /homelab/a.md}, id: call_1}
+                  - {name: grep, arguments: '{"pattern": "x"'}
+                finish_reason: tool_calls
+                chunking: 4
+                delay_ms: 10
+                ttft_ms: 250.5
+                reasoning_field: reasoning
+        """
+    )
+    flow = flows["demo"]
+    step = flow.steps[0]
+    assert (flow.description, flow.canary, flow.source) == ("every field", "cnry", "flows.yaml")
+    assert (step.content, step.reasoning, step.chunking) == ("hello", "hmm", Chunking("size", 4))
+    assert json.loads(step.tool_calls[0].arguments) == {"path": "/homelab/a.md"}
+    assert step.tool_calls[0].id == "call_1"
+    assert step.tool_calls[1].arguments == '{"pattern": "x"'
+    assert (step.delay_ms, step.ttft_ms, step.reasoning_field) == (10.0, 250.5, "reasoning")
+
+
+def test_defaults_of_a_bare_step():
+    step = parse("flows:\n  f:\n    steps:\n      - content: hi\n")["f"].steps[0]
+    assert step.chunking == Chunking("word")
+    assert step.resolved_finish_reason == "stop"
+    assert step.fault is None
+
+
+@pytest.mark.parametrize(
+    ("fault_yaml", "expected"),
+    [
+        ("{kind: http, status: 503}", HttpFault(503, HttpFault(503, "", "").message or "", "server_error")),
+        ("{kind: cut, after_chunks: 4}", CutFault(4, "abort")),
+        ("{kind: cut, after_chunks: 0, mode: eof}", CutFault(0, "eof")),
+        ("{kind: stall, after_chunks: 2, seconds: 1.5}", StallFault(2, 1.5)),
+        ("{kind: malformed, after_chunks: 3, line: 'oops'}", MalformedFault(3, "oops")),
+        ("{kind: error_event, message: boom}", ErrorEventFault(0, "boom")),
+    ],
+)
+def test_each_fault_kind_parses(fault_yaml: str, expected: object):
+    fault = parse(f"flows:\n  f:\n    steps:\n      - fault: {fault_yaml}\n")["f"].steps[0].fault
+    assert type(fault) is type(expected)
+    if not isinstance(expected, HttpFault):
+        assert fault == expected
+
+
+def test_http_fault_defaults_to_openai_like_message_and_retry_after_for_429():
+    fault = parse("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 429}\n")["f"].steps[0].fault
+    assert isinstance(fault, HttpFault)
+    assert fault.retry_after == 1.0
+    assert fault.type == "rate_limit_exceeded"
+    assert "Rate limit" in fault.message
+
+
+def test_anchors_and_x_keys_are_allowed():
+    flows = parse(
+        """
+        x-common: &answer {content: shared}
+        flows:
+          a: {steps: [*answer]}
+          b: {steps: [*answer, {content: other}]}
+        """
+    )
+    assert flows["a"].steps[0].content == flows["b"].steps[0].content == "shared"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ("", None, "the file is empty"),
+        ("flows: [", 1, "not valid YAML"),
+        ("- a\n- b\n", 1, "the file must be a mapping"),
+        ("flow:\n  x: {}\n", 1, "unknown key 'flow'"),
+        ("flows: {}\n", 1, "'flows' is empty"),
+        ("flows:\n  bad name:\n    steps: [{content: x}]\n", 3, "may only use letters"),
+        ("flows:\n  f:\n    description: x\n", 3, "missing 'steps'"),
+        ("flows:\n  f:\n    steps: []\n", 3, "non-empty list"),
+        ("flows:\n  f:\n    steps:\n      - contnet: x\n", 4, "unknown key 'contnet'"),
+        ("flows:\n  f:\n    steps:\n      - content: x\n        content: y\n", 5, "duplicate key 'content'"),
+        ("flows:\n  f:\n    steps:\n      - content: 12\n", 4, "'content' must be a string"),
+        ("flows:\n  f:\n    steps:\n      - content: [a]\n", 4, "'content' must be a single value"),
+        ("flows:\n  f:\n    steps:\n      - chunking: lines\n", 4, "'chunking' must be whole, char, word"),
+        ("flows:\n  f:\n    steps:\n      - chunking: 0\n", 4, "'chunking' must be"),
+        ("flows:\n  f:\n    steps:\n      - delay_ms: -1\n", 4, "'delay_ms' must be a finite number >= 0"),
+        ("flows:\n  f:\n    steps:\n      - ttft_ms: .inf\n", 4, "finite number"),
+        ("flows:\n  f:\n    steps:\n      - delay_ms: true\n", 4, "'delay_ms' must be a number"),
+        ("flows:\n  f:\n    steps:\n      - finish_reason: done\n", 4, "'finish_reason' must be one of"),
+        ("flows:\n  f:\n    steps:\n      - reasoning_field: thoughts\n", 4, "'reasoning_field' must be one of"),
+        ("flows:\n  f:\n    steps:\n      - tool_calls: {name: x}\n", 4, "'tool_calls' must be a list"),
+        ("flows:\n  f:\n    steps:\n      - tool_calls:\n          - name: x\n", 5, "missing 'arguments'"),
+        ("flows:\n  f:\n    steps:\n      - tool_calls:\n          - {name: x, arguments: [1]}\n", 5, "'arguments' must be a mapping or a JSON string"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: explode}\n", 4, "'kind' must be one of"),
+        ("flows:\n  f:\n    steps:\n      - fault: {status: 500}\n", 4, "missing 'kind'"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: http}\n", 4, "needs 'status'"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 200}\n", 4, "'status' must be 400 to 599"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 5.5}\n", 4, "whole number"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: cut, seconds: 1}\n", 4, "unknown key 'seconds'"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: cut, after_chunks: -2}\n", 4, "0 or more"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: cut, mode: later}\n", 4, "'mode' must be one of"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: stall}\n", 4, "needs 'seconds'"),
+        ("flows:\n  f:\n    steps:\n      - fault: {kind: malformed, line: \"a\\nb\"}\n", 4, "single line"),
+        ("flows:\n  f:\n    steps:\n      - fault: cut\n", 4, "'fault' must be a mapping"),
+        ("flows:\n  1: {steps: [{content: x}]}\n", 2, "keys must be strings"),
+    ],
+)
+def test_invalid_flow_file_names_file_line_and_problem(text: str, line: int | None, problem: str):
+    with pytest.raises(FlowFileError) as caught:
+        parse_flows(text, source="flows.yaml")
+    error = caught.value
+    assert error.source == "flows.yaml"
+    assert error.line == line
+    assert problem in error.problem
+    assert str(error).startswith(f"flows.yaml:{line}: " if line else "flows.yaml: ")
+
+
+def test_load_flow_file_reads_from_disk(tmp_path: Path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("flows:\n  mine:\n    steps: [{content: hi}]\n", encoding="utf-8")
+    assert load_flow_file(path)["mine"].source == str(path)
+
+
+def test_missing_flow_file_is_a_flow_file_error(tmp_path: Path):
+    with pytest.raises(FlowFileError, match="cannot read the file"):
+        load_flow_file(tmp_path / "absent.yaml")
+
+
+def test_non_utf8_flow_file_is_a_flow_file_error(tmp_path: Path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"flows:\n  f: {steps: [{content: \xe9}]}\n")
+    with pytest.raises(FlowFileError, match="cannot read the file"):
+        load_flow_file(path)

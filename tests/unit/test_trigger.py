@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+
+from mock_llm.trigger import Trigger, TriggerError, find_trigger, last_user_text, message_text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[[mock:clean]]", Trigger("clean", None)),
+        ("tell me [[mock:scaffold-recover#t-01_a]] now", Trigger("scaffold-recover", "t-01_a")),
+        ("twice [[mock:clean#k]] and [[mock:clean#k]]", Trigger("clean", "k")),
+        ("no trigger here", None),
+        ("brackets [[not-mock:x]] are prose", None),
+    ],
+)
+def test_find_trigger(text: str, expected: Trigger | None):
+    assert find_trigger(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[[mock:]]", "[[mock:bad name]]", "[[mock:clean#]]", "[[mock:clean#a/b]]", "[[mock:clean"],
+)
+def test_malformed_trigger_is_an_error_not_the_default_flow(text: str):
+    with pytest.raises(TriggerError, match="malformed trigger"):
+        find_trigger(text)
+
+
+def test_two_different_triggers_are_ambiguous():
+    with pytest.raises(TriggerError, match="more than one trigger"):
+        find_trigger("[[mock:clean#a]] [[mock:clean#b]]")
+
+
+def test_last_user_text_skips_later_assistant_and_tool_messages():
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "first [[mock:clean#1]]"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "second [[mock:tool-then-answer#2]]"},
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "tool", "content": "file text", "tool_call_id": "c1"},
+    ]
+    assert last_user_text(messages) == "second [[mock:tool-then-answer#2]]"
+
+
+def test_last_user_text_is_empty_without_a_user_message():
+    assert last_user_text([{"role": "system", "content": "x"}]) == ""
+
+
+def test_message_text_joins_the_text_parts_of_a_content_list():
+    parts = [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {}}, {"type": "text", "text": "b"}]
+    assert message_text(parts) == "a\nb"
+
+
+@pytest.mark.parametrize("content", [None, 42, {"text": "x"}, ["loose string"]])
+def test_message_text_of_odd_content_is_empty(content: object):
+    assert message_text(content) == ""

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The one gate: lint, format, types, every test suite, the coverage floor. CI runs this.
+# Usage: ./validate.sh            (everything)
+#        ./validate.sh -k journal  (extra arguments go to pytest)
+set -uo pipefail
+cd "$(dirname "$0")"
+
+results=()
+failed=0
+step() {
+    local name=$1
+    shift
+    echo "==> $name: $*"
+    if "$@"; then
+        results+=("ok    $name")
+    else
+        results+=("FAIL  $name")
+        failed=1
+    fi
+}
+
+step "ruff check" uv run --frozen ruff check .
+step "ruff format" uv run --frozen ruff format --check .
+step "pyright" uv run --frozen pyright
+step "tests" uv run --frozen pytest -n 2 --dist loadgroup \
+    --cov --cov-report=term --cov-fail-under=90 "$@"
+
+echo
+echo "==> summary"
+printf '  %s\n' "${results[@]}"
+if [ "$failed" -ne 0 ]; then
+    echo "validate.sh: FAILED"
+    exit 1
+fi
+echo "validate.sh: all green"
