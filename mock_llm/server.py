@@ -166,15 +166,15 @@ def create_app(settings: MockSettings) -> Starlette:
         except TriggerError as exc:
             return _reject(entry, 400, str(exc), "messages")
         flow_name = trigger.flow if trigger is not None else DEFAULT_FLOW
+        entry.key = trigger.key if trigger is not None else None
         flow = settings.flows.get(flow_name)
         if flow is None:
             known = ", ".join(sorted(settings.flows))
             message = f"Unknown mock flow {flow_name!r}. Known flows: {known}."
             return _reject(entry, 400, message, "messages", code="unknown_flow")
-        key = trigger.key if trigger is not None else None
-        position = state.turns.advance(flow.name, len(flow.steps), key, text)
+        position = state.turns.advance(flow.name, len(flow.steps), entry.key, text)
         step = flow.steps[position.step_index]
-        entry.key, entry.flow = key, flow.name
+        entry.flow = flow.name
         entry.step, entry.steps = position.step_index + 1, len(flow.steps)
         entry.request_in_turn = position.request_number
         if step.fault is not None:

@@ -7,7 +7,13 @@ from hypothesis import strategies as st
 from mock_llm.chunking import split
 from mock_llm.flows import Chunking
 
-MODES = [Chunking("whole"), Chunking("char"), Chunking("word"), Chunking("size", 1), Chunking("size", 7)]
+MODES = [
+    Chunking("whole"),
+    Chunking("char"),
+    Chunking("word"),
+    Chunking("size", 1),
+    Chunking("size", 7),
+]
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
-from mock_llm.flows import Chunking, CutFault, ErrorEventFault, HttpFault, MalformedFault, StallFault
+from mock_llm.flows import (
+    Chunking,
+    CutFault,
+    ErrorEventFault,
+    HttpFault,
+    MalformedFault,
+    StallFault,
+)
 
 
 def parse(text: str) -> dict:
@@ -54,7 +61,10 @@ def test_defaults_of_a_bare_step():
 @pytest.mark.parametrize(
     ("fault_yaml", "expected"),
     [
-        ("{kind: http, status: 503}", HttpFault(503, HttpFault(503, "", "").message or "", "server_error")),
+        (
+            "{kind: http, status: 503}",
+            HttpFault(503, HttpFault(503, "", "").message or "", "server_error"),
+        ),
         ("{kind: cut, after_chunks: 4}", CutFault(4, "abort")),
         ("{kind: cut, after_chunks: 0, mode: eof}", CutFault(0, "eof")),
         ("{kind: stall, after_chunks: 2, seconds: 1.5}", StallFault(2, 1.5)),
@@ -70,7 +80,11 @@ def test_each_fault_kind_parses(fault_yaml: str, expected: object):
 
 
 def test_http_fault_defaults_to_openai_like_message_and_retry_after_for_429():
-    fault = parse("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 429}\n")["f"].steps[0].fault
+    fault = (
+        parse("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 429}\n")["f"]
+        .steps[0]
+        .fault
+    )
     assert isinstance(fault, HttpFault)
     assert fault.retry_after == 1.0
     assert fault.type == "rate_limit_exceeded"
@@ -101,29 +115,82 @@ def test_anchors_and_x_keys_are_allowed():
         ("flows:\n  f:\n    description: x\n", 3, "missing 'steps'"),
         ("flows:\n  f:\n    steps: []\n", 3, "non-empty list"),
         ("flows:\n  f:\n    steps:\n      - contnet: x\n", 4, "unknown key 'contnet'"),
-        ("flows:\n  f:\n    steps:\n      - content: x\n        content: y\n", 5, "duplicate key 'content'"),
+        (
+            "flows:\n  f:\n    steps:\n      - content: x\n        content: y\n",
+            5,
+            "duplicate key 'content'",
+        ),
         ("flows:\n  f:\n    steps:\n      - content: 12\n", 4, "'content' must be a string"),
         ("flows:\n  f:\n    steps:\n      - content: [a]\n", 4, "'content' must be a single value"),
-        ("flows:\n  f:\n    steps:\n      - chunking: lines\n", 4, "'chunking' must be whole, char, word"),
+        (
+            "flows:\n  f:\n    steps:\n      - chunking: lines\n",
+            4,
+            "'chunking' must be whole, char, word",
+        ),
         ("flows:\n  f:\n    steps:\n      - chunking: 0\n", 4, "'chunking' must be"),
-        ("flows:\n  f:\n    steps:\n      - delay_ms: -1\n", 4, "'delay_ms' must be a finite number >= 0"),
+        (
+            "flows:\n  f:\n    steps:\n      - delay_ms: -1\n",
+            4,
+            "'delay_ms' must be a finite number >= 0",
+        ),
         ("flows:\n  f:\n    steps:\n      - ttft_ms: .inf\n", 4, "finite number"),
         ("flows:\n  f:\n    steps:\n      - delay_ms: true\n", 4, "'delay_ms' must be a number"),
-        ("flows:\n  f:\n    steps:\n      - finish_reason: done\n", 4, "'finish_reason' must be one of"),
-        ("flows:\n  f:\n    steps:\n      - reasoning_field: thoughts\n", 4, "'reasoning_field' must be one of"),
-        ("flows:\n  f:\n    steps:\n      - tool_calls: {name: x}\n", 4, "'tool_calls' must be a list"),
-        ("flows:\n  f:\n    steps:\n      - tool_calls:\n          - name: x\n", 5, "missing 'arguments'"),
-        ("flows:\n  f:\n    steps:\n      - tool_calls:\n          - {name: x, arguments: [1]}\n", 5, "'arguments' must be a mapping or a JSON string"),
+        (
+            "flows:\n  f:\n    steps:\n      - finish_reason: done\n",
+            4,
+            "'finish_reason' must be one of",
+        ),
+        (
+            "flows:\n  f:\n    steps:\n      - reasoning_field: thoughts\n",
+            4,
+            "'reasoning_field' must be one of",
+        ),
+        (
+            "flows:\n  f:\n    steps:\n      - tool_calls: {name: x}\n",
+            4,
+            "'tool_calls' must be a list",
+        ),
+        (
+            "flows:\n  f:\n    steps:\n      - tool_calls:\n          - name: x\n",
+            5,
+            "missing 'arguments'",
+        ),
+        (
+            "flows:\n  f:\n    steps:\n      - tool_calls:\n"
+            "          - {name: x, arguments: [1]}\n",
+            5,
+            "'arguments' must be a mapping or a JSON string",
+        ),
         ("flows:\n  f:\n    steps:\n      - fault: {kind: explode}\n", 4, "'kind' must be one of"),
         ("flows:\n  f:\n    steps:\n      - fault: {status: 500}\n", 4, "missing 'kind'"),
         ("flows:\n  f:\n    steps:\n      - fault: {kind: http}\n", 4, "needs 'status'"),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 200}\n", 4, "'status' must be 400 to 599"),
+        (
+            "flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 200}\n",
+            4,
+            "'status' must be 400 to 599",
+        ),
         ("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 5.5}\n", 4, "whole number"),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: cut, seconds: 1}\n", 4, "unknown key 'seconds'"),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: cut, after_chunks: -2}\n", 4, "0 or more"),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: cut, mode: later}\n", 4, "'mode' must be one of"),
+        (
+            "flows:\n  f:\n    steps:\n      - fault: {kind: cut, seconds: 1}\n",
+            4,
+            "unknown key 'seconds'",
+        ),
+        (
+            "flows:\n  f:\n    steps:\n      - fault: {kind: cut, after_chunks: -2}\n",
+            4,
+            "0 or more",
+        ),
+        (
+            "flows:\n  f:\n    steps:\n      - fault: {kind: cut, mode: later}\n",
+            4,
+            "'mode' must be one of",
+        ),
         ("flows:\n  f:\n    steps:\n      - fault: {kind: stall}\n", 4, "needs 'seconds'"),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: malformed, line: \"a\\nb\"}\n", 4, "single line"),
+        (
+            'flows:\n  f:\n    steps:\n      - fault: {kind: malformed, line: "a\\nb"}\n',
+            4,
+            "single line",
+        ),
         ("flows:\n  f:\n    steps:\n      - fault: cut\n", 4, "'fault' must be a mapping"),
         ("flows:\n  1: {steps: [{content: x}]}\n", 2, "keys must be strings"),
     ],

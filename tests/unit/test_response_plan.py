@@ -63,7 +63,12 @@ def test_stream_is_role_then_content_then_finish_then_done():
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     deltas = [c["choices"][0]["delta"] for c in chunks]
-    assert deltas == [{"role": "assistant", "content": ""}, {"content": "Hi"}, {"content": " there"}, {}]
+    assert deltas == [
+        {"role": "assistant", "content": ""},
+        {"content": "Hi"},
+        {"content": " there"},
+        {},
+    ]
     assert [c["choices"][0]["finish_reason"] for c in chunks] == [None, None, None, "stop"]
 
 
@@ -102,7 +107,9 @@ def test_tool_call_opens_with_index_id_name_then_sends_argument_slices():
         "function": {"name": "read", "arguments": ""},
     }
     slices = [d["tool_calls"][0] for d in deltas[1:]]
-    assert all(set(s) == {"index", "function"} and set(s["function"]) == {"arguments"} for s in slices)
+    assert all(
+        set(s) == {"index", "function"} and set(s["function"]) == {"arguments"} for s in slices
+    )
     assert "".join(s["function"]["arguments"] for s in slices) == READ.arguments
     assert sent_chunks(plan(step))[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
@@ -130,12 +137,17 @@ def test_without_include_usage_chunks_carry_no_usage_key():
 
 
 def test_finish_reason_can_be_length():
-    assert sent_chunks(plan(Step(content="x", finish_reason="length")))[-1]["choices"][0][
-        "finish_reason"
-    ] == "length"
+    assert (
+        sent_chunks(plan(Step(content="x", finish_reason="length")))[-1]["choices"][0][
+            "finish_reason"
+        ]
+        == "length"
+    )
 
 
-@pytest.mark.parametrize("text", ["line one\nline two", "data: [DONE]\n\n", "sep\u2028arated", "\r\r\n"])
+@pytest.mark.parametrize(
+    "text", ["line one\nline two", "data: [DONE]\n\n", "sep\u2028arated", "\r\r\n"]
+)
 def test_content_with_newlines_stays_one_sse_line(text: str):
     for action in plan(Step(content=text, chunking=Chunking("whole"))).actions:
         assert isinstance(action, Send)
@@ -146,11 +158,17 @@ def test_content_with_newlines_stays_one_sse_line(text: str):
 
 def test_pauses_are_ttft_first_then_delay_before_each_delta_only():
     step = Step(content="a b", ttft_ms=500, delay_ms=20, chunking=Chunking("word"))
-    kinds = [
-        f"pause {a.seconds:g}" if isinstance(a, Pause) else "send"
-        for a in plan(step).actions
+    kinds = [f"pause {a.seconds:g}" if isinstance(a, Pause) else "send" for a in plan(step).actions]
+    assert kinds == [
+        "pause 0.5",
+        "send",
+        "pause 0.02",
+        "send",
+        "pause 0.02",
+        "send",
+        "send",
+        "send",
     ]
-    assert kinds == ["pause 0.5", "send", "pause 0.02", "send", "pause 0.02", "send", "send", "send"]
 
 
 def test_stream_plan_sends_headers_first_and_completes():
@@ -212,7 +230,9 @@ def test_malformed_line_goes_out_raw_and_the_stream_goes_on():
 def test_error_event_is_an_openai_error_payload_and_ends_the_stream():
     p = plan(Step(content="a b c", fault=ErrorEventFault(2, "boom", "server_error", "e1")))
     last = json.loads(sent_events(p)[-1])
-    assert last == {"error": {"message": "boom", "type": "server_error", "param": None, "code": "e1"}}
+    assert last == {
+        "error": {"message": "boom", "type": "server_error", "param": None, "code": "e1"}
+    }
     assert p.ending == "eof"
 
 
@@ -277,10 +297,14 @@ steps = st.builds(
     content=st.text(max_size=40),
     reasoning=st.text(max_size=20),
     tool_calls=st.lists(
-        st.builds(ToolCall, name=st.sampled_from(["read", "grep", "list"]), arguments=st.text(max_size=30)),
+        st.builds(
+            ToolCall, name=st.sampled_from(["read", "grep", "list"]), arguments=st.text(max_size=30)
+        ),
         max_size=2,
     ).map(tuple),
-    chunking=st.sampled_from([Chunking("whole"), Chunking("char"), Chunking("word"), Chunking("size", 3)]),
+    chunking=st.sampled_from(
+        [Chunking("whole"), Chunking("char"), Chunking("word"), Chunking("size", 3)]
+    ),
 )
 
 

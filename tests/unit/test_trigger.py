@@ -50,7 +50,11 @@ def test_last_user_text_is_empty_without_a_user_message():
 
 
 def test_message_text_joins_the_text_parts_of_a_content_list():
-    parts = [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {}}, {"type": "text", "text": "b"}]
+    parts = [
+        {"type": "text", "text": "a"},
+        {"type": "image_url", "image_url": {}},
+        {"type": "text", "text": "b"},
+    ]
     assert message_text(parts) == "a\nb"
 
 

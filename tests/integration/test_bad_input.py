@@ -1,0 +1,95 @@
+"""Bad input gets a clear OpenAI-shaped error, is journaled, and never takes the server down."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from mock_llm import build_settings, serve_mock
+
+from .conftest import chat_body, journal, read_sse
+
+
+def assert_openai_error(response: httpx.Response, status: int, fragment: str) -> None:
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert fragment in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"model": "m"}', "'messages' must be a non-empty list"),
+        (b'{"model": "m", "messages": []}', "'messages' must be a non-empty list"),
+        (b'{"messages": [{"role": "user", "content": "x"}]}', "model parameter"),
+    ],
+)
+async def test_malformed_request_is_400(http: httpx.AsyncClient, content: bytes, fragment: str):
+    response = await http.post(
+        "/v1/chat/completions", content=content, headers={"content-type": "application/json"}
+    )
+    assert_openai_error(response, 400, fragment)
+    assert (await http.get("/healthz")).status_code == 200
+
+
+async def test_unknown_flow_is_400_naming_it_and_listing_valid_ones(
+    http: httpx.AsyncClient, key: str
+):
+    response = await http.post("/v1/chat/completions", json=chat_body(f"[[mock:nope#{key}]]"))
+    assert_openai_error(response, 400, "Unknown mock flow 'nope'")
+    assert "scaffold-recover" in response.json()["error"]["message"]
+    assert response.json()["error"]["code"] == "unknown_flow"
+    [entry] = await journal(http, key)
+    assert entry["outcome"] == "rejected"
+    assert entry["status"] == 400
+
+
+async def test_malformed_trigger_is_400(http: httpx.AsyncClient):
+    response = await http.post("/v1/chat/completions", json=chat_body("[[mock:bad flow]]"))
+    assert_openai_error(response, 400, "malformed trigger")
+
+
+@pytest.fixture(scope="module")
+def small_mock():
+    with serve_mock(build_settings(max_body_bytes=2048)) as url:
+        yield url
+
+
+async def test_oversized_body_is_413(small_mock: str):
+    async with httpx.AsyncClient(base_url=small_mock) as client:
+        response = await client.post("/v1/chat/completions", json=chat_body("x" * 5000))
+        assert_openai_error(response, 413, "larger than 2048 bytes")
+        assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_oversized_chunked_body_without_length_is_413(small_mock: str):
+    async def body():
+        for _ in range(10):
+            yield b"x" * 512
+
+    async with httpx.AsyncClient(base_url=small_mock) as client:
+        response = await client.post("/v1/chat/completions", content=body())
+        assert_openai_error(response, 413, "larger than 2048 bytes")
+
+
+async def test_unknown_path_is_404_in_openai_shape(http: httpx.AsyncClient):
+    assert_openai_error(await http.get("/v1/embeddings"), 404, "/v1/embeddings")
+
+
+async def test_wrong_method_is_405_in_openai_shape(http: httpx.AsyncClient):
+    assert_openai_error(await http.get("/v1/chat/completions"), 405, "GET")
+
+
+async def test_server_still_serves_after_bad_input(http: httpx.AsyncClient, key: str):
+    await http.post("/v1/chat/completions", content=b"\x00\xff")
+    result = await read_sse(http, chat_body(f"[[mock:clean#{key}]]"))
+    assert result.done
+
+
+async def test_flows_listing_describes_every_flow(http: httpx.AsyncClient):
+    listing = (await http.get("/_mock/flows")).json()["flows"]
+    names = {f["name"] for f in listing}
+    assert {"scaffold-recover", "quick-stall", "default"} <= names
+    assert all(f["description"] for f in listing if f["source"] == "builtin")

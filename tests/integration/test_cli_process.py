@@ -1,0 +1,57 @@
+"""`python -m mock_llm` as a user runs it: a real process, a startup line, a clean exit."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
+
+
+def test_module_serves_and_prints_its_url(tmp_path: Path):
+    flows = tmp_path / "mine.yaml"
+    flows.write_text("flows:\n  mine: {steps: [{content: from my file}]}\n", encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mock_llm", "--port", "0", "--flows", str(flows)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = STARTUP.match(line)
+        assert match, line
+        url = match.group(1)
+        response = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "[[mock:mine]]"}]},
+            timeout=10,
+        )
+        assert response.json()["choices"][0]["message"]["content"] == "from my file"
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=10)
+    # uvicorn re-raises the SIGTERM it handled once shut down, as a terminated process should
+    assert process.returncode in (0, -signal.SIGTERM), err
+    assert "Traceback" not in err
+
+
+def test_module_refuses_to_start_with_a_bad_flow_file(tmp_path: Path):
+    flows = tmp_path / "bad.yaml"
+    flows.write_text("flows:\n  x:\n    steps:\n      - delay_ms: soon\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mock_llm", "--port", "0", "--flows", str(flows)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"{flows}:4" in done.stderr
+    assert "'delay_ms' must be a number" in done.stderr
