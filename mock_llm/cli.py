@@ -12,6 +12,7 @@ import uvicorn
 from mock_llm.flow_file import FlowFileError
 from mock_llm.flows import REASONING_FIELDS, ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY
+from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
 from mock_llm.runner import base_url, bind_socket, build_settings, uvicorn_config
 from mock_llm.server import DEFAULT_MAX_BODY_BYTES
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
@@ -34,7 +35,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="delta field that carries reasoning (default: reasoning_content)",
     )
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    parser.add_argument("--journal-size", type=int, default=DEFAULT_CAPACITY)
+    parser.add_argument(
+        "--journal-size", type=int, default=DEFAULT_CAPACITY, help="journal entries kept"
+    )
+    parser.add_argument(
+        "--journal-bytes",
+        type=int,
+        default=DEFAULT_JOURNAL_BYTES,
+        help="request-body bytes the journal keeps in all",
+    )
     parser.add_argument(
         "--quiet-reset",
         type=float,
@@ -44,7 +53,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--access-log", action="store_true", help="log every HTTP request")
     args = parser.parse_args(argv)
-    for name in ("max_body_bytes", "journal_size"):
+    for name in ("max_body_bytes", "journal_size", "journal_bytes"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.quiet_reset < 0:
@@ -60,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             reasoning_field=cast(ReasoningField, args.reasoning_field),
             max_body_bytes=args.max_body_bytes,
             journal_capacity=args.journal_size,
+            journal_max_body_bytes=args.journal_bytes,
             quiet_reset_s=args.quiet_reset,
         )
     except FlowFileError as exc:

@@ -1,9 +1,10 @@
 """The request journal: what the mock received, in order, and how each response ended.
 
 Tests count upstream requests per turn from it (`GET /_mock/requests?key=KEY`) and check
-that a client that went away was seen going away. It is bounded: past `capacity` entries
-the oldest are dropped and counted in `dropped`, so a server left running under load never
-grows without limit. Entries are mutable while their response is in flight
+that a client that went away was seen going away. It is bounded twice: past `capacity` entries,
+or past `max_body_bytes` of request bodies held in all, the oldest entries are dropped and
+counted in `dropped`, so a server left running under load (or fed huge bodies) never grows
+without limit. Entries are mutable while their response is in flight
 (`outcome: in_progress`) and are finished exactly once.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 Outcome = Literal["in_progress", "completed", "client_disconnected", "fault", "rejected"]
 DEFAULT_CAPACITY = 1000
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -39,6 +41,7 @@ class JournalEntry:
     first_chunk_ms: float | None = None
     ended_ms: float | None = None
     disconnected_at: float | None = None
+    body_bytes: int = 0
     _started: float = field(default_factory=time.perf_counter, repr=False)
 
     def elapsed_ms(self) -> float:
@@ -84,8 +87,16 @@ class JournalEntry:
 
 
 class Journal:
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, clock: Callable[[], float] = time.time):
-        self._entries: deque[JournalEntry] = deque(maxlen=capacity)
+    def __init__(
+        self,
+        capacity: int = DEFAULT_CAPACITY,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._entries: deque[JournalEntry] = deque()
+        self._capacity = capacity
+        self._max_body_bytes = max_body_bytes
+        self._body_bytes = 0
         self._clock = clock
         self._seq = 0
         self.dropped = 0
@@ -93,11 +104,24 @@ class Journal:
     def open(self, path: str) -> JournalEntry:
         """Start an entry for a request that just arrived."""
         self._seq += 1
-        if len(self._entries) == self._entries.maxlen:
-            self.dropped += 1
         entry = JournalEntry(seq=self._seq, received_at=self._clock(), path=path)
         self._entries.append(entry)
+        self._trim()
         return entry
+
+    def attach_body(self, entry: JournalEntry, body: Any, size: int) -> None:
+        """Keep the request body (`size` bytes on the wire) with its entry."""
+        entry.body = body
+        entry.body_bytes = size
+        self._body_bytes += size
+        self._trim()
+
+    def _trim(self) -> None:
+        while len(self._entries) > 1 and (
+            len(self._entries) > self._capacity or self._body_bytes > self._max_body_bytes
+        ):
+            self._body_bytes -= self._entries.popleft().body_bytes
+            self.dropped += 1
 
     def entries(self, key: str | None = None, flow: str | None = None) -> list[JournalEntry]:
         return [
@@ -108,6 +132,7 @@ class Journal:
 
     def clear(self) -> None:
         self._entries.clear()
+        self._body_bytes = 0
         self.dropped = 0
 
     def __len__(self) -> int:

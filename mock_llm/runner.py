@@ -20,6 +20,7 @@ import uvicorn
 from mock_llm.catalog import load_catalog
 from mock_llm.flows import ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY
+from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
 from mock_llm.server import DEFAULT_MAX_BODY_BYTES, MockSettings, create_app, quiet_abort_logs
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
 
@@ -31,6 +32,7 @@ def build_settings(
     reasoning_field: ReasoningField = "reasoning_content",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     journal_capacity: int = DEFAULT_CAPACITY,
+    journal_max_body_bytes: int = DEFAULT_JOURNAL_BYTES,
     quiet_reset_s: float = DEFAULT_QUIET_RESET_S,
 ) -> MockSettings:
     """Settings with the catalog loaded; raises FlowFileError for a bad flow file."""
@@ -39,6 +41,7 @@ def build_settings(
         reasoning_field=reasoning_field,
         max_body_bytes=max_body_bytes,
         journal_capacity=journal_capacity,
+        journal_max_body_bytes=journal_max_body_bytes,
         quiet_reset_s=quiet_reset_s,
     )
 

@@ -34,6 +34,7 @@ from mock_llm.catalog import DEFAULT_FLOW, catalog_to_json
 from mock_llm.chat_request import RequestError, parse_chat_request
 from mock_llm.flows import Flow, ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
+from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
 from mock_llm.response_plan import (
     FaultFired,
     Pause,
@@ -57,6 +58,7 @@ class MockSettings:
     reasoning_field: ReasoningField = "reasoning_content"
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     journal_capacity: int = DEFAULT_CAPACITY
+    journal_max_body_bytes: int = DEFAULT_JOURNAL_BYTES
     quiet_reset_s: float = DEFAULT_QUIET_RESET_S
 
 
@@ -67,7 +69,7 @@ class MockState:
     turns: TurnTracker = field(init=False)
 
     def __post_init__(self) -> None:
-        self.journal = Journal(self.settings.journal_capacity)
+        self.journal = Journal(self.settings.journal_capacity, self.settings.journal_max_body_bytes)
         self.turns = TurnTracker(self.settings.quiet_reset_s)
 
 
@@ -156,9 +158,10 @@ def create_app(settings: MockSettings) -> Starlette:
         try:
             chat = parse_chat_request(raw)
         except RequestError as exc:
-            entry.body = _preview(raw)
+            preview = _preview(raw)
+            state.journal.attach_body(entry, preview, len(preview))
             return _reject(entry, exc.status, exc.message, exc.param)
-        entry.body = chat.body
+        state.journal.attach_body(entry, chat.body, len(raw))
         entry.stream = chat.stream
         text = last_user_text(chat.messages)
         try:

@@ -22,6 +22,7 @@ def test_defaults_are_loopback_8099_and_reasoning_content():
     [
         (["--journal-size", "0"], "--journal-size must be at least 1"),
         (["--max-body-bytes", "0"], "--max-body-bytes must be at least 1"),
+        (["--journal-bytes", "0"], "--journal-bytes must be at least 1"),
         (["--quiet-reset", "-1"], "--quiet-reset must be 0 or more"),
         (["--reasoning-field", "thoughts"], "invalid choice"),
     ],

@@ -63,3 +63,17 @@ def test_entry_json_names_every_documented_field():
     assert data["outcome"] == "in_progress"
     assert set(data) >= {"seq", "key", "flow", "step", "body", "timings", "outcome", "chunks_sent"}
     assert set(data["timings"]) == {"first_chunk_ms", "ended_ms", "disconnected_at"}
+
+
+def test_bodies_past_the_byte_budget_drop_the_oldest_entries():
+    journal = Journal(capacity=100, max_body_bytes=1000)
+    for i in range(4):
+        journal.attach_body(journal.open("/p"), {"n": i}, 400)
+    assert [e.body for e in journal.entries()] == [{"n": 2}, {"n": 3}]
+    assert journal.dropped == 2
+
+
+def test_newest_entry_is_kept_even_when_its_body_alone_is_over_budget():
+    journal = Journal(max_body_bytes=10)
+    journal.attach_body(journal.open("/p"), "big", 50)
+    assert len(journal) == 1
