@@ -47,10 +47,11 @@ class JournalEntry:
     def elapsed_ms(self) -> float:
         return round((time.perf_counter() - self._started) * 1000, 3)
 
-    def note_chunk(self) -> None:
-        if self.chunks_sent == 0:
+    def note_chunks(self, count: int) -> None:
+        """`count` more chunk frames went out."""
+        if count and self.chunks_sent == 0:
             self.first_chunk_ms = self.elapsed_ms()
-        self.chunks_sent += 1
+        self.chunks_sent += count
 
     def finish(self, outcome: Outcome, error: str | None = None) -> None:
         if self.outcome != "in_progress":

@@ -140,8 +140,7 @@ class PlayedResponse:
     async def _send_bytes(self, send: Send, action: SendBytes) -> None:
         await self._start(send)
         await send({"type": "http.response.body", "body": action.data, "more_body": True})
-        if action.is_chunk:
-            self._entry.note_chunk()
+        self._entry.note_chunks(action.chunks)
 
 
 def create_app(settings: MockSettings) -> Starlette:

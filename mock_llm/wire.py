@@ -14,6 +14,7 @@ here pretends to tokenize.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mock_llm.chunking import split
-from mock_llm.flows import ReasoningField, Step, ToolCall
+from mock_llm.flows import Chunking, ReasoningField, Step, ToolCall
 from mock_llm.trigger import message_text
 
 JSON = dict[str, Any]
@@ -65,12 +66,23 @@ def reasoning_fields(text: str, field: ReasoningField) -> JSON:
     return {field: text}
 
 
-def stream_deltas(step: Step, meta: CompletionMeta, field: ReasoningField) -> list[JSON]:
-    """The deltas between the role chunk and the finish chunk, in wire order."""
-    deltas: list[JSON] = [
-        reasoning_fields(piece, field) for piece in split(step.reasoning, step.chunking)
+def text_deltas(step: Step, field: ReasoningField) -> list[bytes]:
+    """The reasoning then content deltas of a step, JSON-encoded (cached: steps are immutable)."""
+    names = ("reasoning_content", "reasoning") if field == "both" else (field,)
+    return [
+        *_encoded_deltas(step.reasoning, step.chunking, names),
+        *_encoded_deltas(step.content, step.chunking, ("content",)),
     ]
-    deltas += [{"content": piece} for piece in split(step.content, step.chunking)]
+
+
+@functools.lru_cache(maxsize=512)
+def _encoded_deltas(text: str, chunking: Chunking, names: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(dumps(dict.fromkeys(names, piece)) for piece in split(text, chunking))
+
+
+def tool_call_deltas(step: Step, meta: CompletionMeta) -> list[bytes]:
+    """Each tool call: an opening delta (index, id, type, name), then argument slices."""
+    deltas: list[bytes] = []
     for index, call in enumerate(step.tool_calls):
         opening = {
             "index": index,
@@ -78,34 +90,53 @@ def stream_deltas(step: Step, meta: CompletionMeta, field: ReasoningField) -> li
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
-        deltas.append({"tool_calls": [opening]})
-        for piece in split(call.arguments, step.chunking):
-            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        deltas.append(dumps({"tool_calls": [opening]}))
+        deltas += [
+            dumps({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in split(call.arguments, step.chunking)
+        ]
     return deltas
 
 
-def chunk(meta: CompletionMeta, delta: JSON, finish_reason: str | None, with_usage: bool) -> JSON:
-    body: JSON = {
-        "id": meta.id,
-        "object": "chat.completion.chunk",
-        "created": meta.created,
-        "model": meta.model,
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
-    }
-    if with_usage:
-        body["usage"] = None
-    return body
+class ChunkEncoder:
+    """SSE frames of one completion's chunks.
 
+    The bytes every chunk of a completion shares (id, created, model, and `usage: null` when
+    usage was asked for) are encoded once and spliced around each delta, since a stream of
+    one-character chunks would otherwise spend most of its time re-encoding them.
+    """
 
-def usage_chunk(meta: CompletionMeta, usage: JSON) -> JSON:
-    return {
-        "id": meta.id,
-        "object": "chat.completion.chunk",
-        "created": meta.created,
-        "model": meta.model,
-        "choices": [],
-        "usage": usage,
-    }
+    def __init__(self, meta: CompletionMeta, with_usage: bool) -> None:
+        self.meta = meta
+        shared = dumps(
+            {
+                "id": meta.id,
+                "object": "chat.completion.chunk",
+                "created": meta.created,
+                "model": meta.model,
+            }
+        )
+        self._head = b"data: " + shared[:-1] + b',"choices":[{"index":0,"delta":'
+        self._tail = b"]" + (b',"usage":null' if with_usage else b"") + b"}\n\n"
+
+    def frame(self, delta: bytes, finish_reason: str | None = None) -> bytes:
+        """The frame of a chunk whose delta is the JSON bytes `delta`."""
+        finish = b"null" if finish_reason is None else dumps(finish_reason)
+        return b"".join(
+            (self._head, delta, b',"logprobs":null,"finish_reason":', finish, b"}", self._tail)
+        )
+
+    def usage_frame(self, usage: JSON) -> bytes:
+        return sse_frame(
+            {
+                "id": self.meta.id,
+                "object": "chat.completion.chunk",
+                "created": self.meta.created,
+                "model": self.meta.model,
+                "choices": [],
+                "usage": usage,
+            }
+        )
 
 
 def usage(step: Step, messages: Sequence[JSON]) -> JSON:

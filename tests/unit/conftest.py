@@ -26,9 +26,11 @@ def sent_events(p: ResponsePlan) -> list[str]:
     for action in p.actions:
         if isinstance(action, Send):
             text = action.data.decode()
-            assert text.startswith("data: ")
             assert text.endswith("\n\n")
-            payloads.append(text[len("data: ") : -2])
+            for event in text[:-2].split("\n\n"):
+                assert event.startswith("data: ")
+                assert "\n" not in event
+                payloads.append(event[len("data: ") :])
     return payloads
 
 

@@ -48,12 +48,13 @@ def test_an_entry_finishes_once():
 
 def test_first_chunk_time_is_taken_at_the_first_chunk():
     entry = Journal().open("/p")
+    entry.note_chunks(0)
     assert entry.first_chunk_ms is None
-    entry.note_chunk()
+    entry.note_chunks(3)
     first = entry.first_chunk_ms
-    entry.note_chunk()
+    entry.note_chunks(1)
     assert entry.first_chunk_ms == first
-    assert entry.chunks_sent == 2
+    assert entry.chunks_sent == 4
 
 
 def test_entry_json_names_every_documented_field():

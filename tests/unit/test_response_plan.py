@@ -149,26 +149,46 @@ def test_finish_reason_can_be_length():
     "text", ["line one\nline two", "data: [DONE]\n\n", "sep\u2028arated", "\r\r\n"]
 )
 def test_content_with_newlines_stays_one_sse_line(text: str):
-    for action in plan(Step(content=text, chunking=Chunking("whole"))).actions:
-        assert isinstance(action, Send)
-        assert action.data.count(b"\n") == 2
-        assert action.data.endswith(b"\n\n")
+    events = sent_events(plan(Step(content=text, chunking=Chunking("whole"))))
+    assert len(events) == 4  # role, content, finish, [DONE]: sent_events checks each is one line
     assert accumulate(sent_chunks(plan(Step(content=text))))["message"]["content"] == text
 
 
 def test_pauses_are_ttft_first_then_delay_before_each_delta_only():
     step = Step(content="a b", ttft_ms=500, delay_ms=20, chunking=Chunking("word"))
-    kinds = [f"pause {a.seconds:g}" if isinstance(a, Pause) else "send" for a in plan(step).actions]
-    assert kinds == [
-        "pause 0.5",
-        "send",
-        "pause 0.02",
-        "send",
-        "pause 0.02",
-        "send",
-        "send",
-        "send",
+    kinds = [
+        f"pause {a.seconds:g}" if isinstance(a, Pause) else f"send {a.chunks}"
+        for a in plan(step).actions
+        if isinstance(a, Pause | Send)
     ]
+    # role; "a"; then " b" with the finish chunk and [DONE] in the same write
+    assert kinds == ["pause 0.5", "send 1", "pause 0.02", "send 1", "pause 0.02", "send 2"]
+
+
+def test_frames_with_no_pause_between_go_out_in_one_write():
+    [write] = plan(Step(content="a b c d", chunking=Chunking("char"))).actions
+    assert isinstance(write, Send)
+    assert write.chunks == 9  # role, seven characters, finish
+    assert write.data.endswith(b"data: [DONE]\n\n")
+
+
+def test_encoded_chunk_is_the_json_of_the_documented_chunk():
+    first = sent_chunks(plan(Step(content="x"), include_usage=True))[0]
+    assert first == {
+        "id": META.id,
+        "object": "chat.completion.chunk",
+        "created": META.created,
+        "model": META.model,
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"role": "assistant", "content": ""},
+                "logprobs": None,
+                "finish_reason": None,
+            }
+        ],
+        "usage": None,
+    }
 
 
 def test_stream_plan_sends_headers_first_and_completes():
@@ -186,8 +206,8 @@ def chunk_sends_before_fault(step: Step) -> int:
     for action in plan(step).actions:
         if isinstance(action, FaultFired):
             return count
-        if isinstance(action, Send) and action.is_chunk:
-            count += 1
+        if isinstance(action, Send):
+            count += action.chunks
     raise AssertionError("the fault never fired")
 
 
