@@ -46,6 +46,8 @@ generated for the chosen M in a temporary directory.
 Targets (a report, not a test): our server holds 500 concurrent streams with zero errors
 and zero lost chunks (every run, every client), and reaches at least 2x mockllm's chunks/s
 at 500 streams. A missed target prints FAIL but exits 0; only a crash exits non-zero.
+A client that ran at 90% of a core or more while our server had CPU to spare measured
+itself, not the servers: its ratio is printed with NO VERDICT.
 
 Reproduce
 ---------

@@ -6,6 +6,10 @@ stops: no finish chunk, no `[DONE]`) or `abort` (the connection is closed mid-bo
 clients see as an incomplete read). The server only executes plans, so every wire detail
 and every fault is unit-tested here without a socket.
 
+Frames with no pause or fault between them are merged into one write (`coalesce`): clients
+see exactly the same SSE events, and the server pays the per-write cost once per stretch
+instead of once per chunk, which is most of its throughput.
+
 `after_chunks` in faults counts chunk frames already sent, the role chunk included, which is
 also what the journal's `chunks_sent` counts. For a non-streaming request the faults map
 onto the nearest equivalent: a stall delays the answer, a cut sends half the body and
