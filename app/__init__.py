@@ -1,0 +1,1 @@
+"""The reference notes chat app that implements the scaffold guardrail."""

@@ -1,0 +1,1 @@
+"""Retrieval, the agent, its tools, and the scaffolding guardrail."""

@@ -1,0 +1,29 @@
+"""Drive a ScaffoldingFilter over a chunked text (shared by the scaffolding test files)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from app.rag.scaffolding import DEFAULT_REGISTRY, Registry, ScaffoldingFilter
+
+
+def chunked(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def cut_at(text: str, *offsets: int) -> list[str]:
+    bounds = [0, *sorted(offsets), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def run(
+    chunks: Iterable[str], registry: Registry = DEFAULT_REGISTRY
+) -> tuple[str, ScaffoldingFilter]:
+    f = ScaffoldingFilter(registry)
+    out = "".join(f.feed(chunk) for chunk in chunks) + f.flush()
+    return out, f
+
+
+def strip(text: str, registry: Registry = DEFAULT_REGISTRY) -> str:
+    return run([text], registry)[0]
