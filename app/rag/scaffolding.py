@@ -44,6 +44,7 @@ from typing import Literal
 
 PatternKind = Literal["span", "token", "to_end"]
 PREVIEW_CHARS = 200
+_NEVER = r"(?!)"  # a regex that matches nothing
 
 
 @dataclass(frozen=True)
@@ -291,13 +292,20 @@ def _matcher(registry: Registry) -> _Matcher:
     return _Matcher(registry)
 
 
+SpanEnds = tuple[re.Pattern[str], int, frozenset[str], re.Pattern[str]]
+
+
 @functools.lru_cache(maxsize=256)
-def _ends(pattern: Pattern) -> tuple[re.Pattern[str], int, frozenset[str], str]:
-    """The end-marker regex, longest end, end prefixes and end first chars of a span."""
+def _ends(pattern: Pattern) -> SpanEnds:
+    """A span's end-marker regex, longest end, end prefixes, and end first-character regex."""
     ends = sorted(pattern.ends, key=len)[::-1]
-    regex = re.compile("|".join(re.escape(e) for e in ends) or r"(?!)")
+    regex = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
     longest = max((len(e) for e in ends), default=0)
-    return regex, longest, _proper_prefixes(ends), "".join(sorted({e[0] for e in ends}))
+    firsts = "".join(re.escape(c) for c in sorted({e[0] for e in ends}))
+    return regex, longest, _proper_prefixes(ends), re.compile(f"[{firsts}]" if firsts else _NEVER)
+
+
+_NO_ENDS: SpanEnds = (re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))
 
 
 class _Fences:
@@ -351,24 +359,27 @@ class ScaffoldingFilter:
 
     __slots__ = (
         "_clean",
+        "_fast",
         "_fences",
-        "_first_char",
         "_held",
         "_matcher",
         "_preview",
         "_span",
+        "_span_ends",
         "stripped_chars",
         "stripped_spans",
     )
 
     def __init__(self, registry: Registry = DEFAULT_REGISTRY) -> None:
         self._matcher = _matcher(registry)
-        self._first_char = self._matcher.first_char
         self._held = ""
         self._span: Pattern | None = None
-        self._clean = True  # outside any span with nothing held: the fast path applies
+        self._span_ends = _NO_ENDS
         self._preview = ""
         self._fences = _Fences() if self._matcher.plain_prefixes else None
+        self._clean = True
+        self._fast: str | None = None
+        self._set_clean(True)
         self.stripped_chars = 0
         self.stripped_spans: list[str] = []
 
@@ -379,22 +390,42 @@ class ScaffoldingFilter:
 
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
-        if self._clean:
-            first = self._first_char
-            if first is None:
-                clean = self._matcher.first.search(chunk) is None
-            else:
-                clean = first not in chunk
-            if clean:
-                if self._fences is not None:
-                    self._fences.feed(chunk)
+        fast = self._fast
+        if fast is not None and fast not in chunk:
+            return chunk
+        return self._feed(chunk)
+
+    def _feed(self, chunk: str) -> str:
+        """Cheaper paths first, then a full scan of the held text and the chunk."""
+        held = self._held
+        if self._span is not None:
+            if not held:
+                if self._span_ends[3].search(chunk) is None:
+                    self._strip(chunk)  # no end marker can start in it: all of it is span
+                    return ""
+            elif held + chunk in self._span_ends[2]:
+                self._held = held + chunk  # still an end marker's prefix: hold it all
+                return ""
+        elif not held:
+            if self._matcher.first.search(chunk) is None:
+                self._feed_fences(chunk)
                 return chunk
-        return self._scan(self._held + chunk)
+        elif held + chunk in self._matcher.special_prefixes:
+            self._held = held + chunk  # still a special opener's prefix: hold it all
+            return ""
+        return self._scan(held + chunk)
+
+    def _set_clean(self, clean: bool) -> None:
+        """Outside any span with nothing held, a chunk with no opener's first character is
+        returned as it is; with one first character and no fences, by a bare `in` test."""
+        self._clean = clean
+        single = self._matcher.first_char if self._fences is None else None
+        self._fast = single if clean else None
 
     def flush(self) -> str:
         """At stream end: a held partial opener is text; an open span is stripped to the end."""
         held, self._held = self._held, ""
-        self._clean = True
+        self._set_clean(True)
         if self._span is not None:
             self._strip(held)
             self._close_span()
@@ -424,8 +455,7 @@ class ScaffoldingFilter:
                     continue
                 self._open(pattern, match.group())
             else:
-                regex = _ends(self._span)[0]
-                match = regex.search(text, pos)
+                match = self._span_ends[0].search(text, pos)
                 if match is None:
                     break
                 self._strip(text[pos : match.end()])
@@ -439,7 +469,7 @@ class ScaffoldingFilter:
             keep = self._hold_inside(text, pos)
             self._strip(text[pos:keep])
         self._held = text[keep:]
-        self._clean = self._span is None and not self._held
+        self._set_clean(self._span is None and not self._held)
         return "".join(out)
 
     def _feed_fences(self, text: str) -> None:
@@ -468,11 +498,10 @@ class ScaffoldingFilter:
 
     def _hold_inside(self, text: str, pos: int) -> int:
         """Where the held-back suffix starts inside a span: a prefix of one of its ends."""
-        assert self._span is not None
-        _, longest, prefixes, firsts = _ends(self._span)
-        for index in range(max(pos, len(text) - longest + 1), len(text)):
-            if text[index] in firsts and text[index:] in prefixes:
-                return index
+        _, longest, prefixes, firsts = self._span_ends
+        for candidate in firsts.finditer(text, max(pos, len(text) - longest + 1)):
+            if text[candidate.start() :] in prefixes:
+                return candidate.start()
         return len(text)
 
     # --- bookkeeping ---------------------------------------------------------------------
@@ -483,6 +512,7 @@ class ScaffoldingFilter:
             self._close_span()
         else:
             self._span = pattern
+            self._span_ends = _ends(pattern)
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)

@@ -1,0 +1,259 @@
+"""Throughput of the streaming scaffolding filter, next to baselines measured in the same run.
+
+For clean prose and for scaffolding-dense text, cut into chunks of 1, 4, 16, 64, 1024 and
+4096 characters, it times (best of --repeat runs, one process, nothing else running):
+
+- filter: `ScaffoldingFilter().feed(chunk)` for every chunk, then `flush()`;
+- (a) scan floor: a bare loop that only tests each chunk for `<`;
+- (b) bare generator: a generator that yields each chunk unchanged, consumed by a loop;
+- (c) naive filter: appends each chunk to the text so far and re-runs one regex over all of
+  it, emitting what is new (what a chat UI that re-renders the whole message does). It is
+  quadratic, so it is timed once, and only for chunks of 64 characters and more;
+- linearity: the filter on a stream twice as long, as a ratio of times.
+
+Targets (a report, not a test; a missed target prints FAIL and still exits 0):
+1. clean prose in 4096-character chunks: at least 0.5x the scan floor's characters/s;
+2. 1-character chunks: at most 4x the per-chunk cost of the bare generator (judged for each
+   text);
+3. linear: double the stream, at most 2.2x the time (every row);
+4. at least 20x faster than the naive filter on a 1 MB stream in 64-character chunks.
+
+Every run checks the filter's output against the one-regex oracle, so what is timed is
+the real work.
+
+Reproduce:
+    uv run python benchmarks/filter.py                 # 1 MB streams, best of 5
+    uv run python benchmarks/filter.py --chars 250000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from app.rag.scaffolding import ScaffoldingFilter
+
+CHUNK_SIZES = (1, 4, 16, 64, 1024, 4096)
+NAIVE_MIN_CHUNK = 64
+ORACLE = re.compile(
+    r"<\|tool_call_start\|>.*?(?:<\|tool_call_end\|>|\Z)|<\|tool_calls\|>|<\|tool_call\|>",
+    re.DOTALL,
+)
+PROSE = (
+    "backups run nightly at 02:00 with restic to the NAS and the newest snapshot is verified "
+    "every Sunday; restore a file by mounting the repository, copying it out, and checking "
+    "its checksum against the log. DNS, certificates, the hypervisor and storage pools have "
+    "runbooks of their own."
+)
+WORDS = PROSE.split()
+DENSE_PIECES = (
+    "Let me check the notes. ",
+    "<|tool_call_start|>[read(path='/homelab/backup-notes.md')]<|tool_call_end|>",
+    "Backups run nightly<|tool_calls|> at 02:00, ",
+    "and a < b holds; <|some_other_token|> stays. ",
+    "<|tool_call|>",
+)
+
+Timer = Callable[[Sequence[str]], None]
+
+
+def clean_prose(length: int, seed: int = 7) -> str:
+    rng = random.Random(seed)
+    words: list[str] = []
+    size = 0
+    while size < length:
+        word = rng.choice(WORDS)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)[:length]
+
+
+def dense_scaffolding(length: int) -> str:
+    block = "".join(DENSE_PIECES)
+    return (block * (length // len(block) + 1))[:length]
+
+
+def chunked(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def run_filter(chunks: Sequence[str]) -> None:
+    stream = ScaffoldingFilter()
+    feed = stream.feed
+    for chunk in chunks:
+        feed(chunk)
+    stream.flush()
+
+
+def scan_floor(chunks: Sequence[str]) -> None:
+    for chunk in chunks:
+        _ = "<" in chunk  # the test itself is the work being timed
+
+
+def _unchanged(chunks: Sequence[str]) -> Iterator[str]:
+    yield from chunks
+
+
+def bare_generator(chunks: Sequence[str]) -> None:
+    for _ in _unchanged(chunks):
+        pass
+
+
+def naive_filter(chunks: Sequence[str]) -> None:
+    text = ""
+    shown = 0
+    for chunk in chunks:
+        text += chunk
+        cleaned = ORACLE.sub("", text)
+        _new = cleaned[shown:]
+        shown = len(cleaned)
+
+
+def best_of(timer: Timer, chunks: Sequence[str], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        timer(chunks)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def check_output(text: str, chunks: Sequence[str]) -> None:
+    stream = ScaffoldingFilter()
+    out = "".join(stream.feed(c) for c in chunks) + stream.flush()
+    if out != ORACLE.sub("", text):
+        raise SystemExit("the filter's output differs from the oracle: not timing a broken filter")
+
+
+@dataclass(frozen=True)
+class Row:
+    text: str
+    size: int
+    chunks: int
+    chars: int
+    filter_s: float
+    floor_s: float
+    bare_s: float
+    naive_s: float | None
+    double_s: float
+
+    def rate(self, seconds: float) -> float:
+        return self.chars / seconds
+
+    def per_chunk_ns(self, seconds: float) -> float:
+        return seconds / self.chunks * 1e9
+
+
+def measure(name: str, text: str, doubled: str, size: int, repeat: int) -> Row:
+    chunks = chunked(text, size)
+    check_output(text, chunks)
+    naive = best_of(naive_filter, chunks, 1) if size >= NAIVE_MIN_CHUNK else None
+    return Row(
+        text=name,
+        size=size,
+        chunks=len(chunks),
+        chars=len(text),
+        filter_s=best_of(run_filter, chunks, repeat),
+        floor_s=best_of(scan_floor, chunks, repeat),
+        bare_s=best_of(bare_generator, chunks, repeat),
+        naive_s=naive,
+        double_s=best_of(run_filter, chunked(doubled, size), repeat),
+    )
+
+
+def table(rows: Sequence[Row]) -> list[str]:
+    lines = [
+        "| text | chunk | chunks | filter MB/s | filter ns/chunk | (a) floor MB/s"
+        " | filter / floor | (b) bare ns/chunk | filter / bare per chunk | (c) naive MB/s"
+        " | filter speed-up vs (c) | 2x stream time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        naive = f"{r.rate(r.naive_s) / 1e6:.2f}" if r.naive_s else "n/a"
+        speedup = f"{r.naive_s / r.filter_s:,.0f}x" if r.naive_s else "n/a"
+        lines.append(
+            f"| {r.text} | {r.size} | {r.chunks:,} | {r.rate(r.filter_s) / 1e6:.1f}"
+            f" | {r.per_chunk_ns(r.filter_s):.0f} | {r.rate(r.floor_s) / 1e6:.1f}"
+            f" | {r.floor_s / r.filter_s:.2f}x | {r.per_chunk_ns(r.bare_s):.0f}"
+            f" | {r.filter_s / r.bare_s:.2f}x | {naive} | {speedup}"
+            f" | {r.double_s / r.filter_s:.2f}x |"
+        )
+    return lines
+
+
+def verdict(ok: bool, text: str) -> str:
+    return f"{'PASS' if ok else 'FAIL'}: {text}"
+
+
+def verdicts(rows: Sequence[Row]) -> list[str]:
+    def row(text: str, size: int) -> Row:
+        return next(r for r in rows if r.text == text and r.size == size)
+
+    prose_4096 = row("clean prose", 4096)
+    floor_ratio = prose_4096.floor_s / prose_4096.filter_s
+    worst_linear = max(r.double_s / r.filter_s for r in rows)
+    naive_64 = [row(name, 64) for name in ("clean prose", "scaffolding-dense")]
+    worst_speedup = min(r.naive_s / r.filter_s for r in naive_64 if r.naive_s)
+    return [
+        verdict(
+            floor_ratio >= 0.5,
+            f"clean prose, 4096-char chunks: {floor_ratio:.2f}x the scan floor (target >= 0.5x)",
+        ),
+        *(
+            verdict(
+                r.filter_s / r.bare_s <= 4,
+                f"{r.text}, 1-char chunks: {r.filter_s / r.bare_s:.2f}x the bare generator's"
+                " per-chunk cost (target <= 4x)",
+            )
+            for r in rows
+            if r.size == 1
+        ),
+        verdict(
+            worst_linear <= 2.2,
+            f"linear: a stream twice as long takes at most {worst_linear:.2f}x the time"
+            " (target <= 2.2x)",
+        ),
+        verdict(
+            worst_speedup >= 20,
+            f"{prose_4096.chars / 1e6:g} MB in 64-char chunks: {worst_speedup:,.0f}x faster than"
+            " the naive re-scanning filter, worst of both texts (target >= 20x)",
+        ),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Throughput of the streaming scaffolding filter.")
+    parser.add_argument("--chars", type=int, default=1_000_000, help="stream length")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per timing (best of)")
+    args = parser.parse_args(argv)
+    texts = {
+        "clean prose": (clean_prose(args.chars), clean_prose(2 * args.chars)),
+        "scaffolding-dense": (dense_scaffolding(args.chars), dense_scaffolding(2 * args.chars)),
+    }
+    rows: list[Row] = []
+    for name, (text, doubled) in texts.items():
+        for size in CHUNK_SIZES:
+            rows.append(measure(name, text, doubled, size, args.repeat))
+            print(f"measured {name} / {size}", file=sys.stderr, flush=True)
+    print(f"Command: `uv run python benchmarks/filter.py {' '.join(argv or sys.argv[1:])}`")
+    print(
+        f"Machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()},"
+        f" Python {platform.python_version()}; streams of {args.chars:,} characters,"
+        f" best of {args.repeat}"
+    )
+    print()
+    print("\n".join(table(rows)))
+    print()
+    print("\n".join(verdicts(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
