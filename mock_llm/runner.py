@@ -4,6 +4,7 @@
 no race between picking a port and binding it), runs uvicorn in a background thread with its
 own event loop, waits until the server answers, yields the base URL (without `/v1`), and
 shuts down on exit, cutting off streams still open after a short grace period.
+`serve_in_thread()` does the same for any ASGI app (the notes app uses it too).
 """
 
 from __future__ import annotations
@@ -78,15 +79,26 @@ def base_url(sock: socket.socket) -> str:
 def serve_mock(settings: MockSettings | None = None, host: str = "127.0.0.1") -> Generator[str]:
     """Run the mock in a background thread on a free port; yields e.g. http://127.0.0.1:43121."""
     settings = settings if settings is not None else build_settings()
+    with serve_in_thread(uvicorn_config(settings), host) as url:
+        yield url
+
+
+@contextmanager
+def serve_in_thread(config: uvicorn.Config, host: str = "127.0.0.1") -> Generator[str]:
+    """Serve any ASGI app config with uvicorn in a background thread on a free port.
+
+    The socket is bound here, before the server starts, so there is no race between picking
+    a port and binding it. Yields the base URL once the server answers; stops it on exit.
+    """
     sock = bind_socket(host, 0)
-    server = uvicorn.Server(uvicorn_config(settings))
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("mock_llm did not start")
+                raise RuntimeError("the server did not start")
             time.sleep(0.01)
         yield base_url(sock)
     finally:

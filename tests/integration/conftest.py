@@ -11,7 +11,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,13 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import uvicorn
 from openai.types.chat import ChatCompletionMessageParam
 
+from app.config import Settings, load_settings
+from app.main import create_app
 from mock_llm import build_settings, serve_mock
+from mock_llm.runner import serve_in_thread
 
 DEADLINE_S = 15.0
 TEST_FLOWS = Path(__file__).with_name("flows.yaml")
@@ -31,6 +36,44 @@ TEST_FLOWS = Path(__file__).with_name("flows.yaml")
 def mock_url() -> Iterator[str]:
     with serve_mock(build_settings((TEST_FLOWS,))) as url:
         yield url
+
+
+@dataclass(frozen=True)
+class AppUnderTest:
+    url: str
+    settings: Settings
+
+
+def app_settings(mock_url: str, data_dir: Path, **env: str) -> Settings:
+    return load_settings(
+        {
+            "SG_LLM_BASE_URL": f"{mock_url}/v1",
+            "SG_DATA_DIR": str(data_dir),
+            "SG_LLM_RETRY_DELAY_S": "0.01",
+            "SG_LLM_TIMEOUT_S": "10",
+            **env,
+        }
+    )
+
+
+@contextmanager
+def serve_app(settings: Settings) -> Generator[str]:
+    config = uvicorn.Config(create_app(settings), log_level="warning", timeout_graceful_shutdown=1)
+    with serve_in_thread(config) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def notes_app(mock_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppUnderTest]:
+    settings = app_settings(mock_url, tmp_path_factory.mktemp("app-data"))
+    with serve_app(settings) as url:
+        yield AppUnderTest(url, settings)
+
+
+@pytest.fixture
+async def app_http(notes_app: AppUnderTest) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=notes_app.url, timeout=DEADLINE_S) as client:
+        yield client
 
 
 @pytest.fixture

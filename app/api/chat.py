@@ -1,0 +1,39 @@
+"""POST /api/chat: one question in, the turn's frames out as server-sent events."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.api.deps import TurnDepsDep
+from app.api.sse import encode_all
+from app.turn import new_turn_id, run_turn
+
+MAX_MESSAGE_CHARS = 4000
+router = APIRouter()
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(max_length=MAX_MESSAGE_CHARS)
+
+    @field_validator("message")
+    @classmethod
+    def not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the message is empty")
+        if "\x00" in value:
+            raise ValueError("the message contains a NUL character")
+        return value
+
+
+@router.post("/api/chat")
+async def chat(body: ChatRequest, deps: TurnDepsDep) -> StreamingResponse:
+    turn_id = new_turn_id()
+    return StreamingResponse(
+        encode_all(run_turn(deps, turn_id, body.message)),
+        media_type="text/event-stream",
+        headers={"X-Turn-Id": turn_id, "Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )

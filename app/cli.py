@@ -1,0 +1,63 @@
+"""`python -m app`: serve the notes chat. With no LLM configured it is the embedded demo.
+
+The embedded demo starts the mock LLM in-process (so the whole thing runs offline and the
+mock's journal shows every upstream request), uses the bundled sample notes, and keeps its
+database in ./data. Set SG_LLM_BASE_URL (and the other SG_ variables, see README) to talk to
+a real model instead; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+
+import uvicorn
+
+from app.config import SettingsError, load_settings
+from app.main import create_app
+from app.turn_log import LOGGER_NAME
+from mock_llm import serve_mock
+from mock_llm.runner import base_url, bind_socket
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app", description="Serve the notes chat.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any)")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(os.environ)
+    except SettingsError as exc:
+        print(f"app: {exc}", file=sys.stderr)
+        return 2
+    with ExitStack() as stack:
+        mock_url = None
+        if settings.embedded:
+            mock_url = stack.enter_context(serve_mock())
+            settings = dataclasses.replace(settings, llm_base_url=f"{mock_url}/v1")
+        try:
+            sock = bind_socket(args.host, args.port)
+        except OSError as exc:
+            print(f"app: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+            return 2
+        stack.callback(sock.close)
+        app = create_app(settings)
+        url = base_url(sock)
+        print(f"app: notes chat on {url}/ (notes: {settings.notes_dir})", flush=True)
+        if mock_url is not None:
+            print(
+                f"app: embedded mock LLM on {mock_url} (journal {mock_url}/_mock/requests)",
+                flush=True,
+            )
+        else:
+            print(f"app: LLM at {settings.llm_base_url} (model {settings.llm_model})", flush=True)
+        chat_log = logging.getLogger(LOGGER_NAME)
+        chat_log.addHandler(logging.StreamHandler(sys.stderr))
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+        uvicorn.Server(config).run(sockets=[sock])
+    return 0

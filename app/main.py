@@ -1,0 +1,118 @@
+"""The FastAPI app object: routes, the shared turn dependencies, and the page.
+
+`create_app(settings)` wires the real parts (notes index, document tools, the LLM client,
+the query log, the chat log). Tests pass their own `chat` function to run turns on a
+scripted model without a network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from app.api import chat as chat_api
+from app.api import history as history_api
+from app.config import Settings
+from app.rag.agent import ChatFn
+from app.rag.llm import LLMConfig, chat_stream_retried, make_client
+from app.rag.retrieval import NotesIndex
+from app.rag.tools import TOOL_SPECS, NotesTools
+from app.rag.types import RetryNotice, RoundEnd, StreamPiece, ToolOutcome
+from app.storage import QueryLog
+from app.turn import TurnDeps
+from app.turn_log import configure_chat_log
+
+FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
+NO_PAGE = """<!doctype html><meta charset="utf-8"><title>scaffold-guard</title>
+<p>The chat page is not installed in this checkout. The API works:
+<pre>curl -N http://HOST/api/chat -H 'content-type: application/json' \\
+  -d '{"message": "When do backups run?"}'</pre>
+"""
+
+
+class DocumentTools:
+    """The notes tools as the agent sees them: their OpenAI specs and a way to run one."""
+
+    specs: list[dict[str, Any]] = TOOL_SPECS
+
+    def __init__(self, notes_dir: Path) -> None:
+        self._tools = NotesTools(notes_dir)
+
+    def run(self, name: str, arguments: str) -> ToolOutcome:
+        return self._tools.run(name, arguments)
+
+
+def llm_config(settings: Settings) -> LLMConfig:
+    if settings.llm_base_url is None:
+        raise ValueError("no LLM base URL: start the embedded mock first (python -m app)")
+    return LLMConfig(
+        base_url=settings.llm_base_url,
+        model=settings.llm_model,
+        api_key=settings.llm_api_key,
+        timeout_s=settings.llm_timeout_s,
+        max_attempts=settings.llm_max_attempts,
+        retry_base_delay_s=settings.llm_retry_delay_s,
+        retry_after_cap_s=settings.llm_retry_after_cap_s,
+    )
+
+
+def create_app(settings: Settings, chat_fn: ChatFn | None = None) -> FastAPI:
+    """The app. Without `chat_fn`, turns go to the LLM at `settings.llm_base_url`."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    index = NotesIndex(settings.notes_dir, settings.db_path.with_suffix(".index.sqlite3"))
+    index.refresh()
+    query_log = QueryLog(settings.db_path)
+    client = None
+    chat = chat_fn
+    if chat is None:
+        config = llm_config(settings)
+        client = make_client(config)
+
+        def chat_upstream(
+            messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+        ) -> AsyncIterator[StreamPiece | RetryNotice | RoundEnd]:
+            return chat_stream_retried(client, config, messages, tools)
+
+        chat = chat_upstream
+
+    deps = TurnDeps(
+        settings=settings,
+        index=index,
+        tools=DocumentTools(settings.notes_dir),
+        chat=chat,
+        query_log=query_log,
+        logger=configure_chat_log(settings.log_file),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
+        yield
+        if client is not None:
+            await client.close()
+        query_log.close()
+        index.close()
+
+    app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
+    app.state.turn_deps = deps
+    app.include_router(chat_api.router)
+    app.include_router(history_api.router)
+    if (FRONTEND / "index.html").is_file():
+        app.mount("/static", StaticFiles(directory=FRONTEND), name="static")
+
+        @app.get("/", include_in_schema=False)
+        async def page() -> FileResponse:  # pyright: ignore[reportUnusedFunction]
+            return FileResponse(FRONTEND / "index.html")
+
+    else:
+
+        @app.get("/", include_in_schema=False)
+        async def no_page() -> HTMLResponse:  # pyright: ignore[reportUnusedFunction]
+            return HTMLResponse(NO_PAGE)
+
+    return app

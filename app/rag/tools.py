@@ -1,0 +1,461 @@
+"""The agent's document tools, read, grep and list, over the virtual root /homelab/.
+
+`/homelab/` is mapped onto the notes folder and nothing outside that folder is ever
+readable. The model's arguments are untrusted (notes can carry prompt injection), so:
+
+- Every path is checked before it touches the disk and refused with a plain error: `..`
+  anywhere, absolute paths outside /homelab/, backslashes, control characters (NUL
+  included), percent-encoded `.`, `/`, `\\`, `%` or NUL, and hidden names (a leading dot).
+  Then the path is resolved (symlinks followed) and must still lie inside the resolved
+  root; `Path.is_relative_to` compares whole components, so a sibling folder such as
+  `notes_private` next to `notes` is outside, whatever the spelling.
+- Outcome texts never hold a real filesystem path: they name only virtual paths, and OS
+  errors are reported in plain words, never by their message (which carries the path).
+  Refusals do not echo the rejected path either.
+- Output is capped (read characters, list entries, grep matches and line length) with a
+  visible `[truncated: ...]` marker, and grep runs under a time budget (per file and per
+  call, through the `regex` module's `timeout=`), so a pattern like `(a+)+$` cannot hang
+  the server: the search stops and says so.
+- `run()` validates the raw JSON arguments against the tool's schema and answers every
+  problem with `ToolOutcome(ok=False, ...)` in words the model can act on; it never raises.
+
+Deliberate choices: `ToolOutcome.path` is set only when a read or list succeeded. grep
+searches only `.md` files, skips files that are larger than its cap, binary or not UTF-8,
+and does not follow symlinked folders (a link inside the folder would search notes twice).
+An invalid regex is searched as plain text, and the output says so. A path is checked once
+and then opened; someone who can write into the notes folder could swap a symlink in
+between, which is outside this tool's threat model (the model, not the folder's owner).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+import time
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import regex
+
+from app.rag.types import ToolOutcome
+
+VIRTUAL_ROOT = "/homelab/"
+_VIRTUAL_NAME = "homelab"
+
+MAX_READ_CHARS = 20_000
+MAX_LIST_ENTRIES = 200
+MAX_GREP_MATCHES = 50
+MAX_GREP_LINE_CHARS = 200
+MAX_GREP_FILE_BYTES = 4 << 20
+MAX_FULL_READ_BYTES = 4 << 20  # larger files are read only as far as the cap needs
+GREP_FILE_TIMEOUT_S = 0.2
+GREP_TOTAL_TIMEOUT_S = 1.0
+MAX_PATH_CHARS = 1024
+MAX_PATTERN_CHARS = 1000
+
+TOOL_SPECS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "description": (
+                "Read one note from the homelab notes. Returns the file's text "
+                f"(at most {MAX_READ_CHARS} characters)."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "Path of the note, e.g. /homelab/backups.md",
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "grep",
+            "description": (
+                "Search all notes for a case-insensitive regular expression. Returns "
+                "matching lines as path:line: text (at most "
+                f"{MAX_GREP_MATCHES} matches)."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "pattern": {
+                        "type": "string",
+                        "description": "Regular expression or plain words, e.g. restic",
+                    }
+                },
+                "required": ["pattern"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "list",
+            "description": (
+                "List the notes and folders in a folder of the homelab notes. Folders end in /."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "Folder to list, e.g. /homelab/ (the default)",
+                    }
+                },
+                "required": [],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+
+# tool name -> {argument: required}
+_ARGUMENTS: dict[str, dict[str, bool]] = {
+    "read": {"path": True},
+    "grep": {"pattern": True},
+    "list": {"path": False},
+}
+_EXAMPLES = {
+    "read": '{"path": "/homelab/backups.md"}',
+    "grep": '{"pattern": "restic"}',
+    "list": '{"path": "/homelab/"}',
+}
+
+_ENCODED_SPECIAL = re.compile(r"%(?:2e|2f|5c|25|00)", re.IGNORECASE)
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A checked path: the real location inside the root and its virtual spelling."""
+
+    real: Path
+    parts: tuple[str, ...]
+
+    def virtual(self, folder: bool = False) -> str:
+        joined = "/".join(self.parts)
+        if not joined:
+            return VIRTUAL_ROOT
+        return VIRTUAL_ROOT + joined + ("/" if folder else "")
+
+
+def _fail(text: str) -> ToolOutcome:
+    return ToolOutcome(ok=False, text=text)
+
+
+def _printable(text: str) -> str:
+    """Text with control and bidirectional-override characters shown as escapes."""
+    return "".join(
+        f"\\u{ord(c):04x}"
+        if (unicodedata.category(c) == "Cc" and c != "\t") or c in _BIDI_CONTROLS
+        else c
+        for c in text
+    )
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = _printable(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class NotesTools:
+    """read, grep and list over the virtual root /homelab/, mapped onto one folder."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        max_read_chars: int = MAX_READ_CHARS,
+        max_list_entries: int = MAX_LIST_ENTRIES,
+        max_grep_matches: int = MAX_GREP_MATCHES,
+        max_grep_file_bytes: int = MAX_GREP_FILE_BYTES,
+        max_full_read_bytes: int = MAX_FULL_READ_BYTES,
+        grep_file_timeout_s: float = GREP_FILE_TIMEOUT_S,
+        grep_total_timeout_s: float = GREP_TOTAL_TIMEOUT_S,
+    ) -> None:
+        self._root = Path(root).resolve()
+        self._max_read_chars = max_read_chars
+        self._max_list_entries = max_list_entries
+        self._max_grep_matches = max_grep_matches
+        self._max_grep_file_bytes = max_grep_file_bytes
+        self._max_full_read_bytes = max_full_read_bytes
+        self._grep_file_timeout_s = grep_file_timeout_s
+        self._grep_total_timeout_s = grep_total_timeout_s
+
+    # --- dispatch --------------------------------------------------------------------
+
+    def run(self, name: str, arguments: str) -> ToolOutcome:
+        """Run the tool the model called, from the raw JSON arguments text it sent."""
+        spec = _ARGUMENTS.get(name)
+        if spec is None:
+            return _fail(f"Unknown tool '{_short(name)}'. The tools are read, grep and list.")
+        example = _EXAMPLES[name]
+        if arguments.strip() == "":
+            parsed: object = {}
+        else:
+            try:
+                parsed = json.loads(arguments)
+            except (ValueError, RecursionError):
+                return _fail(f"The arguments for {name} are not valid JSON. Send e.g. {example}")
+        if not isinstance(parsed, dict):
+            return _fail(f"The arguments for {name} must be a JSON object, e.g. {example}")
+        args = cast(dict[str, object], parsed)
+        extra = sorted(set(args) - set(spec))
+        if extra:
+            names = ", ".join(_short(k) for k in extra)
+            allowed = " and ".join(spec)
+            return _fail(f"{name} does not take {names}; it takes only {allowed}. E.g. {example}")
+        missing = [k for k, required in spec.items() if required and k not in args]
+        if missing:
+            return _fail(f"{name} needs the argument {missing[0]}, e.g. {example}")
+        values: dict[str, str] = {}
+        for key, value in args.items():
+            if not isinstance(value, str):
+                return _fail(f"The argument {key} of {name} must be a string, e.g. {example}")
+            values[key] = value
+        if name == "read":
+            return self.read(values["path"])
+        if name == "grep":
+            return self.grep(values["pattern"])
+        return self.list(values.get("path", VIRTUAL_ROOT))
+
+    # --- paths -----------------------------------------------------------------------
+
+    def _resolve(self, raw: str) -> _Target | str:
+        """The checked target of a path the model sent, or a plain refusal."""
+        text = raw.strip()
+        if len(text) > MAX_PATH_CHARS:
+            return f"The path is too long (more than {MAX_PATH_CHARS} characters)."
+        if any(unicodedata.category(c) == "Cc" for c in text):
+            return "The path contains control characters (such as NUL or a line break)."
+        if "\\" in text:
+            return "Backslashes are not allowed in paths; separate folders with /."
+        if _ENCODED_SPECIAL.search(text):
+            return "Percent-encoded characters are not allowed in paths; write the path plainly."
+        if text == f"/{_VIRTUAL_NAME}" or text.startswith(VIRTUAL_ROOT):
+            rel = text[len(_VIRTUAL_NAME) + 1 :]
+        elif text.startswith(("/", "~")):
+            return f"Only paths under {VIRTUAL_ROOT} are available, e.g. /homelab/backups.md"
+        elif (text == _VIRTUAL_NAME or text.startswith(f"{_VIRTUAL_NAME}/")) and not (
+            self._root / _VIRTUAL_NAME
+        ).exists():
+            rel = text[len(_VIRTUAL_NAME) :]  # "homelab/x.md", the root spelled without its /
+        else:
+            rel = text  # relative to /homelab/
+        parts = tuple(p for p in rel.split("/") if p not in ("", "."))
+        if ".." in parts:
+            return "Paths with '..' are not allowed; use paths under /homelab/."
+        if any(p.startswith(".") for p in parts):
+            return "Hidden files and folders (names starting with '.') are not available."
+        try:
+            real = self._root.joinpath(*parts).resolve()
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+            return "That path cannot be opened."
+        if not real.is_relative_to(self._root):
+            return "That path leads outside the notes folder, so it is not available."
+        return _Target(real, parts)
+
+    def _inside(self, path: Path) -> bool:
+        try:
+            return path.resolve().is_relative_to(self._root)
+        except (OSError, RuntimeError):
+            return False
+
+    # --- read ------------------------------------------------------------------------
+
+    def read(self, path: str) -> ToolOutcome:
+        """The text of one note, cut at the character cap with a visible marker."""
+        target = self._resolve(path)
+        if isinstance(target, str):
+            return _fail(target)
+        virtual = target.virtual()
+        real = target.real
+        if not target.parts or real.is_dir():
+            return _fail(f"{target.virtual(folder=True)} is a folder; use list to see inside it.")
+        if not real.exists():
+            return _fail(f"There is no note {virtual}. Use list or grep to find notes.")
+        if not real.is_file():
+            return _fail(f"{virtual} is not a regular file.")
+        try:
+            size = real.stat().st_size
+            whole = size <= self._max_full_read_bytes
+            with real.open("rb") as handle:
+                data = handle.read() if whole else handle.read(self._max_read_chars * 4)
+        except OSError:
+            return _fail(f"{virtual} could not be read.")
+        if b"\x00" in data:
+            return _fail(f"{virtual} is a binary file, not a text note.")
+        try:
+            text = codecs.getincrementaldecoder("utf-8")().decode(data, final=whole)
+        except UnicodeDecodeError:
+            return _fail(f"{virtual} is not UTF-8 text, so it cannot be shown.")
+        text = text.removeprefix("\ufeff")
+        if whole and len(text) <= self._max_read_chars:
+            return ToolOutcome(ok=True, text=text or "(The note is empty.)", path=virtual)
+        shown = text[: self._max_read_chars]
+        if whole:
+            marker = f"[truncated: showing {len(shown)} of {len(text)} characters]"
+        else:
+            marker = f"[truncated: showing {len(shown)} characters of a {size}-byte file]"
+        return ToolOutcome(ok=True, text=f"{shown}\n{marker}", path=virtual)
+
+    # --- grep ------------------------------------------------------------------------
+
+    def grep(self, pattern: str) -> ToolOutcome:
+        """Matching lines of every note as `path:line: text`, under caps and a time budget."""
+        if pattern == "":
+            return _fail("The pattern is empty; give a word or a regular expression to search.")
+        if len(pattern) > MAX_PATTERN_CHARS:
+            return _fail(f"The pattern is too long (more than {MAX_PATTERN_CHARS} characters).")
+        head: list[str] = []
+        notes: list[str] = []
+        try:
+            compiled = regex.compile(pattern, regex.IGNORECASE)
+        except (regex.error, OverflowError, ValueError, RecursionError):
+            compiled = regex.compile(regex.escape(pattern), regex.IGNORECASE)
+            head.append("[the pattern is not a valid regular expression; searched as plain text]")
+
+        lines: list[str] = []
+        skipped = 0
+        truncated = False
+        slow: list[str] = []
+        out_of_time = False
+        total_deadline = time.monotonic() + self._grep_total_timeout_s
+        for virtual, real in self._notes():
+            text = self._grep_text(real)
+            if text is None:
+                skipped += 1
+                continue
+            file_deadline = min(time.monotonic() + self._grep_file_timeout_s, total_deadline)
+            for number, raw_line in enumerate(text.split("\n"), start=1):
+                line = raw_line.removesuffix("\r")
+                remaining = file_deadline - time.monotonic()
+                try:
+                    if remaining <= 0:
+                        raise TimeoutError
+                    match = compiled.search(line, timeout=remaining)
+                except TimeoutError:
+                    if time.monotonic() >= total_deadline:
+                        out_of_time = True
+                    else:
+                        slow.append(virtual)
+                    break
+                if match is None:
+                    continue
+                if len(lines) == self._max_grep_matches:
+                    truncated = True
+                    break
+                lines.append(f"{virtual}:{number}: {_snippet(line, match.start())}")
+            if truncated or out_of_time:
+                break
+
+        if truncated:
+            notes.append(
+                f"[truncated: stopped after {self._max_grep_matches} matches; "
+                "use a narrower pattern]"
+            )
+        for virtual in slow:
+            notes.append(f"[search of {virtual} stopped: the pattern took too long there]")
+        if out_of_time:
+            notes.append(
+                "[search stopped: the pattern took too long; the results may be incomplete]"
+            )
+        if skipped:
+            notes.append(
+                f"[skipped {skipped} file(s) that are binary, not UTF-8 text or too large]"
+            )
+        return ToolOutcome(ok=True, text="\n".join(head + (lines or ["No matches."]) + notes))
+
+    def _notes(self) -> Iterator[tuple[str, Path]]:
+        """(virtual path, path) of every visible .md note inside the root, sorted."""
+        for folder, dirnames, filenames in os.walk(self._root):
+            base = Path(folder)
+            dirnames[:] = sorted(
+                d for d in dirnames if not d.startswith(".") and not (base / d).is_symlink()
+            )
+            for name in sorted(filenames):
+                path = base / name
+                if name.startswith(".") or not name.lower().endswith(".md"):
+                    continue
+                if path.is_symlink() and not self._inside(path):
+                    continue
+                rel = path.relative_to(self._root).as_posix()
+                yield VIRTUAL_ROOT + _printable(rel), path
+
+    def _grep_text(self, path: Path) -> str | None:
+        """A note's text for grep, or None if it is too large, binary, unreadable or not UTF-8."""
+        try:
+            if not path.is_file() or path.stat().st_size > self._max_grep_file_bytes:
+                return None
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if b"\x00" in data:
+            return None
+        try:
+            return data.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError:
+            return None
+
+    # --- list ------------------------------------------------------------------------
+
+    def list(self, path: str = VIRTUAL_ROOT) -> ToolOutcome:
+        """The visible entries of one folder, folders first, cut at the entry cap."""
+        target = self._resolve(path)
+        if isinstance(target, str):
+            return _fail(target)
+        real = target.real
+        if not real.exists():
+            return _fail(f"There is no folder {target.virtual(folder=True)}.")
+        if not real.is_dir():
+            return _fail(f"{target.virtual()} is a file; use read to see it.")
+        virtual = target.virtual(folder=True)
+        folders: list[str] = []
+        files: list[str] = []
+        try:
+            with os.scandir(real) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_symlink() and not self._inside(Path(entry.path)):
+                        continue
+                    if entry.is_dir():
+                        folders.append(_printable(entry.name) + "/")
+                    else:
+                        files.append(_printable(entry.name))
+        except OSError:
+            return _fail(f"{virtual} could not be listed.")
+        names = sorted(folders, key=str.casefold) + sorted(files, key=str.casefold)
+        shown = names[: self._max_list_entries]
+        text = "\n".join([f"Contents of {virtual}:", *(shown or ["(empty)"])])
+        if len(names) > len(shown):
+            text += f"\n[truncated: showing {len(shown)} of {len(names)} entries]"
+        return ToolOutcome(ok=True, text=text, path=virtual)
+
+
+def _snippet(line: str, at: int) -> str:
+    """The line, stripped and cut to MAX_GREP_LINE_CHARS around the match start."""
+    stripped = line.lstrip()
+    at -= len(line) - len(stripped)
+    line = stripped.rstrip()
+    if len(line) <= MAX_GREP_LINE_CHARS:
+        return _printable(line)
+    start = max(0, min(at - MAX_GREP_LINE_CHARS // 4, len(line) - MAX_GREP_LINE_CHARS))
+    end = start + MAX_GREP_LINE_CHARS
+    piece = _printable(line[start:end])
+    return ("…" if start else "") + piece + ("…" if end < len(line) else "")

@@ -1,0 +1,120 @@
+"""The query log: one SQLite row per completed turn, and nothing for failed or abandoned ones.
+
+The row is written before the turn's done frame goes out, so a page that refetches the
+history on `done` always sees it. Writes are parameterized (user text is stored verbatim,
+never interpolated) and idempotent by turn id (`INSERT ... ON CONFLICT DO NOTHING`). The
+database runs in WAL mode with a busy timeout, and each write is one `BEGIN IMMEDIATE`
+transaction on a single connection guarded by a lock, so concurrent turns never see
+"database is locked". Callers run these blocking calls in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS query_log (
+    turn_id     TEXT PRIMARY KEY,
+    created_at  REAL NOT NULL,
+    question    TEXT NOT NULL,
+    mode        TEXT NOT NULL CHECK (mode IN ('grounded', 'deflected')),
+    answer      TEXT NOT NULL,
+    sources     TEXT NOT NULL,
+    rounds      INTEGER NOT NULL,
+    tool_calls  INTEGER NOT NULL,
+    retries     INTEGER NOT NULL,
+    first_token_ms INTEGER,
+    total_ms    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS query_log_created ON query_log (created_at DESC);
+"""
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    turn_id: str
+    question: str
+    mode: str
+    answer: str
+    sources: Sequence[str]
+    rounds: int
+    tool_calls: int
+    retries: int
+    first_token_ms: int | None
+    total_ms: int
+    created_at: float = field(default_factory=time.time)
+
+
+class QueryLog:
+    def __init__(self, db_path: Path) -> None:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            db_path, timeout=5.0, check_same_thread=False, isolation_level=None
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(SCHEMA)
+
+    def record(self, row: TurnRow) -> bool:
+        """Write the row; False when a row for this turn id already exists."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = self._db.execute(
+                    "INSERT INTO query_log (turn_id, created_at, question, mode, answer, sources,"
+                    " rounds, tool_calls, retries, first_token_ms, total_ms)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (turn_id) DO NOTHING",
+                    (
+                        row.turn_id,
+                        row.created_at,
+                        row.question,
+                        row.mode,
+                        row.answer,
+                        json.dumps(list(row.sources)),
+                        row.rounds,
+                        row.tool_calls,
+                        row.retries,
+                        row.first_token_ms,
+                        row.total_ms,
+                    ),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            return cursor.rowcount == 1
+
+    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest turns first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT turn_id, created_at, question, mode, answer, sources, rounds,"
+                " tool_calls, retries, first_token_ms, total_ms"
+                " FROM query_log ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        keys: tuple[str, ...] = (
+            "turn_id", "created_at", "question", "mode", "answer", "sources", "rounds",
+            "tool_calls", "retries", "first_token_ms", "total_ms",
+        )  # fmt: skip
+        result: list[dict[str, Any]] = [dict(zip(keys, row, strict=True)) for row in rows]
+        for item in result:
+            item["sources"] = json.loads(item["sources"])
+        return result
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM query_log").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,188 @@
+"""The notes app end to end over HTTP, with the mock LLM as its model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import httpx
+import pytest
+
+from .app_support import ask
+from .conftest import AppUnderTest, settled_journal
+
+BACKUPS = "When do the backups run and how are they verified?"
+OFF_TOPIC = "What is the capital of France?"
+
+
+async def test_grounded_turn_runs_the_tools_and_cites_the_notes(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:tool-then-answer#{key}]]")
+    assert turn.status == 200
+    assert turn.frames[0] == {"type": "start", "turn": turn.turn_id, "mode": "grounded"}
+    [tool] = turn.of("tool")
+    assert (tool["name"], tool["path"], tool["ok"]) == ("read", "/homelab/backup-notes.md", True)
+    assert turn.text.startswith("Backups run nightly at 02:00")
+    assert turn.last["type"] == "done"
+    assert "/homelab/backup-notes.md" in turn.last["sources"]
+    first, second = await settled_journal(http, key, count=2)
+    assert {t["function"]["name"] for t in first["body"]["tools"]} == {"read", "grep", "list"}
+    tool_message = second["body"]["messages"][-1]
+    assert tool_message["role"] == "tool"
+    assert "restic" in tool_message["content"].lower() or tool_message["content"]
+
+
+async def test_deflected_turn_answers_without_tools(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, key: str
+):
+    turn = await ask(app_http, f"{OFF_TOPIC} [[mock:clean#{key}]]")
+    assert turn.frames[0]["mode"] == "deflected"
+    assert turn.last == {"type": "done", "turn": turn.turn_id, "mode": "deflected", "sources": []}
+    [request] = await settled_journal(http, key, count=1)
+    assert "tools" not in request["body"]
+    assert request["body"]["messages"][-1]["role"] == "user"
+
+
+async def test_thinking_streams_before_the_answer(app_http: httpx.AsyncClient, key: str):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:thinking#{key}]]")
+    kinds = [f["type"] for f in turn.frames]
+    assert kinds.index("thinking") < kinds.index("delta")
+    assert "".join(f["text"] for f in turn.of("thinking")).startswith("The user asks")
+
+
+async def test_server_error_is_retried_then_answered(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:error-then-ok#{key}]]")
+    [retry] = turn.of("retry")
+    assert retry["attempt"] == 2
+    assert "503" in retry["reason"]
+    assert turn.last["type"] == "done"
+    assert len(await settled_journal(http, key, count=2)) == 2
+
+
+async def test_rate_limit_waits_for_retry_after(app_http: httpx.AsyncClient, key: str):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:rate-limited#{key}]]")
+    [retry] = turn.of("retry")
+    assert retry["delay_s"] == pytest.approx(1.0, abs=0.01)
+    assert turn.last["type"] == "done"
+
+
+async def test_drop_mid_stream_ends_with_an_error_frame_and_no_row(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:drop-mid-stream#{key}]]")
+    assert turn.last["type"] == "error"
+    assert turn.last["detail"]
+    assert "Traceback" not in turn.last["detail"]
+    assert not turn.of("done")
+    assert len(await settled_journal(http, key, count=1)) == 1  # no retry after content
+    history = (await app_http.get("/api/history", params={"limit": 200})).json()["turns"]
+    assert turn.turn_id not in {t["turn_id"] for t in history}
+
+
+async def test_client_that_leaves_closes_the_upstream_stream_and_writes_no_row(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, key: str
+):
+    async with (
+        asyncio.timeout(10),
+        app_http.stream(
+            "POST", "/api/chat", json={"message": f"{BACKUPS} [[mock:slow#{key}]]"}
+        ) as response,
+    ):
+        turn_id = response.headers["x-turn-id"]
+        async for line in response.aiter_lines():
+            if '"delta"' in line:
+                break
+    left = asyncio.get_running_loop().time()
+    [entry] = await settled_journal(http, key, count=1)
+    assert entry["outcome"] == "client_disconnected"
+    assert asyncio.get_running_loop().time() - left < 1.0
+    history = (await app_http.get("/api/history", params={"limit": 200})).json()["turns"]
+    assert turn_id not in {t["turn_id"] for t in history}
+
+
+async def test_completed_turn_writes_one_row_before_done(app_http: httpx.AsyncClient, key: str):
+    question = f"{BACKUPS} [[mock:tool-then-answer#{key}]]"
+    turn = await ask(app_http, question)
+    history = (await app_http.get("/api/history")).json()["turns"]
+    [row] = [t for t in history if t["turn_id"] == turn.turn_id]
+    assert row["question"] == question
+    assert row["mode"] == "grounded"
+    assert row["answer"] == turn.text
+    assert row["sources"] == turn.last["sources"]
+    assert (row["rounds"], row["tool_calls"], row["retries"]) == (2, 1, 0)
+    assert row["total_ms"] >= row["first_token_ms"] >= 0
+
+
+async def test_log_line_names_the_turn_and_its_counts(
+    app_http: httpx.AsyncClient, notes_app: AppUnderTest, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:tool-then-answer#{key}]]")
+    lines = notes_app.settings.log_file.read_text(encoding="utf-8").splitlines()
+    [line] = [entry for entry in lines if f"turn={turn.turn_id} " in entry]
+    match = re.search(
+        r"chat turn=(\w+) mode=(\w+) rounds=(\d+) tools=(\d+) thinking_chars=(\d+)"
+        r" content_chars=(\d+) total_ms=(\d+) retries=(\d+)$",
+        line,
+    )
+    assert match, line
+    assert match.group(1) == turn.turn_id
+    assert match.group(2, 3, 4, 5) == ("grounded", "2", "1", "0")
+    assert int(match.group(6)) == len(turn.text)
+
+
+async def test_read_outside_the_notes_is_refused_and_reveals_nothing(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:read-outside#{key}]]")
+    assert [t["ok"] for t in turn.of("tool")] == [False, False]
+    _, second = await settled_journal(http, key, count=2)
+    results = [m["content"] for m in second["body"]["messages"] if m["role"] == "tool"]
+    assert len(results) == 2
+    assert all("root:" not in r for r in results)
+
+
+async def test_round_cap_forces_a_final_answer_without_tools(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, notes_app: AppUnderTest, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:tool-loop#{key}]]")
+    cap = notes_app.settings.agent_max_rounds
+    entries = await settled_journal(http, key, count=cap + 1)
+    assert len(entries) == cap + 1
+    assert "tools" not in entries[-1]["body"]
+    assert turn.last["type"] == "done"
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"message": ""}, "the message is empty"),
+        ({"message": "   \n"}, "the message is empty"),
+        ({"message": "x" * 4001}, "at most 4000"),
+        ({"message": 42}, "valid string"),
+        ({}, "Field required"),
+        ({"message": "hi", "extra": 1}, "Extra inputs"),
+    ],
+)
+async def test_bad_request_is_422_with_a_clear_detail(
+    app_http: httpx.AsyncClient, body: dict[str, object], fragment: str
+):
+    response = await app_http.post("/api/chat", json=body)
+    assert response.status_code == 422
+    assert fragment in json.dumps(response.json()["detail"])
+
+
+async def test_body_that_is_not_json_is_422(app_http: httpx.AsyncClient):
+    response = await app_http.post(
+        "/api/chat", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+
+
+async def test_healthz_answers(app_http: httpx.AsyncClient):
+    response = await app_http.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["status"] == "ok"

@@ -1,0 +1,957 @@
+"""app.rag.llm against the real mock LLM served in-process, plus its pure retry arithmetic.
+
+One mock server per module (the built-in flows plus a few of this file's own, written to a
+temporary flow file); every test plays its flow under a fresh KEY and reads the mock's
+journal by that KEY. Sleeping is injected, so retry tests never wait. Every stream is read
+under a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import socket
+import time
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from app.rag.llm import (
+    MSG_CUT,
+    MSG_ERROR_EVENT,
+    MSG_FAILED,
+    MSG_MALFORMED,
+    MSG_TIMEOUT,
+    MSG_UNREACHABLE,
+    LLMConfig,
+    LLMError,
+    _reasoning_text,
+    _request_error,
+    _stream_error,
+    chat_stream,
+    chat_stream_retried,
+    make_client,
+    parse_retry_after,
+    retry_delay,
+)
+from app.rag.types import RetryNotice, RoundEnd, StreamPiece, ToolCall
+from mock_llm import build_settings, serve_mock
+
+DEADLINE_S = 10.0
+DISCONNECT_WITHIN_S = 2.0
+MODEL = "lfm2-test"
+
+STATUSES = (400, 401, 404, 408, 409, 422, 500, 503)
+
+OWN_FLOWS = {
+    "flows": {
+        "always-503": {"steps": [{"fault": {"kind": "http", "status": 503}}]},
+        "busy-for-long": {
+            "steps": [
+                {"fault": {"kind": "http", "status": 429, "retry_after": 121}},
+                {"content": "never asked for"},
+            ]
+        },
+        "late-first-byte": {"steps": [{"content": "late answer", "ttft_ms": 3000}]},
+        "trickle": {
+            "steps": [{"content": "one two three four five six seven eight", "delay_ms": 300}]
+        },
+        "reasoning-both": {
+            "steps": [
+                {
+                    "reasoning": "Think once, think well.",
+                    "content": "Done.",
+                    "reasoning_field": "both",
+                }
+            ]
+        },
+        "reasoning-plain": {
+            "steps": [
+                {
+                    "reasoning": "Plain reasoning field.",
+                    "content": "Done.",
+                    "reasoning_field": "reasoning",
+                }
+            ]
+        },
+        **{
+            f"status-{status}": {"steps": [{"fault": {"kind": "http", "status": status}}]}
+            for status in STATUSES
+        },
+    }
+}
+
+ToolSpec = dict[str, Any]
+READ_SPEC: ToolSpec = {
+    "type": "function",
+    "function": {
+        "name": "read",
+        "description": "Read a note.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+}
+
+
+# --- fixtures and helpers --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mock_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("flows") / "llm_flows.yaml"
+    path.write_text(json.dumps(OWN_FLOWS))  # JSON is YAML
+    with serve_mock(build_settings((path,))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def flows(mock_url: str) -> dict[str, list[dict[str, Any]]]:
+    """Each flow's steps as the mock reports them (the expected texts)."""
+    listing = httpx.get(f"{mock_url}/_mock/flows").json()["flows"]
+    return {flow["name"]: flow["steps"] for flow in listing}
+
+
+@pytest.fixture
+def key() -> str:
+    return f"llm{uuid.uuid4().hex[:12]}"
+
+
+def config_for(url: str, **overrides: Any) -> LLMConfig:
+    settings: dict[str, Any] = {"base_url": f"{url}/v1", "model": MODEL, "api_key": "k"}
+    return LLMConfig(**(settings | overrides))
+
+
+@pytest.fixture
+def config(mock_url: str) -> LLMConfig:
+    return config_for(mock_url)
+
+
+@pytest.fixture
+async def client(config: LLMConfig) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with make_client(config) as sdk:
+        yield sdk
+
+
+class Sleeps:
+    """An injected sleep that records the delays instead of waiting."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+def ask(flow: str, key: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": f"when do backups run? [[mock:{flow}#{key}]]"},
+    ]
+
+
+async def drain(stream: AsyncIterator[Any]) -> tuple[list[Any], LLMError | None]:
+    """Everything the stream yields, and the LLMError that ended it (if one did)."""
+    items: list[Any] = []
+    async with asyncio.timeout(DEADLINE_S):
+        try:
+            async for item in stream:
+                items.append(item)
+        except LLMError as error:
+            return items, error
+    return items, None
+
+
+def text_of(items: list[Any], kind: str) -> str:
+    return "".join(i.text for i in items if isinstance(i, StreamPiece) and i.kind == kind)
+
+
+async def journal(url: str, key: str) -> list[dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as http:
+        response = await http.get("/_mock/requests", params={"key": key})
+        response.raise_for_status()
+        return response.json()["requests"]
+
+
+async def settled_journal(url: str, key: str) -> list[dict[str, Any]]:
+    """The key's entries once none is still in progress."""
+    async with asyncio.timeout(DEADLINE_S):
+        while True:
+            entries = await journal(url, key)
+            if all(e["outcome"] != "in_progress" for e in entries):
+                return entries
+            await asyncio.sleep(0.02)
+
+
+async def outcome_within(url: str, key: str, seconds: float) -> str:
+    """The key's single request's outcome, once it is no longer in progress (or the last seen)."""
+    deadline = time.monotonic() + seconds
+    outcome = "no request"
+    while time.monotonic() < deadline:
+        entries = await journal(url, key)
+        if entries:
+            outcome = entries[-1]["outcome"]
+            if outcome != "in_progress":
+                return outcome
+        await asyncio.sleep(0.02)
+    return outcome
+
+
+# --- one streaming request -------------------------------------------------------------------
+
+
+async def test_clean_stream_yields_the_content_then_one_round_end(
+    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+) -> None:
+    items, error = await drain(chat_stream(client, MODEL, ask("clean", key), None))
+
+    assert error is None
+    assert text_of(items, "content") == flows["clean"][0]["content"]
+    assert len([i for i in items if isinstance(i, StreamPiece)]) > 1  # streamed, not whole
+    assert [i for i in items if isinstance(i, RoundEnd)] == [RoundEnd((), "stop")]
+    assert items[-1] == RoundEnd((), "stop")
+
+
+@pytest.mark.parametrize("tools", [None, [READ_SPEC]], ids=["no-tools", "tools"])
+async def test_request_carries_tools_only_when_given(
+    client: openai.AsyncOpenAI, mock_url: str, key: str, tools: list[ToolSpec] | None
+) -> None:
+    await drain(chat_stream(client, MODEL, ask("clean", key), tools))
+
+    [entry] = await settled_journal(mock_url, key)
+    assert entry["body"]["stream"] is True
+    assert entry["body"]["model"] == MODEL
+    if tools is None:
+        assert "tools" not in entry["body"]
+    else:
+        assert entry["body"]["tools"] == tools
+
+
+async def test_thinking_arrives_as_thinking_pieces_before_the_content(
+    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+) -> None:
+    items, error = await drain(chat_stream(client, MODEL, ask("thinking", key), None))
+
+    assert error is None
+    assert text_of(items, "thinking") == flows["thinking"][0]["reasoning"]
+    assert text_of(items, "content") == flows["thinking"][0]["content"]
+    kinds = [i.kind for i in items if isinstance(i, StreamPiece)]
+    assert kinds == sorted(kinds, key=lambda kind: kind != "thinking")
+
+
+@pytest.mark.parametrize("flow", ["reasoning-both", "reasoning-plain"])
+async def test_reasoning_field_variants_give_the_thinking_exactly_once(
+    client: openai.AsyncOpenAI, key: str, flow: str, flows: dict[str, list[dict[str, Any]]]
+) -> None:
+    items, error = await drain(chat_stream(client, MODEL, ask(flow, key), None))
+
+    assert error is None
+    assert text_of(items, "thinking") == flows[flow][0]["reasoning"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"reasoning_content": "a"}, "a"),
+        ({"reasoning": "b"}, "b"),
+        ({"reasoning_content": "same", "reasoning": "same"}, "same"),
+        ({"reasoning_content": "one", "reasoning": "two"}, "onetwo"),
+        ({"reasoning_content": None, "reasoning": ""}, ""),
+        ({"reasoning": {"not": "text"}}, ""),
+        ({}, ""),
+    ],
+)
+def test_reasoning_text_reads_either_field_without_duplicating(
+    extra: dict[str, Any], expected: str
+) -> None:
+    assert _reasoning_text(extra) == expected
+
+
+async def test_a_structured_tool_call_is_materialized_in_the_round_end(
+    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+) -> None:
+    items, error = await drain(
+        chat_stream(client, MODEL, ask("tool-then-answer", key), [READ_SPEC])
+    )
+
+    assert error is None
+    assert not [i for i in items if isinstance(i, StreamPiece)]
+    [end] = items
+    assert isinstance(end, RoundEnd)
+    assert end.finish_reason == "tool_calls"
+    [call] = end.tool_calls
+    assert call.name == "read"
+    assert call.id
+    assert call.arguments == flows["tool-then-answer"][0]["tool_calls"][0]["arguments"]
+    assert json.loads(call.arguments) == {"path": "/homelab/backup-notes.md"}
+
+
+async def test_several_tool_calls_in_one_round_keep_their_order_and_arguments(
+    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+) -> None:
+    items, error = await drain(chat_stream(client, MODEL, ask("multi-tool", key), [READ_SPEC]))
+
+    assert error is None
+    end = items[-1]
+    assert isinstance(end, RoundEnd)
+    expected = flows["multi-tool"][0]["tool_calls"]
+    assert [c.name for c in end.tool_calls] == [c["name"] for c in expected]
+    assert [c.arguments for c in end.tool_calls] == [c["arguments"] for c in expected]
+    assert len({c.id for c in end.tool_calls}) == 2
+
+
+async def test_second_request_of_a_tool_turn_gets_the_answer(
+    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+) -> None:
+    await drain(chat_stream(client, MODEL, ask("tool-then-answer", key), [READ_SPEC]))
+    items, error = await drain(chat_stream(client, MODEL, ask("tool-then-answer", key), None))
+
+    assert error is None
+    assert text_of(items, "content") == flows["tool-then-answer"][1]["content"]
+    assert items[-1] == RoundEnd((), "stop")
+
+
+async def test_a_length_cut_answer_ends_normally_with_finish_reason_length(
+    client: openai.AsyncOpenAI, key: str
+) -> None:
+    items, error = await drain(chat_stream(client, MODEL, ask("length", key), None))
+
+    assert error is None
+    assert items[-1] == RoundEnd((), "length")
+
+
+@pytest.mark.parametrize(
+    ("flow", "message", "retryable"),
+    [
+        ("drop-mid-stream", MSG_CUT, True),
+        ("cut-eof", MSG_CUT, True),
+        ("error-event", MSG_ERROR_EVENT, False),
+        ("malformed-sse", MSG_MALFORMED, False),
+    ],
+)
+async def test_a_stream_that_breaks_after_content_raises_llm_error(
+    client: openai.AsyncOpenAI, key: str, flow: str, message: str, retryable: bool
+) -> None:
+    items, error = await drain(chat_stream(client, MODEL, ask(flow, key), None))
+
+    assert error is not None
+    assert error.message == message
+    assert error.retryable is retryable
+    assert error.status is None
+    assert text_of(items, "content")  # some content came before the break
+    assert not [i for i in items if isinstance(i, RoundEnd)]
+
+
+@pytest.mark.parametrize(
+    ("status", "wording", "retryable"),
+    [
+        (400, "rejected the request", False),
+        (401, "refused the credentials", False),
+        (404, "does not know this model", False),
+        (408, "could not take the request", True),
+        (409, "could not take the request", True),
+        (422, "rejected the request", False),
+        (500, "had a problem", True),
+        (503, "had a problem", True),
+    ],
+)
+async def test_an_http_error_becomes_a_plain_llm_error_with_its_status(
+    client: openai.AsyncOpenAI, key: str, status: int, wording: str, retryable: bool
+) -> None:
+    items, error = await drain(chat_stream(client, MODEL, ask(f"status-{status}", key), None))
+
+    assert items == []
+    assert error is not None
+    assert error.status == status
+    assert error.retryable is retryable
+    assert wording in error.message
+    assert f"HTTP {status}" in error.message
+    assert "http://" not in error.message
+    assert "mock fault" not in error.message  # upstream error text is not user copy
+
+
+async def test_rate_limit_error_carries_the_retry_after_seconds(
+    client: openai.AsyncOpenAI, key: str
+) -> None:
+    _, error = await drain(chat_stream(client, MODEL, ask("rate-limited", key), None))
+
+    assert error is not None
+    assert error.status == 429
+    assert error.retry_after_s == 1.0
+    assert error.message == "The model service is busy (HTTP 429). Please try again in a moment."
+
+
+async def test_overall_deadline_ends_a_trickling_stream(mock_url: str, key: str) -> None:
+    config = config_for(mock_url, timeout_s=1.0)
+    async with make_client(config) as sdk:
+        started = time.monotonic()
+        items, error = await drain(
+            chat_stream(sdk, MODEL, ask("trickle", key), None, timeout_s=1.0)
+        )
+
+    assert error is not None
+    assert error.message == MSG_TIMEOUT
+    assert error.retryable
+    assert text_of(items, "content")  # it did stream, just too slowly
+    assert time.monotonic() - started < 2.5
+    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "client_disconnected"
+
+
+# --- closing the upstream response -----------------------------------------------------------
+
+
+def open_stream(
+    retried: bool, client: openai.AsyncOpenAI, config: LLMConfig, key: str
+) -> AsyncGenerator[StreamPiece | RetryNotice | RoundEnd, None]:
+    messages = ask("slow", key)
+    if retried:
+        return chat_stream_retried(client, config, messages, None, sleep=Sleeps())
+    return chat_stream(client, MODEL, messages, None)
+
+
+class StreamSpy:
+    """Keeps hold of every SDK stream the client opens, so only an explicit close can close it.
+
+    (Without a reference, CPython's async generator finalizer would close a dropped stream
+    soon after, and hide a missing close.)
+    """
+
+    def __init__(self, client: openai.AsyncOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.streams: list[Any] = []
+        original = client.chat.completions.create
+
+        async def create(*args: Any, **kwargs: Any) -> Any:
+            stream = await original(*args, **kwargs)
+            self.streams.append(stream)
+            return stream
+
+        monkeypatch.setattr(client.chat.completions, "create", create)
+
+    def all_closed(self) -> bool:
+        return bool(self.streams) and all(s.response.is_closed for s in self.streams)
+
+
+@pytest.mark.parametrize("retried", [False, True], ids=["chat_stream", "chat_stream_retried"])
+async def test_aclose_after_the_first_piece_disconnects_from_the_model_server(
+    client: openai.AsyncOpenAI,
+    config: LLMConfig,
+    mock_url: str,
+    key: str,
+    retried: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spy = StreamSpy(client, monkeypatch)
+    stream = open_stream(retried, client, config, key)
+    async with asyncio.timeout(DEADLINE_S):
+        first = await anext(stream)
+        assert isinstance(first, StreamPiece)
+        await stream.aclose()
+        assert spy.all_closed()  # closed by the time aclose() returns, not later by the GC
+
+    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "client_disconnected"
+
+
+@pytest.mark.parametrize("retried", [False, True], ids=["chat_stream", "chat_stream_retried"])
+async def test_cancelling_the_consumer_disconnects_from_the_model_server(
+    client: openai.AsyncOpenAI,
+    config: LLMConfig,
+    mock_url: str,
+    key: str,
+    retried: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spy = StreamSpy(client, monkeypatch)
+    got_one = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in open_stream(retried, client, config, key):
+            got_one.set()
+
+    async with asyncio.timeout(DEADLINE_S):
+        task = asyncio.create_task(consume())
+        await got_one.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert spy.all_closed()
+
+    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "client_disconnected"
+
+
+@pytest.mark.parametrize(
+    "flow", ["clean", "drop-mid-stream", "error-event", "malformed-sse", "cut-eof"]
+)
+async def test_the_sdk_stream_is_closed_when_the_request_ends_either_way(
+    client: openai.AsyncOpenAI, key: str, flow: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spy = StreamSpy(client, monkeypatch)
+    await drain(chat_stream(client, MODEL, ask(flow, key), None))
+
+    assert spy.all_closed()
+
+
+async def test_a_finished_stream_leaves_the_request_completed(
+    client: openai.AsyncOpenAI, mock_url: str, key: str
+) -> None:
+    await drain(chat_stream(client, MODEL, ask("clean", key), None))
+
+    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "completed"
+
+
+# --- retries ---------------------------------------------------------------------------------
+
+
+async def test_rate_limited_request_is_retried_once_after_the_advised_wait(
+    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+) -> None:
+    sleeps = Sleeps()
+    items, error = await drain(
+        chat_stream_retried(client, config, ask("rate-limited", key), None, sleep=sleeps)
+    )
+
+    assert error is None
+    assert [i for i in items if isinstance(i, RetryNotice)] == [
+        RetryNotice(attempt=2, delay_s=1.0, reason="HTTP 429 rate limited")
+    ]
+    assert isinstance(items[0], RetryNotice)
+    assert sleeps.delays == [1.0]
+    assert text_of(items, "content")
+    assert items[-1] == RoundEnd((), "stop")
+    assert len(await settled_journal(mock_url, key)) == 2
+
+
+async def test_server_error_is_retried_after_a_jittered_backoff(
+    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+) -> None:
+    sleeps = Sleeps()
+    items, error = await drain(
+        chat_stream_retried(client, config, ask("error-then-ok", key), None, sleep=sleeps)
+    )
+
+    assert error is None
+    [notice] = [i for i in items if isinstance(i, RetryNotice)]
+    assert notice.attempt == 2
+    assert notice.reason == "HTTP 503 server error"
+    assert 0.75 * config.retry_base_delay_s <= notice.delay_s <= config.retry_base_delay_s
+    assert sleeps.delays == [notice.delay_s]
+    assert items[-1] == RoundEnd((), "stop")
+    assert len(await settled_journal(mock_url, key)) == 2
+
+
+@pytest.mark.parametrize("flow", ["drop-mid-stream", "cut-eof", "error-event", "malformed-sse"])
+async def test_no_retry_once_content_has_been_yielded(
+    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str, flow: str
+) -> None:
+    sleeps = Sleeps()
+    items, error = await drain(
+        chat_stream_retried(client, config, ask(flow, key), None, sleep=sleeps)
+    )
+
+    assert error is not None
+    assert text_of(items, "content")
+    assert not [i for i in items if isinstance(i, RetryNotice)]
+    assert sleeps.delays == []
+    assert len(await settled_journal(mock_url, key)) == 1
+
+
+async def test_retries_are_bounded_and_then_the_last_error_is_raised(
+    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+) -> None:
+    sleeps = Sleeps()
+    items, error = await drain(
+        chat_stream_retried(client, config, ask("always-503", key), None, sleep=sleeps)
+    )
+
+    assert error is not None
+    assert error.status == 503
+    assert error.message == (
+        "The model service had a problem (HTTP 503). Please try again in a moment."
+    )
+    assert [i.attempt for i in items if isinstance(i, RetryNotice)] == [2, 3]
+    assert all(isinstance(i, RetryNotice) for i in items)
+    first, second = sleeps.delays
+    assert 0.375 <= first <= 0.5
+    assert 0.75 <= second <= 1.0
+    assert len(await settled_journal(mock_url, key)) == config.max_attempts
+
+
+async def test_non_retryable_client_error_fails_at_once(
+    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+) -> None:
+    sleeps = Sleeps()
+    items, error = await drain(
+        chat_stream_retried(client, config, ask("status-400", key), None, sleep=sleeps)
+    )
+
+    assert items == []
+    assert error is not None
+    assert error.status == 400
+    assert not error.retryable
+    assert sleeps.delays == []
+    assert len(await settled_journal(mock_url, key)) == 1
+
+
+async def test_retry_after_above_the_cap_gives_up_instead_of_waiting(
+    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+) -> None:
+    sleeps = Sleeps()
+    items, error = await drain(
+        chat_stream_retried(client, config, ask("busy-for-long", key), None, sleep=sleeps)
+    )
+
+    assert items == []
+    assert error is not None
+    assert error.message == "The model service is busy (HTTP 429). Please try again in a moment."
+    assert sleeps.delays == []
+    assert len(await settled_journal(mock_url, key)) == 1
+
+
+async def test_a_slow_first_byte_times_out_and_is_retried(mock_url: str, key: str) -> None:
+    config = config_for(mock_url, timeout_s=0.4, max_attempts=2)
+    sleeps = Sleeps()
+    async with make_client(config) as sdk:
+        items, error = await drain(
+            chat_stream_retried(sdk, config, ask("late-first-byte", key), None, sleep=sleeps)
+        )
+
+    assert error is not None
+    assert error.message == MSG_TIMEOUT
+    assert [i.reason for i in items if isinstance(i, RetryNotice)] == ["timed out"]
+    entries = await settled_journal(mock_url, key)
+    assert len(entries) == 2
+    assert {e["outcome"] for e in entries} == {"client_disconnected"}
+
+
+def free_port_with_nothing_listening() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_an_unreachable_server_is_retried_then_reported_plainly() -> None:
+    config = LLMConfig(
+        base_url=f"http://127.0.0.1:{free_port_with_nothing_listening()}/v1",
+        model=MODEL,
+        connect_timeout_s=2.0,
+    )
+    sleeps = Sleeps()
+    async with make_client(config) as sdk:
+        items, error = await drain(
+            chat_stream_retried(sdk, config, ask("clean", "k"), None, sleep=sleeps)
+        )
+
+    assert error is not None
+    assert error.message == MSG_UNREACHABLE
+    assert [i.reason for i in items if isinstance(i, RetryNotice)] == ["connection failed"] * 2
+    assert len(sleeps.delays) == config.max_attempts - 1
+
+
+# --- adversarial Retry-After, end to end -----------------------------------------------------
+
+
+class CannedServer:
+    """A bare HTTP/1.1 server that answers every request with the same raw response.
+
+    For the shapes the mock deliberately never sends: adversarial Retry-After headers and
+    streams from lenient or quirky OpenAI-compatible servers.
+    """
+
+    def __init__(self, status: str, headers: dict[str, str], body: bytes) -> None:
+        head = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in headers.items())]
+        head += [f"content-length: {len(body)}", "connection: close", "", ""]
+        self.response = "\r\n".join(head).encode("latin-1") + body
+        self.requests = 0
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> CannedServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        await reader.readexactly(length)
+        self.requests += 1
+        writer.write(self.response)
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+
+def rate_limited_by(retry_after: str) -> CannedServer:
+    error = {"message": "slow down", "type": "rate_limit", "param": None, "code": None}
+    headers = {"content-type": "application/json", "retry-after": retry_after}
+    return CannedServer("429 Too Many Requests", headers, json.dumps({"error": error}).encode())
+
+
+def sse_server(*events: dict[str, Any] | str) -> CannedServer:
+    """A server streaming these chunks (dicts as JSON, strings as they are) as SSE."""
+    lines = [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in events]
+    return CannedServer("200 OK", {"content-type": "text/event-stream"}, "".join(lines).encode())
+
+
+def http_date(seconds_from_now: float) -> str:
+    return email.utils.formatdate(time.time() + seconds_from_now, usegmt=True)
+
+
+GIVE_UP = "give up"
+BACKOFF = "backoff"
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "expected"),
+    [
+        ("inf", GIVE_UP),
+        ("121", GIVE_UP),
+        ("1e400", GIVE_UP),
+        ("9" * 35, GIVE_UP),
+        (http_date(3600), GIVE_UP),
+        ("nan", BACKOFF),
+        ("-5", BACKOFF),
+        ("0", BACKOFF),
+        ("soon, probably", BACKOFF),
+        (http_date(-3600), BACKOFF),
+        ("3", 3.0),
+    ],
+)
+async def test_adversarial_retry_after_never_crashes_or_waits_unboundedly(
+    retry_after: str, expected: str | float
+) -> None:
+    sleeps = Sleeps()
+    async with rate_limited_by(retry_after) as server:
+        config = LLMConfig(base_url=f"{server.url}/v1", model=MODEL)
+        async with make_client(config) as sdk:
+            items, error = await drain(
+                chat_stream_retried(sdk, config, ask("clean", "k"), None, sleep=sleeps)
+            )
+
+    assert error is not None
+    assert error.status == 429
+    assert all(math.isfinite(d) and 0 <= d <= config.retry_after_cap_s for d in sleeps.delays)
+    if expected == GIVE_UP:
+        assert (server.requests, sleeps.delays, items) == (1, [], [])
+    elif expected == BACKOFF:
+        assert server.requests == config.max_attempts
+        assert all(d <= config.retry_max_delay_s for d in sleeps.delays)
+    else:
+        assert sleeps.delays == [expected] * (config.max_attempts - 1)
+
+
+# --- lenient reading of other servers' streams ----------------------------------------------
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> Any:
+    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish}
+    return {"id": "c1", "object": "chat.completion.chunk", "choices": [choice]} | extra
+
+
+def tool_delta(index: int, **fields: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, **fields}]}
+
+
+async def read_canned(server: CannedServer) -> list[Any]:
+    async with make_client(LLMConfig(base_url=f"{server.url}/v1", model=MODEL)) as sdk:
+        items, error = await drain(chat_stream(sdk, MODEL, ask("clean", "k"), [READ_SPEC]))
+    assert error is None
+    return items
+
+
+async def test_a_server_repeating_id_and_name_on_every_delta_does_not_corrupt_the_call() -> None:
+    fn = {"name": "read", "arguments": ""}
+    async with sse_server(
+        chunk(tool_delta(0, id="call_a", type="function", function=fn)),
+        chunk(tool_delta(0, id="call_a", function={"name": "read", "arguments": '{"path": '})),
+        chunk(tool_delta(0, id="call_a", function={"name": "read", "arguments": '"/x.md"}'})),
+        chunk(finish="tool_calls"),
+        "[DONE]",
+    ) as server:
+        [end] = await read_canned(server)
+
+    assert end == RoundEnd((ToolCall("call_a", "read", '{"path": "/x.md"}'),), "tool_calls")
+
+
+async def test_a_tool_call_without_an_id_gets_one_and_stray_deltas_are_tolerated() -> None:
+    async with sse_server(
+        chunk(tool_delta(1, function={"name": "list", "arguments": "{}"})),
+        chunk(tool_delta(1)),  # no function at all
+        chunk(finish="tool_calls"),
+        "[DONE]",
+    ) as server:
+        [end] = await read_canned(server)
+
+    assert end == RoundEnd((ToolCall("call_1", "list", "{}"),), "tool_calls")
+
+
+async def test_null_choices_and_other_choice_indexes_are_skipped() -> None:
+    other = {"index": 1, "delta": {"content": "second choice"}, "finish_reason": None}
+    async with sse_server(
+        chunk({"content": "first"}),
+        {"id": "c1", "object": "chat.completion.chunk", "choices": [other]},
+        {"id": "c1", "object": "chat.completion.chunk", "choices": None, "usage": None},
+        chunk(finish="stop"),
+        "[DONE]",
+    ) as server:
+        items = await read_canned(server)
+
+    assert items == [StreamPiece("content", "first"), RoundEnd((), "stop")]
+
+
+async def test_a_finish_reason_without_done_is_a_complete_round() -> None:
+    async with sse_server(chunk({"content": "all of it"}), chunk(finish="stop")) as server:
+        items = await read_canned(server)
+
+    assert items == [StreamPiece("content", "all of it"), RoundEnd((), "stop")]
+
+
+# --- pure pieces -----------------------------------------------------------------------------
+
+NOW = 1_700_000_000.0
+NO_REQUEST: Any = None  # the SDK only stores an error's request
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({}, None),
+        ({"retry-after": "1"}, 1.0),
+        ({"retry-after": " 2.5 "}, 2.5),
+        ({"retry-after": "121"}, 121.0),
+        ({"retry-after": "-5"}, -5.0),
+        ({"retry-after": "inf"}, math.inf),
+        ({"retry-after": "1e400"}, math.inf),
+        ({"retry-after": "nan"}, None),
+        ({"retry-after": "garbage"}, None),
+        ({"retry-after": ""}, None),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"retry-after-ms": "soon", "retry-after": "2"}, 2.0),
+        ({"retry-after": email.utils.formatdate(NOW + 3, usegmt=True)}, 3.0),
+        ({"retry-after": email.utils.formatdate(NOW - 30, usegmt=True)}, -30.0),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00"}, None),  # no zone: not an HTTP date
+    ],
+)
+def test_parse_retry_after_reads_seconds_milliseconds_and_dates(
+    headers: dict[str, str], expected: float | None
+) -> None:
+    assert parse_retry_after(headers, now=NOW) == expected
+
+
+CONFIG = LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL)
+
+
+@pytest.mark.parametrize(
+    ("retry_after_s", "attempt", "rand", "expected"),
+    [
+        (None, 1, 0.0, 0.5),
+        (None, 1, 1.0, 0.375),
+        (None, 2, 0.0, 1.0),
+        (1.0, 1, 0.0, 1.0),
+        (10.0, 1, 0.0, 10.0),
+        (10.5, 1, 0.0, None),
+        (math.inf, 1, 0.0, None),
+        (-5.0, 1, 0.0, 0.5),
+        (0.0, 2, 0.0, 1.0),
+        (None, 3, 0.0, None),  # attempts used up
+        (None, 1, 7.0, 0.375),  # a bad random source is clamped
+    ],
+)
+def test_retry_delay_honours_retry_after_up_to_the_cap_else_backs_off(
+    retry_after_s: float | None, attempt: int, rand: float, expected: float | None
+) -> None:
+    error = LLMError("busy", status=429, retryable=True, retry_after_s=retry_after_s)
+    assert retry_delay(error, attempt, CONFIG, lambda: rand) == expected
+
+
+def test_backoff_is_capped_at_the_max_delay_even_for_huge_attempt_numbers() -> None:
+    config = LLMConfig(base_url="http://x/v1", model=MODEL, max_attempts=10_000)
+    error = LLMError("busy", retryable=True)
+    assert retry_delay(error, 5_000, config, lambda: 0.0) == config.retry_max_delay_s
+
+
+def test_retry_delay_never_retries_a_non_retryable_error() -> None:
+    assert retry_delay(LLMError("no", status=400), 1, CONFIG) is None
+
+
+@pytest.mark.parametrize(
+    ("exc", "message"),
+    [
+        (TimeoutError(), MSG_TIMEOUT),
+        (httpx.ConnectError("refused"), MSG_UNREACHABLE),
+        (httpx.ReadTimeout("slow"), MSG_TIMEOUT),
+        (openai.APIError("odd", request=NO_REQUEST, body=None), MSG_FAILED),
+    ],
+)
+def test_request_errors_map_to_plain_messages(exc: Exception, message: str) -> None:
+    assert _request_error(exc).message == message
+
+
+@pytest.mark.parametrize(
+    ("exc", "message", "retryable"),
+    [
+        (httpx.RemoteProtocolError("incomplete chunked read"), MSG_CUT, True),
+        (httpx.ReadTimeout("slow"), MSG_TIMEOUT, True),
+        (TimeoutError(), MSG_TIMEOUT, True),
+        (json.JSONDecodeError("bad", "{x", 1), MSG_MALFORMED, False),
+        (openai.APIError("crashed", request=NO_REQUEST, body=None), MSG_ERROR_EVENT, False),
+    ],
+)
+def test_stream_errors_map_to_plain_messages(exc: Exception, message: str, retryable: bool) -> None:
+    error = _stream_error(exc)
+    assert (error.message, error.retryable) == (message, retryable)
+
+
+def test_make_client_turns_sdk_retries_off_and_sets_timeouts() -> None:
+    config = LLMConfig(
+        base_url="http://127.0.0.1:1/v1", model=MODEL, timeout_s=30, connect_timeout_s=3
+    )
+    client = make_client(config)
+
+    assert client.max_retries == 0
+    assert isinstance(client.timeout, openai.Timeout)
+    assert (client.timeout.connect, client.timeout.read) == (3, 30)
+    assert str(client.base_url).startswith("http://127.0.0.1:1/v1")
+
+
+def test_make_client_without_a_key_sends_a_placeholder_not_the_environment_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-environment")
+    client = make_client(LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL))
+    assert client.api_key == "unused"
+
+
+def test_config_repr_never_shows_the_api_key() -> None:
+    assert "sk-secret" not in repr(
+        LLMConfig(base_url="http://x/v1", model=MODEL, api_key="sk-secret")
+    )
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"max_attempts": 0},
+        {"timeout_s": 0},
+        {"timeout_s": math.inf},
+        {"connect_timeout_s": -1},
+        {"retry_after_cap_s": math.nan},
+        {"retry_base_delay_s": -0.5},
+    ],
+)
+def test_config_rejects_unusable_numbers(overrides: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        LLMConfig(base_url="http://x/v1", model=MODEL, **overrides)

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.config import BUNDLED_NOTES, SETTINGS, SettingsError, load_settings, settings_table
+
+
+def test_no_environment_is_the_embedded_demo():
+    settings = load_settings({})
+    assert settings.embedded
+    assert settings.notes_dir == BUNDLED_NOTES
+    assert settings.data_dir == Path("data")
+    assert settings.log_file == Path("data/chat.log")
+    assert settings.agent_tools is True
+    assert settings.grounding_threshold is None
+
+
+def test_real_llm_settings_are_read(tmp_path: Path):
+    settings = load_settings(
+        {
+            "SG_LLM_BASE_URL": "http://127.0.0.1:8080/v1/",
+            "SG_LLM_MODEL": "LFM2-8B",
+            "SG_LLM_API_KEY": "k",
+            "SG_LLM_TIMEOUT_S": "30",
+            "SG_LLM_MAX_ATTEMPTS": "1",
+            "SG_AGENT_MAX_ROUNDS": "0",
+            "SG_AGENT_TOOLS": "off",
+            "SG_NOTES_DIR": str(tmp_path),
+            "SG_DATA_DIR": str(tmp_path / "d"),
+            "SG_LOG_FILE": str(tmp_path / "chat.log"),
+            "SG_GROUNDING_THRESHOLD": "2.5",
+        }
+    )
+    assert not settings.embedded
+    assert settings.llm_base_url == "http://127.0.0.1:8080/v1"
+    assert (settings.llm_model, settings.llm_timeout_s, settings.llm_max_attempts) == (
+        "LFM2-8B",
+        30.0,
+        1,
+    )
+    assert (settings.agent_max_rounds, settings.agent_tools) == (0, False)
+    assert settings.db_path == tmp_path / "d" / "scaffold-guard.sqlite3"
+    assert settings.grounding_threshold == 2.5
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({"SG_LLM_BASE_URL": "localhost:8080"}, "must start with http"),
+        ({"SG_LLM_TIMEOUT_S": "0"}, "SG_LLM_TIMEOUT_S='0': must be more than 0"),
+        ({"SG_LLM_TIMEOUT_S": "soon"}, "SG_LLM_TIMEOUT_S='soon'"),
+        ({"SG_LLM_TIMEOUT_S": "inf"}, "finite"),
+        ({"SG_LLM_MAX_ATTEMPTS": "0"}, "must be 1 to 10"),
+        ({"SG_LLM_MAX_ATTEMPTS": "2.5"}, "whole number"),
+        ({"SG_LLM_RETRY_DELAY_S": "-1"}, "0 or more"),
+        ({"SG_AGENT_MAX_ROUNDS": "99"}, "must be 0 to 20"),
+        ({"SG_AGENT_TOOLS": "maybe"}, "on or off"),
+        ({"SG_NOTES_DIR": "/no/such/folder"}, "not a folder"),
+        ({"SG_LLM_MODEL": "  "}, "SG_LLM_MODEL must not be empty"),
+        ({"SG_GROUNDING_THRESHOLD": "nan"}, "finite"),
+    ],
+)
+def test_invalid_setting_stops_the_start_with_a_clear_message(env: dict[str, str], problem: str):
+    with pytest.raises(SettingsError, match="invalid settings") as caught:
+        load_settings(env)
+    assert problem in str(caught.value)
+
+
+def test_every_problem_is_listed_at_once():
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"SG_LLM_TIMEOUT_S": "x", "SG_AGENT_TOOLS": "x"})
+    assert "SG_LLM_TIMEOUT_S" in str(caught.value)
+    assert "SG_AGENT_TOOLS" in str(caught.value)
+
+
+def test_readme_lists_every_setting():
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert settings_table() in readme
+    assert len(SETTINGS) == settings_table().count("| `SG_")

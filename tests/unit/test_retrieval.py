@@ -1,0 +1,617 @@
+"""NotesIndex: heading chunking, incremental refresh, safe FTS5 queries, BM25 ranking, grounding."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import app
+from app.rag import retrieval
+from app.rag.retrieval import (
+    MAX_QUERY_TERMS,
+    NotesIndex,
+    RefreshReport,
+    Section,
+    SkippedFile,
+    is_grounded,
+    match_expression,
+    query_terms,
+    require_fts5,
+    sources,
+    split_sections,
+)
+from app.rag.types import Hit
+
+SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
+
+
+def write(root: Path, rel: str, text: str | bytes) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def index(notes: Path, tmp_path: Path) -> Iterator[NotesIndex]:
+    with NotesIndex(notes, tmp_path / "index.db", refresh_interval_s=0) as idx:
+        yield idx
+
+
+@pytest.fixture(scope="module")
+def sample_index() -> Iterator[NotesIndex]:
+    with NotesIndex(SAMPLE_NOTES, ":memory:", refresh_interval_s=3600) as idx:
+        yield idx
+
+
+def paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+# --- chunking ----------------------------------------------------------------------------
+
+
+def test_each_heading_starts_a_section_that_runs_to_the_next_heading():
+    text = "# Backups\nintro\n## Schedule\nnightly at 02:00\n\nand more\n## Restore\nsteps\n"
+    assert [(s.heading, s.body) for s in split_sections(text, "stem")] == [
+        ("Backups", "intro"),
+        ("Schedule", "nightly at 02:00\n\nand more"),
+        ("Restore", "steps"),
+    ]
+
+
+def test_text_before_the_first_heading_is_titled_with_the_first_heading():
+    sections = split_sections("lead paragraph\n\n# Real title\nbody\n", "stem")
+    assert sections[0] == Section(heading="Real title", trail="Real title", body="lead paragraph")
+
+
+def test_a_note_without_headings_is_one_section_titled_with_the_file_stem():
+    assert split_sections("just text\n", "dns") == [Section("dns", "dns", "just text")]
+
+
+def test_the_trail_holds_the_open_parent_headings():
+    text = "# Backups\n## Schedule\nx\n### Weekly\ny\n## Restore\nz\n# Other\nw\n"
+    assert [s.trail for s in split_sections(text, "stem")] == [
+        "Backups / Schedule",
+        "Backups / Schedule / Weekly",
+        "Backups / Restore",
+        "Other",
+    ]
+
+
+def test_headings_without_body_are_left_out():
+    assert [s.heading for s in split_sections("# A\n## B\n\n## C\ntext\n", "stem")] == ["C"]
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        ("# Title", "Title"),
+        ("###### Six", "Six"),
+        ("## Closed ##", "Closed"),
+        ("   ## Indented three", "Indented three"),
+        ("## C# notes", "C# notes"),
+        ("#hashtag", None),
+        ("####### seven", None),
+        ("    # four spaces is code", None),
+    ],
+)
+def test_atx_heading_lines_are_recognised(line: str, heading: str | None):
+    sections = split_sections(f"{line}\nbody\n", "stem")
+    assert sections[0].heading == (heading if heading is not None else "stem")
+
+
+@pytest.mark.parametrize("fence", ["```", "~~~", "````"])
+def test_hash_lines_inside_fenced_code_are_not_headings(fence: str):
+    text = f"# Runbook\n{fence}bash\n# stop the service\nsystemctl stop x\n{fence}\nafter\n"
+    sections = split_sections(text, "stem")
+    assert [s.heading for s in sections] == ["Runbook"]
+    assert "# stop the service" in sections[0].body
+
+
+def test_a_shorter_or_other_fence_does_not_close_a_code_block():
+    text = "# T\n````\n```\n~~~\n# not a heading\n````\n## Real\nx\n"
+    assert [s.heading for s in split_sections(text, "stem")] == ["T", "Real"]
+
+
+def test_crlf_line_endings_are_handled():
+    assert split_sections("# A\r\nbody\r\n## B\r\nmore\r\n", "s")[1] == Section(
+        "B", "A / B", "more"
+    )
+
+
+def test_long_sections_split_on_paragraph_boundaries_within_the_cap():
+    paragraphs = [f"paragraph {n} " + "word " * 30 for n in range(20)]
+    text = "# Big\n" + "\n\n".join(p.strip() for p in paragraphs)
+    sections = split_sections(text, "stem", max_chars=400)
+    assert len(sections) > 1
+    assert all(len(s.body) <= 400 for s in sections)
+    assert all(s.heading == "Big" for s in sections)
+    # no paragraph is cut: each one is whole in exactly one piece
+    for p in paragraphs:
+        assert sum(p.strip() in s.body for s in sections) == 1
+
+
+def test_a_paragraph_longer_than_the_cap_is_split_by_lines_then_cut():
+    long_line = "x" * 250
+    text = "# Big\n" + "\n".join(["short line"] * 5 + [long_line])
+    sections = split_sections(text, "stem", max_chars=100)
+    assert all(len(s.body) <= 100 for s in sections)
+    assert "".join(s.body for s in sections).count("x") == 250
+    assert sections[0].body.startswith("short line\nshort line")
+
+
+# --- queries -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("When do backups run?", ["backups", "run"]),
+        ("How do I restore THE backup, the BACKUP?", ["restore", "backup"]),
+        ("what's the deal", ["deal"]),
+        ("restic_backup.service", ["restic", "backup", "service"]),
+        ("at 02:00", ["02", "00"]),
+        ("x" * 65 + " dns", ["dns"]),
+        ("", []),
+        ("how do I do the what", []),
+    ],
+)
+def test_query_terms_are_the_meaningful_words(query: str, terms: list[str]):
+    assert query_terms(query) == terms
+
+
+@pytest.mark.parametrize(
+    "trigger", ["[[mock:tool-then-answer#t1a2b3c4d5e6]]", "[[mock:clean]]", "[[MOCK:slow#k_1-2]]"]
+)
+def test_a_mock_trigger_is_not_part_of_the_question(sample_index: NotesIndex, trigger: str):
+    question = "When do the backups run and how are they verified?"
+    assert query_terms(f"{question} {trigger}") == query_terms(question)
+    assert sample_index.search(f"{trigger}{question}") == sample_index.search(question)
+
+
+def test_other_double_brackets_are_words():
+    assert query_terms("what does [[backups]] say") == ["backups", "say"]
+
+
+def test_query_terms_are_capped():
+    words = " ".join(f"word{n}" for n in range(100))
+    assert len(query_terms(words)) == MAX_QUERY_TERMS
+
+
+def test_match_expression_quotes_and_ors_each_term():
+    expression = match_expression('backup" NEAR(restic* AND zfs) -x')
+    assert expression == '"backup" OR "near" OR "restic" OR "zfs"'
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the a how do I", "?!.,;:", "'s"])
+def test_empty_or_stop_word_only_queries_find_nothing(sample_index: NotesIndex, query: str):
+    assert match_expression(query) is None
+    assert sample_index.search(query) == []
+
+
+HOSTILE = [
+    '"',
+    '""',
+    "'",
+    "*",
+    "backup*",
+    '"backup',
+    "NEAR(backup restic)",
+    "NEAR/2",
+    "backup AND",
+    "AND OR NOT",
+    "(",
+    ")",
+    "-backup",
+    "+restic",
+    "^backup",
+    "trail:backup",
+    "{trail body}: backup",
+    "'; DROP TABLE notes_sections; --",
+    "backup\x00restic",
+    "🔥 backup 🔥",
+    "e\u0301",
+    "_",
+    "backup OR",
+    ":::",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_break_the_fts_syntax(sample_index: NotesIndex, query: str):
+    assert isinstance(sample_index.search(query), list)
+
+
+@given(st.text(max_size=200))
+def test_any_text_is_a_valid_query(sample_index: NotesIndex, query: str):
+    hits = sample_index.search(query)
+    assert all(h.path.startswith("/homelab/") for h in hits)
+
+
+# --- search ------------------------------------------------------------------------------
+
+
+def test_search_returns_hits_with_virtual_paths_best_first(notes: Path, index: NotesIndex):
+    write(notes, "backups.md", "# Backups\nrestic runs nightly.\n## Restore\nrestic restore.\n")
+    write(notes, "services/nextcloud.md", "# Nextcloud\nbacked up with restic too.\n")
+    hits = index.search("restic restore")
+    assert hits[0] == Hit(
+        path="/homelab/backups.md", heading="Restore", text="restic restore.", score=hits[0].score
+    )
+    assert "/homelab/services/nextcloud.md" in paths(hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(h.score > 0 for h in hits)
+
+
+def test_a_heading_match_outranks_the_same_word_in_a_body(notes: Path, index: NotesIndex):
+    write(notes, "a.md", "# Scrubs\nmonthly on the first sunday of each month\n")
+    write(notes, "b.md", "# Disks\nscrubs monthly on the first sunday of each month\n")
+    for n in range(4):
+        write(notes, f"filler{n}.md", f"# Filler {n}\nnothing relevant\n")
+    assert paths(index.search("scrubs")) == ["/homelab/a.md", "/homelab/b.md"]
+
+
+def test_words_match_by_their_stem(notes: Path, index: NotesIndex):
+    write(notes, "a.md", "# Certificates\nThe renewal timer renews certificates.\n")
+    assert paths(index.search("renewing certificate")) == ["/homelab/a.md"]
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(0, 0), (1, 1), (3, 3), (50, 5)])
+def test_search_returns_at_most_limit_hits(
+    notes: Path, index: NotesIndex, limit: int, expected: int
+):
+    for n in range(5):
+        write(notes, f"n{n}.md", f"# Note {n}\nrestic\n")
+    assert len(index.search("restic", limit=limit)) == expected
+
+
+def test_search_picks_up_new_notes_on_disk(notes: Path, index: NotesIndex):
+    assert index.search("wireguard") == []
+    write(notes, "vpn.md", "# VPN\nwireguard on gw01\n")
+    assert paths(index.search("wireguard")) == ["/homelab/vpn.md"]
+
+
+def test_search_waits_for_the_refresh_interval(notes: Path, tmp_path: Path):
+    with NotesIndex(notes, tmp_path / "i.db", refresh_interval_s=3600) as idx:
+        assert idx.search("wireguard") == []
+        write(notes, "vpn.md", "# VPN\nwireguard on gw01\n")
+        assert idx.search("wireguard") == []
+        idx.refresh()
+        assert paths(idx.search("wireguard")) == ["/homelab/vpn.md"]
+
+
+def test_searches_from_many_threads_agree(notes: Path, index: NotesIndex):
+    for n in range(10):
+        write(notes, f"n{n}.md", f"# Note {n}\nrestic backup number {n}\n")
+    expected = index.search("restic backup", limit=10)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: index.search("restic backup", limit=10), range(160)))
+    assert results == [expected] * 160
+
+
+# --- refresh -----------------------------------------------------------------------------
+
+
+def test_first_refresh_adds_every_note_and_the_next_changes_nothing(notes: Path, index: NotesIndex):
+    write(notes, "a.md", "# A\nalpha\n")
+    write(notes, "sub/b.md", "# B\nbeta\n")
+    assert index.refresh() == RefreshReport(added=2)
+    assert index.refresh() == RefreshReport(unchanged=2)
+
+
+def test_a_changed_note_is_reindexed(notes: Path, index: NotesIndex):
+    path = write(notes, "a.md", "# A\nalpha\n")
+    index.refresh()
+    path.write_text("# A\nomega and more\n", encoding="utf-8")
+    assert index.refresh() == RefreshReport(updated=1)
+    assert index.search("alpha") == []
+    assert paths(index.search("omega")) == ["/homelab/a.md"]
+
+
+def test_a_touched_note_with_the_same_content_is_not_reindexed(notes: Path, index: NotesIndex):
+    path = write(notes, "a.md", "# A\nalpha\n")
+    index.refresh()
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    assert index.refresh() == RefreshReport(unchanged=1)
+    assert index.refresh() == RefreshReport(unchanged=1)  # the new mtime was stored
+
+
+def test_a_deleted_note_is_removed(notes: Path, index: NotesIndex):
+    path = write(notes, "a.md", "# A\nalpha\n")
+    write(notes, "b.md", "# B\nbeta\n")
+    index.refresh()
+    path.unlink()
+    assert index.refresh() == RefreshReport(removed=1, unchanged=1)
+    assert index.search("alpha") == []
+
+
+@pytest.mark.parametrize(
+    "rel", ["notes.txt", "README", ".hidden.md", ".obsidian/workspace.md", "sub/.git/x.md"]
+)
+def test_non_markdown_and_hidden_files_are_ignored_silently(
+    notes: Path, index: NotesIndex, rel: str
+):
+    write(notes, rel, "# Secret\nzebra\n")
+    assert index.refresh() == RefreshReport()
+    assert index.search("zebra") == []
+
+
+def test_markdown_suffix_is_matched_case_insensitively(notes: Path, index: NotesIndex):
+    write(notes, "UPPER.MD", "# Upper\nzebra\n")
+    assert paths(index.search("zebra")) == ["/homelab/UPPER.MD"]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"# Latin-1\ncaf\xe9 zebra\n", "not valid UTF-8 text"),
+        (b"# Binary\nzebra\x00\x01\x02\n", "looks binary (contains NUL bytes)"),
+        (b"# Huge\nzebra\n" + b"x" * 2048, "larger than 2048 bytes"),
+    ],
+)
+def test_unindexable_notes_are_skipped_with_a_reason(
+    notes: Path, tmp_path: Path, content: bytes, reason: str
+):
+    write(notes, "bad.md", content)
+    write(notes, "good.md", "# Good\nfine\n")
+    with NotesIndex(notes, tmp_path / "i.db", refresh_interval_s=0, max_file_bytes=2048) as idx:
+        report = idx.refresh()
+        assert report.added == 1
+        assert report.skipped == (SkippedFile("/homelab/bad.md", reason),)
+        assert idx.search("zebra") == []
+
+
+def test_the_default_size_cap_is_one_mib(notes: Path, index: NotesIndex):
+    write(notes, "big.md", "# Big\n" + "zebra " * 200_000)
+    assert index.refresh().skipped == (SkippedFile("/homelab/big.md", "larger than 1 MiB"),)
+
+
+def test_a_note_that_becomes_unindexable_is_removed_and_reported(notes: Path, index: NotesIndex):
+    path = write(notes, "a.md", "# A\nzebra\n")
+    index.refresh()
+    path.write_bytes(b"# A\nzebra caf\xe9 now latin-1\n")
+    report = index.refresh()
+    assert (report.removed, report.skipped) == (
+        1,
+        (SkippedFile("/homelab/a.md", "not valid UTF-8 text"),),
+    )
+    assert index.search("zebra") == []
+
+
+def test_symlinks_leading_out_of_the_folder_are_skipped(
+    notes: Path, tmp_path: Path, index: NotesIndex
+):
+    outside = tmp_path / "outside"
+    write(outside, "secret.md", "# Secret\nzebra\n")
+    (notes / "link.md").symlink_to(outside / "secret.md")
+    (notes / "linkdir").symlink_to(outside, target_is_directory=True)
+    report = index.refresh()
+    assert report.skipped == (
+        SkippedFile("/homelab/linkdir/", "symlink that leads out of the notes folder"),
+        SkippedFile("/homelab/link.md", "symlink that leads out of the notes folder"),
+    )
+    assert index.search("zebra") == []
+
+
+def test_a_symlinked_note_inside_the_folder_is_indexed_under_its_own_path(
+    notes: Path, index: NotesIndex
+):
+    write(notes, "real.md", "# Real\nzebra\n")
+    (notes / "alias.md").symlink_to(notes / "real.md")
+    (notes / "sub").symlink_to(notes, target_is_directory=True)  # a loop, never followed
+    assert index.refresh() == RefreshReport(added=2)
+    assert sorted(paths(index.search("zebra"))) == ["/homelab/alias.md", "/homelab/real.md"]
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: p.symlink_to(p.parent / "missing.md"), "could not be read"),
+        (lambda p: os.mkfifo(p), "not a regular file"),
+    ],
+    ids=["dangling-symlink", "fifo"],
+)
+def test_notes_that_cannot_be_opened_are_skipped(
+    notes: Path, index: NotesIndex, make: Any, reason: str
+):
+    make(notes / "odd.md")
+    assert index.refresh().skipped == (SkippedFile("/homelab/odd.md", reason),)
+
+
+def test_refresh_of_a_missing_folder_raises_a_clear_error(tmp_path: Path):
+    with (
+        NotesIndex(tmp_path / "nope", ":memory:") as idx,
+        pytest.raises(FileNotFoundError, match="notes folder not found"),
+    ):
+        idx.refresh()
+
+
+def test_the_index_persists_across_instances(notes: Path, tmp_path: Path):
+    write(notes, "a.md", "# A\nzebra\n")
+    db = tmp_path / "i.db"
+    with NotesIndex(notes, db) as first:
+        first.refresh()
+    with NotesIndex(notes, db) as second:
+        assert second.refresh() == RefreshReport(unchanged=1)
+
+
+def test_an_index_from_another_schema_version_is_rebuilt(notes: Path, tmp_path: Path):
+    write(notes, "a.md", "# A\nzebra\n")
+    db = tmp_path / "i.db"
+    with NotesIndex(notes, db) as first:
+        first.refresh()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE notes_meta SET value = '0' WHERE key = 'schema_version'")
+    conn.close()
+    with NotesIndex(notes, db) as second:
+        assert second.refresh() == RefreshReport(added=1)
+
+
+def test_the_index_shares_its_database_file_politely(notes: Path, tmp_path: Path):
+    db = tmp_path / "shared.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE query_log (id INTEGER PRIMARY KEY, q TEXT)")
+    conn.close()
+    with NotesIndex(notes, db):
+        pass
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert "query_log" in tables
+        assert all(t == "query_log" or t.startswith("notes_") for t in tables)
+    finally:
+        conn.close()
+
+
+def test_a_failed_refresh_leaves_the_previous_index_intact(notes: Path, tmp_path: Path):
+    write(notes, "a.md", "# A\nzebra\n")
+    db = tmp_path / "i.db"
+    with NotesIndex(notes, db, refresh_interval_s=3600) as idx:
+        idx.refresh()
+        saboteur = sqlite3.connect(db)
+        saboteur.execute(
+            "CREATE TRIGGER boom BEFORE INSERT ON notes_files "
+            "BEGIN SELECT RAISE(ABORT, 'boom'); END"
+        )
+        saboteur.commit()
+        write(notes, "a.md", "# A\nchanged to giraffe\n")
+        with pytest.raises(sqlite3.IntegrityError, match="boom"):
+            idx.refresh()
+        assert paths(idx.search("zebra")) == ["/homelab/a.md"]
+        assert idx.search("giraffe") == []
+        saboteur.execute("DROP TRIGGER boom")
+        saboteur.commit()
+        saboteur.close()
+        assert idx.refresh() == RefreshReport(updated=1)
+
+
+def test_a_closed_index_refuses_to_search(notes: Path, tmp_path: Path):
+    idx = NotesIndex(notes, tmp_path / "i.db")
+    idx.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        idx.search("zebra")
+
+
+class _NoFts5Connection(sqlite3.Connection):
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if "fts5" in sql:
+            raise sqlite3.OperationalError("no such module: fts5")
+        return super().execute(sql, parameters)
+
+
+def test_a_sqlite_without_fts5_is_a_clear_runtime_error():
+    conn = sqlite3.connect(":memory:", factory=_NoFts5Connection)
+    try:
+        with pytest.raises(RuntimeError, match="without FTS5"):
+            require_fts5(conn)
+    finally:
+        conn.close()
+
+
+def test_the_index_does_not_open_without_fts5(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    def no_fts5(conn: sqlite3.Connection) -> None:
+        raise RuntimeError("without FTS5")
+
+    monkeypatch.setattr(retrieval, "require_fts5", no_fts5)
+    with pytest.raises(RuntimeError, match="without FTS5"):
+        NotesIndex(tmp_path, tmp_path / "i.db")
+
+
+# --- grounding and sources ---------------------------------------------------------------
+
+
+def hit(path: str, score: float) -> Hit:
+    return Hit(path=path, heading="h", text="t", score=score)
+
+
+@pytest.mark.parametrize(
+    ("scores", "threshold", "grounded"),
+    [
+        ([], 0.5, False),
+        ([0.49], 0.5, False),
+        ([0.5], 0.5, True),
+        ([1.7, 0.2], 0.5, True),
+        ([0.2, 0.1], 0.5, False),
+    ],
+)
+def test_is_grounded_when_the_best_score_reaches_the_threshold(
+    scores: list[float], threshold: float, grounded: bool
+):
+    assert is_grounded([hit("/homelab/a.md", s) for s in scores], threshold) is grounded
+
+
+def test_sources_are_distinct_paths_in_rank_order():
+    hits = [hit(p, 1.0) for p in ["/homelab/b.md", "/homelab/a.md", "/homelab/b.md"]]
+    assert sources(hits) == ["/homelab/b.md", "/homelab/a.md"]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When do backups run?",
+        "How do I restore a file from a backup?",
+        "how is DNS set up for the local zone",
+        "how are certificates renewed",
+        "how do I add a VPN peer",
+        "which VMs run on the Proxmox cluster",
+        "when are ZFS scrubs",
+        "How do I check the UPS battery?",
+        "what is the retention policy for backups",
+        "how do I restore the nextcloud database",
+    ],
+)
+def test_questions_the_sample_notes_answer_are_grounded(sample_index: NotesIndex, question: str):
+    assert is_grounded(sample_index.search(question))
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the capital of France?",
+        "Write me a poem about cats",
+        "best pizza recipe for dinner",
+        "who won the world cup in 2018",
+        "how do I change a car tire",
+        "what time is it in Tokyo",
+    ],
+)
+def test_off_topic_questions_are_not_grounded(sample_index: NotesIndex, question: str):
+    assert not is_grounded(sample_index.search(question))
+
+
+def test_the_backup_question_finds_the_backup_runbook(sample_index: NotesIndex):
+    hits = sample_index.search("When do backups run?")
+    assert "/homelab/backups.md" in sources(hits)
+    schedule = next(h for h in hits if h.heading == "Schedule")
+    assert "nightly at 02:00" in schedule.text
+    assert "verified\nevery Sunday" in schedule.text
+
+
+def test_the_sample_notes_all_index_cleanly(tmp_path: Path):
+    with NotesIndex(SAMPLE_NOTES, tmp_path / "i.db") as idx:
+        report = idx.refresh()
+    assert report.skipped == ()
+    assert report.added >= 12
+    for note in SAMPLE_NOTES.rglob("*.md"):
+        assert 40 <= len(note.read_text(encoding="utf-8").splitlines()) <= 120, note.name

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.api.sse import encode
+from app.turn_log import TurnStats, format_turn_line
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", "line\nbreak", "\r\r\n", "sep\u2028arated", "\n\nevent: done\ndata: {}\n\n"]
+)
+def test_a_frame_is_one_data_line_whatever_the_text(text: str):
+    frame = encode({"type": "delta", "text": text})
+    assert frame.startswith(b"data: ")
+    assert frame.endswith(b"\n\n")
+    assert frame.count(b"\n") == 2
+    assert b"\r" not in frame
+    assert json.loads(frame[len(b"data: ") : -2]) == {"type": "delta", "text": text}
+
+
+def test_turn_line_has_the_fixed_field_order():
+    stats = TurnStats("abc", "grounded", 2, 1, 10, 20, 345, 0)
+    assert format_turn_line(stats) == (
+        "chat turn=abc mode=grounded rounds=2 tools=1 thinking_chars=10 content_chars=20"
+        " total_ms=345 retries=0"
+    )
