@@ -30,17 +30,9 @@ from app.rag.retrieval import (
 )
 from app.rag.types import Hit
 
+from .files import write
+
 SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
-
-
-def write(root: Path, rel: str, text: str | bytes) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -251,8 +243,8 @@ def test_any_text_is_a_valid_query(sample_index: NotesIndex, query: str):
 
 
 def test_search_returns_hits_with_virtual_paths_best_first(notes: Path, index: NotesIndex):
-    write(notes, "backups.md", "# Backups\nrestic runs nightly.\n## Restore\nrestic restore.\n")
-    write(notes, "services/nextcloud.md", "# Nextcloud\nbacked up with restic too.\n")
+    write(notes / "backups.md", "# Backups\nrestic runs nightly.\n## Restore\nrestic restore.\n")
+    write(notes / "services/nextcloud.md", "# Nextcloud\nbacked up with restic too.\n")
     hits = index.search("restic restore")
     assert hits[0] == Hit(
         path="/homelab/backups.md", heading="Restore", text="restic restore.", score=hits[0].score
@@ -263,15 +255,15 @@ def test_search_returns_hits_with_virtual_paths_best_first(notes: Path, index: N
 
 
 def test_a_heading_match_outranks_the_same_word_in_a_body(notes: Path, index: NotesIndex):
-    write(notes, "a.md", "# Scrubs\nmonthly on the first sunday of each month\n")
-    write(notes, "b.md", "# Disks\nscrubs monthly on the first sunday of each month\n")
+    write(notes / "a.md", "# Scrubs\nmonthly on the first sunday of each month\n")
+    write(notes / "b.md", "# Disks\nscrubs monthly on the first sunday of each month\n")
     for n in range(4):
-        write(notes, f"filler{n}.md", f"# Filler {n}\nnothing relevant\n")
+        write(notes / f"filler{n}.md", f"# Filler {n}\nnothing relevant\n")
     assert paths(index.search("scrubs")) == ["/homelab/a.md", "/homelab/b.md"]
 
 
 def test_words_match_by_their_stem(notes: Path, index: NotesIndex):
-    write(notes, "a.md", "# Certificates\nThe renewal timer renews certificates.\n")
+    write(notes / "a.md", "# Certificates\nThe renewal timer renews certificates.\n")
     assert paths(index.search("renewing certificate")) == ["/homelab/a.md"]
 
 
@@ -280,20 +272,20 @@ def test_search_returns_at_most_limit_hits(
     notes: Path, index: NotesIndex, limit: int, expected: int
 ):
     for n in range(5):
-        write(notes, f"n{n}.md", f"# Note {n}\nrestic\n")
+        write(notes / f"n{n}.md", f"# Note {n}\nrestic\n")
     assert len(index.search("restic", limit=limit)) == expected
 
 
 def test_search_picks_up_new_notes_on_disk(notes: Path, index: NotesIndex):
     assert index.search("wireguard") == []
-    write(notes, "vpn.md", "# VPN\nwireguard on gw01\n")
+    write(notes / "vpn.md", "# VPN\nwireguard on gw01\n")
     assert paths(index.search("wireguard")) == ["/homelab/vpn.md"]
 
 
 def test_search_waits_for_the_refresh_interval(notes: Path, tmp_path: Path):
     with NotesIndex(notes, tmp_path / "i.db", refresh_interval_s=3600) as idx:
         assert idx.search("wireguard") == []
-        write(notes, "vpn.md", "# VPN\nwireguard on gw01\n")
+        write(notes / "vpn.md", "# VPN\nwireguard on gw01\n")
         assert idx.search("wireguard") == []
         idx.refresh()
         assert paths(idx.search("wireguard")) == ["/homelab/vpn.md"]
@@ -301,7 +293,7 @@ def test_search_waits_for_the_refresh_interval(notes: Path, tmp_path: Path):
 
 def test_searches_from_many_threads_agree(notes: Path, index: NotesIndex):
     for n in range(10):
-        write(notes, f"n{n}.md", f"# Note {n}\nrestic backup number {n}\n")
+        write(notes / f"n{n}.md", f"# Note {n}\nrestic backup number {n}\n")
     expected = index.search("restic backup", limit=10)
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda _: index.search("restic backup", limit=10), range(160)))
@@ -312,14 +304,14 @@ def test_searches_from_many_threads_agree(notes: Path, index: NotesIndex):
 
 
 def test_first_refresh_adds_every_note_and_the_next_changes_nothing(notes: Path, index: NotesIndex):
-    write(notes, "a.md", "# A\nalpha\n")
-    write(notes, "sub/b.md", "# B\nbeta\n")
+    write(notes / "a.md", "# A\nalpha\n")
+    write(notes / "sub/b.md", "# B\nbeta\n")
     assert index.refresh() == RefreshReport(added=2)
     assert index.refresh() == RefreshReport(unchanged=2)
 
 
 def test_a_changed_note_is_reindexed(notes: Path, index: NotesIndex):
-    path = write(notes, "a.md", "# A\nalpha\n")
+    path = write(notes / "a.md", "# A\nalpha\n")
     index.refresh()
     path.write_text("# A\nomega and more\n", encoding="utf-8")
     assert index.refresh() == RefreshReport(updated=1)
@@ -328,7 +320,7 @@ def test_a_changed_note_is_reindexed(notes: Path, index: NotesIndex):
 
 
 def test_a_touched_note_with_the_same_content_is_not_reindexed(notes: Path, index: NotesIndex):
-    path = write(notes, "a.md", "# A\nalpha\n")
+    path = write(notes / "a.md", "# A\nalpha\n")
     index.refresh()
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
@@ -337,8 +329,8 @@ def test_a_touched_note_with_the_same_content_is_not_reindexed(notes: Path, inde
 
 
 def test_a_deleted_note_is_removed(notes: Path, index: NotesIndex):
-    path = write(notes, "a.md", "# A\nalpha\n")
-    write(notes, "b.md", "# B\nbeta\n")
+    path = write(notes / "a.md", "# A\nalpha\n")
+    write(notes / "b.md", "# B\nbeta\n")
     index.refresh()
     path.unlink()
     assert index.refresh() == RefreshReport(removed=1, unchanged=1)
@@ -351,13 +343,13 @@ def test_a_deleted_note_is_removed(notes: Path, index: NotesIndex):
 def test_non_markdown_and_hidden_files_are_ignored_silently(
     notes: Path, index: NotesIndex, rel: str
 ):
-    write(notes, rel, "# Secret\nzebra\n")
+    write(notes / rel, "# Secret\nzebra\n")
     assert index.refresh() == RefreshReport()
     assert index.search("zebra") == []
 
 
 def test_markdown_suffix_is_matched_case_insensitively(notes: Path, index: NotesIndex):
-    write(notes, "UPPER.MD", "# Upper\nzebra\n")
+    write(notes / "UPPER.MD", "# Upper\nzebra\n")
     assert paths(index.search("zebra")) == ["/homelab/UPPER.MD"]
 
 
@@ -372,8 +364,8 @@ def test_markdown_suffix_is_matched_case_insensitively(notes: Path, index: Notes
 def test_unindexable_notes_are_skipped_with_a_reason(
     notes: Path, tmp_path: Path, content: bytes, reason: str
 ):
-    write(notes, "bad.md", content)
-    write(notes, "good.md", "# Good\nfine\n")
+    write(notes / "bad.md", content)
+    write(notes / "good.md", "# Good\nfine\n")
     with NotesIndex(notes, tmp_path / "i.db", refresh_interval_s=0, max_file_bytes=2048) as idx:
         report = idx.refresh()
         assert report.added == 1
@@ -382,12 +374,12 @@ def test_unindexable_notes_are_skipped_with_a_reason(
 
 
 def test_the_default_size_cap_is_one_mib(notes: Path, index: NotesIndex):
-    write(notes, "big.md", "# Big\n" + "zebra " * 200_000)
+    write(notes / "big.md", "# Big\n" + "zebra " * 200_000)
     assert index.refresh().skipped == (SkippedFile("/homelab/big.md", "larger than 1 MiB"),)
 
 
 def test_a_note_that_becomes_unindexable_is_removed_and_reported(notes: Path, index: NotesIndex):
-    path = write(notes, "a.md", "# A\nzebra\n")
+    path = write(notes / "a.md", "# A\nzebra\n")
     index.refresh()
     path.write_bytes(b"# A\nzebra caf\xe9 now latin-1\n")
     report = index.refresh()
@@ -402,7 +394,7 @@ def test_symlinks_leading_out_of_the_folder_are_skipped(
     notes: Path, tmp_path: Path, index: NotesIndex
 ):
     outside = tmp_path / "outside"
-    write(outside, "secret.md", "# Secret\nzebra\n")
+    write(outside / "secret.md", "# Secret\nzebra\n")
     (notes / "link.md").symlink_to(outside / "secret.md")
     (notes / "linkdir").symlink_to(outside, target_is_directory=True)
     report = index.refresh()
@@ -416,7 +408,7 @@ def test_symlinks_leading_out_of_the_folder_are_skipped(
 def test_a_symlinked_note_inside_the_folder_is_indexed_under_its_own_path(
     notes: Path, index: NotesIndex
 ):
-    write(notes, "real.md", "# Real\nzebra\n")
+    write(notes / "real.md", "# Real\nzebra\n")
     (notes / "alias.md").symlink_to(notes / "real.md")
     (notes / "sub").symlink_to(notes, target_is_directory=True)  # a loop, never followed
     assert index.refresh() == RefreshReport(added=2)
@@ -447,7 +439,7 @@ def test_refresh_of_a_missing_folder_raises_a_clear_error(tmp_path: Path):
 
 
 def test_the_index_persists_across_instances(notes: Path, tmp_path: Path):
-    write(notes, "a.md", "# A\nzebra\n")
+    write(notes / "a.md", "# A\nzebra\n")
     db = tmp_path / "i.db"
     with NotesIndex(notes, db) as first:
         first.refresh()
@@ -456,7 +448,7 @@ def test_the_index_persists_across_instances(notes: Path, tmp_path: Path):
 
 
 def test_an_index_from_another_schema_version_is_rebuilt(notes: Path, tmp_path: Path):
-    write(notes, "a.md", "# A\nzebra\n")
+    write(notes / "a.md", "# A\nzebra\n")
     db = tmp_path / "i.db"
     with NotesIndex(notes, db) as first:
         first.refresh()
@@ -485,7 +477,7 @@ def test_the_index_shares_its_database_file_politely(notes: Path, tmp_path: Path
 
 
 def test_a_failed_refresh_leaves_the_previous_index_intact(notes: Path, tmp_path: Path):
-    write(notes, "a.md", "# A\nzebra\n")
+    write(notes / "a.md", "# A\nzebra\n")
     db = tmp_path / "i.db"
     with NotesIndex(notes, db, refresh_interval_s=3600) as idx:
         idx.refresh()
@@ -495,7 +487,7 @@ def test_a_failed_refresh_leaves_the_previous_index_intact(notes: Path, tmp_path
             "BEGIN SELECT RAISE(ABORT, 'boom'); END"
         )
         saboteur.commit()
-        write(notes, "a.md", "# A\nchanged to giraffe\n")
+        write(notes / "a.md", "# A\nchanged to giraffe\n")
         with pytest.raises(sqlite3.IntegrityError, match="boom"):
             idx.refresh()
         assert paths(idx.search("zebra")) == ["/homelab/a.md"]

@@ -14,6 +14,8 @@ import pytest
 from app.rag.tools import MAX_GREP_LINE_CHARS, TOOL_SPECS, NotesTools
 from app.rag.types import ToolOutcome
 
+from .files import write
+
 SECRET = "TOP-SECRET-7f3a"
 NOTE = "# Backups\nBackups run nightly at 02:00 with restic.\n"
 
@@ -25,15 +27,6 @@ class Lab:
     tmp: Path
     root: Path
     tools: NotesTools
-
-
-def write(path: Path, content: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
 
 
 @pytest.fixture

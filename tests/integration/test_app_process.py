@@ -1,0 +1,75 @@
+"""`python -m app` as a user runs it: the embedded demo answers a real question."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.cli import main
+
+PAGE = re.compile(r"app: notes chat on (http://127\.0\.0\.1:\d+)/ ")
+MOCK = re.compile(r"app: embedded mock LLM on (http://127\.0\.0\.1:\d+) ")
+
+
+def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Path):
+    env = {"PATH": "/usr/bin:/bin", "SG_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        page_line, mock_line = process.stdout.readline(), process.stdout.readline()
+        page, mock = PAGE.match(page_line), MOCK.match(mock_line)
+        assert page, page_line
+        assert mock, mock_line
+        body = {"message": "When do backups run? [[mock:tool-then-answer#demo]]"}
+        with httpx.stream("POST", f"{page.group(1)}/api/chat", json=body, timeout=20) as r:
+            lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+            frames = [json.loads(line[len("data: ") :]) for line in lines]
+        assert frames[0]["mode"] == "grounded"
+        assert frames[-1]["type"] == "done"
+        journal = httpx.get(f"{mock.group(1)}/_mock/requests", params={"key": "demo"}).json()
+        assert len(journal["requests"]) == 2
+        assert (tmp_path / "data" / "scaffold-guard.sqlite3").is_file()
+        assert "chat turn=" in (tmp_path / "data" / "chat.log").read_text(encoding="utf-8")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=15)
+    assert "Traceback" not in err
+
+
+def test_invalid_settings_stop_the_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setenv("SG_LLM_TIMEOUT_S", "never")
+    monkeypatch.setenv("SG_AGENT_TOOLS", "sometimes")
+    assert main(["--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "SG_LLM_TIMEOUT_S='never'" in err
+    assert "SG_AGENT_TOOLS='sometimes'" in err
+
+
+def test_port_in_use_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    import socket
+
+    monkeypatch.setenv("SG_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SG_DATA_DIR", str(tmp_path))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
