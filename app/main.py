@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import chat as chat_api
 from app.api import history as history_api
@@ -29,11 +31,35 @@ from app.turn import TurnDeps
 from app.turn_log import configure_chat_log
 
 FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
-NO_PAGE = """<!doctype html><meta charset="utf-8"><title>scaffold-guard</title>
-<p>The chat page is not installed in this checkout. The API works:
-<pre>curl -N http://HOST/api/chat -H 'content-type: application/json' \\
-  -d '{"message": "When do backups run?"}'</pre>
-"""
+
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
+    " connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self';"
+    " frame-ancestors 'none'"
+)
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware adding the CSP (no outside scripts, images or connections)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["content-security-policy"] = CONTENT_SECURITY_POLICY
+                headers["x-content-type-options"] = "nosniff"
+                headers["referrer-policy"] = "no-referrer"
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 class DocumentTools:
@@ -99,20 +125,18 @@ def create_app(settings: Settings, chat_fn: ChatFn | None = None) -> FastAPI:
         index.close()
 
     app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
+    app.add_middleware(SecurityHeaders)
     app.state.turn_deps = deps
     app.include_router(chat_api.router)
     app.include_router(history_api.router)
-    if (FRONTEND / "index.html").is_file():
-        app.mount("/static", StaticFiles(directory=FRONTEND), name="static")
+    app.mount("/static", StaticFiles(directory=FRONTEND), name="static")
 
-        @app.get("/", include_in_schema=False)
-        async def page() -> FileResponse:  # pyright: ignore[reportUnusedFunction]
-            return FileResponse(FRONTEND / "index.html")
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:  # pyright: ignore[reportUnusedFunction]
+        return FileResponse(FRONTEND / "index.html")
 
-    else:
-
-        @app.get("/", include_in_schema=False)
-        async def no_page() -> HTMLResponse:  # pyright: ignore[reportUnusedFunction]
-            return HTMLResponse(NO_PAGE)
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:  # pyright: ignore[reportUnusedFunction]
+        return Response(status_code=204)
 
     return app

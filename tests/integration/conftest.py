@@ -11,25 +11,21 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
-import uvicorn
 from openai.types.chat import ChatCompletionMessageParam
 
-from app.config import Settings, load_settings
-from app.main import create_app
+from app.config import Settings
 from mock_llm import build_settings, serve_mock
-from mock_llm.runner import serve_in_thread
+
+from ..servers import TEST_FLOWS, app_settings, serve_app
 
 DEADLINE_S = 15.0
-TEST_FLOWS = Path(__file__).with_name("flows.yaml")
 
 
 @pytest.fixture(scope="session")
@@ -42,25 +38,6 @@ def mock_url() -> Iterator[str]:
 class AppUnderTest:
     url: str
     settings: Settings
-
-
-def app_settings(mock_url: str, data_dir: Path, **env: str) -> Settings:
-    return load_settings(
-        {
-            "SG_LLM_BASE_URL": f"{mock_url}/v1",
-            "SG_DATA_DIR": str(data_dir),
-            "SG_LLM_RETRY_DELAY_S": "0.01",
-            "SG_LLM_TIMEOUT_S": "10",
-            **env,
-        }
-    )
-
-
-@contextmanager
-def serve_app(settings: Settings) -> Generator[str]:
-    config = uvicorn.Config(create_app(settings), log_level="warning", timeout_graceful_shutdown=1)
-    with serve_in_thread(config) as url:
-        yield url
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,117 @@
+"""E2E layer: the mock LLM and the notes app on free ports, driven by a real Chromium.
+
+Playwright cannot download its browsers here, so it launches Debian's Chromium binary
+(`/usr/lib/chromium/chromium`; `/usr/bin/chromium` is a wrapper script); .ci/run installs
+the package when it is missing. A missing browser fails the run with a clear message,
+never a skip. Each test gets a fresh page; screenshots a test takes of the page's states
+(idle, streaming, error) are written to test-results/ only when that test fails.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Page
+
+from mock_llm import build_settings, serve_mock
+
+from ..servers import TEST_FLOWS, app_settings, serve_app
+
+CHROMIUM = Path("/usr/lib/chromium/chromium")
+ARTIFACTS = Path(__file__).parents[2] / "test-results"
+TIMEOUT_MS = 15_000
+
+
+@dataclass(frozen=True)
+class Stack:
+    app_url: str
+    mock_url: str
+
+    def journal(self, key: str) -> list[dict[str, Any]]:
+        response = httpx.get(f"{self.mock_url}/_mock/requests", params={"key": key}, timeout=10)
+        response.raise_for_status()
+        return response.json()["requests"]
+
+    def history(self) -> list[dict[str, Any]]:
+        response = httpx.get(f"{self.app_url}/api/history", params={"limit": 200}, timeout=10)
+        return response.json()["turns"]
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with serve_mock(build_settings((TEST_FLOWS,))) as mock_url:
+        settings = app_settings(mock_url, tmp_path_factory.mktemp("e2e-data"))
+        with serve_app(settings) as app_url:
+            yield Stack(app_url, mock_url)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)")
+    return {
+        **browser_type_launch_args,
+        "executable_path": str(CHROMIUM),
+        "args": [
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    }
+
+
+@pytest.fixture(scope="session")
+def base_url(stack: Stack) -> str:
+    return stack.app_url
+
+
+@pytest.fixture
+def key() -> str:
+    return f"e{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def chat(page: Page, stack: Stack) -> Page:
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(stack.app_url + "/")
+    return page
+
+
+@dataclass
+class Shots:
+    """Screenshots of a test's page states, kept only if the test fails."""
+
+    page: Page
+    taken: list[tuple[str, bytes]] = field(default_factory=list[tuple[str, bytes]])
+
+    def take(self, state: str) -> None:
+        self.taken.append((state, self.page.screenshot(full_page=True)))
+
+
+@pytest.fixture
+def shots(chat: Page, request: pytest.FixtureRequest) -> Generator[Shots]:
+    recorder = Shots(chat)
+    yield recorder
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        folder = ARTIFACTS / re.sub(r"[^\w.-]+", "_", request.node.nodeid)
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, (state, png) in enumerate([*recorder.taken, ("at-failure", chat.screenshot())]):
+            (folder / f"{index:02d}-{state}.png").write_bytes(png)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+    return report

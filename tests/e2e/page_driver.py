@@ -1,0 +1,24 @@
+"""Drive the chat page the way a person does: type, press Enter, wait for the answer."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Locator, Page, expect
+
+ASSISTANT = "[data-testid=message-assistant]"
+
+
+def ask(page: Page, question: str) -> Locator:
+    """Type a question, press Enter; the new assistant message."""
+    before = page.locator(ASSISTANT).count()
+    page.fill("[data-testid=chat-input]", question)
+    page.keyboard.press("Enter")
+    message = page.locator(ASSISTANT).nth(before)
+    expect(message).to_be_attached()
+    return message
+
+
+def answered(page: Page, question: str) -> Locator:
+    """Ask and wait until the answer is complete."""
+    message = ask(page, question)
+    expect(message).to_have_attribute("data-state", "done")
+    return message

@@ -1,0 +1,118 @@
+"""The chat over the notes in a real browser: answers, sources, markdown, history, errors."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from .conftest import Shots, Stack
+from .page_driver import answered, ask
+
+
+def test_grounded_answer_streams_in_with_its_sources(chat: Page, shots: Shots, key: str):
+    shots.take("idle")
+    message = answered(chat, f"When do backups run? [[mock:clean#{key}]]")
+    expect(message.get_by_test_id("answer")).to_contain_text("Backups run nightly at 02:00")
+    expect(message.get_by_test_id("sources")).to_be_visible()
+    expect(message.get_by_test_id("sources")).to_contain_text("/homelab/backups.md")
+
+
+def test_deflected_answer_has_no_sources(chat: Page, stack: Stack, key: str):
+    message = answered(chat, f"What is the capital of France? [[mock:clean#{key}]]")
+    expect(message.get_by_test_id("answer")).not_to_be_empty()
+    expect(message.get_by_test_id("sources")).to_be_hidden()
+    [request] = stack.journal(key)
+    assert "tools" not in request["body"]
+
+
+def test_markdown_renders_headings_lists_code_and_links(chat: Page, key: str):
+    answer = answered(chat, f"How do I restore? [[mock:markdown#{key}]]").get_by_test_id("answer")
+    expect(answer.locator("h2")).to_have_text("Restore a file")
+    expect(answer.locator("ol > li")).to_have_count(2)
+    expect(answer.locator("ul > li")).to_have_count(2)
+    expect(answer.locator("pre > code")).to_contain_text("restic -r sftp:nas:/backups restore")
+    link = answer.get_by_role("link", name="restic docs")
+    expect(link).to_have_attribute("href", "https://restic.readthedocs.io/")
+    expect(link).to_have_attribute("rel", "noopener noreferrer nofollow")
+    expect(answer.locator("p code")).to_have_text("journalctl -u restic-backup")
+
+
+def test_thinking_shows_the_raw_reasoning_in_a_collapsed_block(chat: Page, key: str):
+    message = answered(chat, f"When do backups run? [[mock:thinking-scaffold#{key}]]")
+    thinking = message.get_by_test_id("thinking")
+    expect(thinking).to_be_visible()
+    expect(thinking).not_to_have_attribute("open", "")
+    thinking.locator("summary").click()
+    expect(thinking.locator("pre")).to_contain_text("no tools are offered")
+
+
+def test_history_lists_the_question_after_the_turn(chat: Page, key: str):
+    question = f"How are snapshots verified? [[mock:clean#{key}]]"
+    answered(chat, question)
+    expect(chat.get_by_test_id("history")).to_contain_text(question)
+    chat.get_by_test_id("history").get_by_text(question).click()
+    expect(chat.get_by_test_id("chat-input")).to_have_value(question)
+
+
+def test_history_is_loaded_when_the_page_opens(chat: Page, stack: Stack, key: str):
+    question = f"What is the restore procedure? [[mock:clean#{key}]]"
+    answered(chat, question)
+    chat.reload()
+    expect(chat.get_by_test_id("history")).to_contain_text(question)
+
+
+def test_shift_enter_breaks_the_line_and_enter_sends(chat: Page, key: str):
+    box = chat.get_by_test_id("chat-input")
+    box.fill("first line")
+    box.press("Shift+Enter")
+    box.type(f"second line [[mock:clean#{key}]]")
+    expect(box).to_have_value(f"first line\nsecond line [[mock:clean#{key}]]")
+    expect(chat.locator("[data-testid=message-assistant]")).to_have_count(0)
+    box.press("Enter")
+    expect(chat.locator("[data-testid=message-assistant]")).to_have_count(1)
+
+
+def test_no_second_question_is_sent_while_a_turn_streams(
+    chat: Page, stack: Stack, shots: Shots, key: str
+):
+    message = ask(chat, f"Walk me through the backup [[mock:slow#{key}]]")
+    expect(message.get_by_test_id("answer")).not_to_be_empty()
+    shots.take("streaming")
+    expect(chat.get_by_test_id("chat-send")).to_be_disabled()
+    chat.fill("[data-testid=chat-input]", "another question")
+    chat.keyboard.press("Enter")
+    expect(chat.locator("[data-testid=message-assistant]")).to_have_count(1)
+    chat.get_by_test_id("chat-stop").click()
+    expect(message).to_have_attribute("data-state", "done")
+
+
+def test_error_frame_shows_the_error_state_and_the_page_stays_usable(
+    chat: Page, shots: Shots, key: str
+):
+    message = ask(chat, f"When do backups run? [[mock:drop-mid-stream#{key}]]")
+    expect(message).to_have_attribute("data-state", "error")
+    expect(message.get_by_test_id("chat-error")).to_be_visible()
+    expect(message.get_by_test_id("chat-error")).not_to_be_empty()
+    shots.take("error")
+    again = answered(chat, f"When do backups run? [[mock:clean#{key}x]]")
+    expect(again.get_by_test_id("answer")).to_contain_text("Backups run nightly")
+
+
+def test_retry_notice_shows_while_the_app_waits(chat: Page, key: str):
+    message = ask(chat, f"When do backups run? [[mock:rate-limited#{key}]]")
+    expect(message.locator(".retry")).to_contain_text("trying again")
+    expect(message).to_have_attribute("data-state", "done")
+    expect(message.locator(".retry")).to_be_hidden()
+
+
+def test_rejected_question_shows_the_servers_reason(chat: Page):
+    detail = {"detail": [{"msg": "Value error, the message is empty"}]}
+    chat.route("**/api/chat", lambda route: route.fulfill(status=422, json=detail))
+    message = ask(chat, "a question the server refuses")
+    expect(message).to_have_attribute("data-state", "error")
+    expect(message.get_by_test_id("chat-error")).to_have_text("Value error, the message is empty")
+
+
+def test_question_box_stops_at_the_servers_length_limit(chat: Page):
+    box = chat.get_by_test_id("chat-input")
+    box.fill("x" * 4100)
+    assert len(box.input_value()) == 4000

@@ -1,0 +1,57 @@
+"""Stop generation closes the upstream stream; hostile model output renders inert."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlsplit
+
+from playwright.sync_api import Dialog, Page, Request, expect
+
+from .conftest import Shots, Stack
+from .page_driver import answered, ask
+
+
+def test_stop_ends_the_turn_and_the_mock_sees_the_disconnect(
+    chat: Page, stack: Stack, shots: Shots, key: str
+):
+    message = ask(chat, f"Walk me through the backup [[mock:slow#{key}]]")
+    expect(message.get_by_test_id("answer")).not_to_be_empty()
+    shots.take("streaming")
+    chat.get_by_test_id("chat-stop").click()
+    expect(message).to_have_attribute("data-state", "done")
+    expect(message).to_have_attribute("data-stopped", "true")
+    expect(chat.get_by_test_id("chat-send")).to_be_enabled()
+    deadline = time.monotonic() + 5
+    while (entries := stack.journal(key)) and entries[0]["outcome"] == "in_progress":
+        assert time.monotonic() < deadline, "the upstream stream was not closed"
+        time.sleep(0.05)
+    assert [e["outcome"] for e in entries] == ["client_disconnected"]
+    assert not [t for t in stack.history() if key in t["question"]]
+
+
+def test_hostile_html_and_links_render_inert(chat: Page, stack: Stack, key: str):
+    dialogs: list[str] = []
+    outside: list[str] = []
+    app_origin = urlsplit(stack.app_url).netloc
+
+    def on_dialog(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def on_request(request: Request) -> None:
+        if urlsplit(request.url).netloc != app_origin:
+            outside.append(request.url)
+
+    chat.on("dialog", on_dialog)
+    chat.on("request", on_request)
+    answer = answered(chat, f"Show me the notes [[mock:xss#{key}]]").get_by_test_id("answer")
+    expect(answer).to_contain_text("<script>")  # shown as text, not run
+    expect(answer.locator("strong")).to_have_text("Bold")
+    for tag in ("script", "img", "svg", "iframe"):
+        expect(answer.locator(tag)).to_have_count(0)
+    for name in ("a harmless looking link", "another one", "data link"):
+        assert answer.get_by_text(name).get_attribute("href") is None
+    chat.wait_for_timeout(300)
+    assert chat.evaluate("window.__sg_xss") is None
+    assert dialogs == []
+    assert outside == []
