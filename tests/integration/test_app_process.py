@@ -14,6 +14,8 @@ import pytest
 
 from app.cli import main
 
+from ..ports import taken_port
+
 PAGE = re.compile(r"app: notes chat on (http://127\.0\.0\.1:\d+)/ ")
 MOCK = re.compile(r"app: embedded mock LLM on (http://127\.0\.0\.1:\d+) ")
 
@@ -63,13 +65,8 @@ def test_invalid_settings_stop_the_start(
 def test_port_in_use_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    import socket
-
     monkeypatch.setenv("SG_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("SG_DATA_DIR", str(tmp_path))
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         assert main(["--port", str(port)]) == 2
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err

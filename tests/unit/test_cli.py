@@ -6,6 +6,8 @@ import pytest
 
 from mock_llm.cli import main, parse_args
 
+from ..ports import taken_port
+
 
 def test_defaults_are_loopback_8099_and_reasoning_content():
     args = parse_args([])
@@ -45,11 +47,6 @@ def test_bad_flow_file_stops_the_start_naming_file_and_line(
 
 
 def test_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]):
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         assert main(["--port", str(port)]) == 2
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
