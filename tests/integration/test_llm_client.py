@@ -166,6 +166,16 @@ async def drain(stream: AsyncIterator[Any]) -> tuple[list[Any], LLMError | None]
     return items, None
 
 
+async def retried(
+    client: openai.AsyncOpenAI, config: LLMConfig, flow: str, key: str
+) -> tuple[list[Any], LLMError | None, Sleeps]:
+    """Run `chat_stream_retried` on a flow with sleeping recorded, not waited."""
+    sleeps = Sleeps()
+    stream = chat_stream_retried(client, config, ask(flow, key), None, sleep=sleeps)
+    items, error = await drain(stream)
+    return items, error, sleeps
+
+
 def text_of(items: list[Any], kind: str) -> str:
     return "".join(i.text for i in items if isinstance(i, StreamPiece) and i.kind == kind)
 
@@ -508,10 +518,7 @@ async def test_a_finished_stream_leaves_the_request_completed(
 async def test_rate_limited_request_is_retried_once_after_the_advised_wait(
     client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
 ) -> None:
-    sleeps = Sleeps()
-    items, error = await drain(
-        chat_stream_retried(client, config, ask("rate-limited", key), None, sleep=sleeps)
-    )
+    items, error, sleeps = await retried(client, config, "rate-limited", key)
 
     assert error is None
     assert [i for i in items if isinstance(i, RetryNotice)] == [
@@ -527,10 +534,7 @@ async def test_rate_limited_request_is_retried_once_after_the_advised_wait(
 async def test_server_error_is_retried_after_a_jittered_backoff(
     client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
 ) -> None:
-    sleeps = Sleeps()
-    items, error = await drain(
-        chat_stream_retried(client, config, ask("error-then-ok", key), None, sleep=sleeps)
-    )
+    items, error, sleeps = await retried(client, config, "error-then-ok", key)
 
     assert error is None
     [notice] = [i for i in items if isinstance(i, RetryNotice)]
@@ -546,10 +550,7 @@ async def test_server_error_is_retried_after_a_jittered_backoff(
 async def test_no_retry_once_content_has_been_yielded(
     client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str, flow: str
 ) -> None:
-    sleeps = Sleeps()
-    items, error = await drain(
-        chat_stream_retried(client, config, ask(flow, key), None, sleep=sleeps)
-    )
+    items, error, sleeps = await retried(client, config, flow, key)
 
     assert error is not None
     assert text_of(items, "content")
@@ -561,10 +562,7 @@ async def test_no_retry_once_content_has_been_yielded(
 async def test_retries_are_bounded_and_then_the_last_error_is_raised(
     client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
 ) -> None:
-    sleeps = Sleeps()
-    items, error = await drain(
-        chat_stream_retried(client, config, ask("always-503", key), None, sleep=sleeps)
-    )
+    items, error, sleeps = await retried(client, config, "always-503", key)
 
     assert error is not None
     assert error.status == 503
@@ -582,10 +580,7 @@ async def test_retries_are_bounded_and_then_the_last_error_is_raised(
 async def test_non_retryable_client_error_fails_at_once(
     client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
 ) -> None:
-    sleeps = Sleeps()
-    items, error = await drain(
-        chat_stream_retried(client, config, ask("status-400", key), None, sleep=sleeps)
-    )
+    items, error, sleeps = await retried(client, config, "status-400", key)
 
     assert items == []
     assert error is not None
@@ -598,10 +593,7 @@ async def test_non_retryable_client_error_fails_at_once(
 async def test_retry_after_above_the_cap_gives_up_instead_of_waiting(
     client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
 ) -> None:
-    sleeps = Sleeps()
-    items, error = await drain(
-        chat_stream_retried(client, config, ask("busy-for-long", key), None, sleep=sleeps)
-    )
+    items, error, sleeps = await retried(client, config, "busy-for-long", key)
 
     assert items == []
     assert error is not None
