@@ -24,8 +24,8 @@ from app.config import Settings
 from app.rag.agent import ChatFn
 from app.rag.llm import LLMConfig, chat_stream_retried, make_client
 from app.rag.retrieval import NotesIndex
-from app.rag.tools import TOOL_SPECS, NotesTools
-from app.rag.types import RetryNotice, RoundEnd, StreamPiece, ToolOutcome
+from app.rag.tools import NotesTools
+from app.rag.types import RetryNotice, RoundEnd, StreamPiece
 from app.storage import QueryLog
 from app.turn import TurnDeps
 from app.turn_log import configure_chat_log
@@ -60,18 +60,6 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
-
-
-class DocumentTools:
-    """The notes tools as the agent sees them: their OpenAI specs and a way to run one."""
-
-    specs: list[dict[str, Any]] = TOOL_SPECS
-
-    def __init__(self, notes_dir: Path) -> None:
-        self._tools = NotesTools(notes_dir)
-
-    def run(self, name: str, arguments: str) -> ToolOutcome:
-        return self._tools.run(name, arguments)
 
 
 def llm_config(settings: Settings) -> LLMConfig:
@@ -110,7 +98,7 @@ def create_app(settings: Settings, chat_fn: ChatFn | None = None) -> FastAPI:
     deps = TurnDeps(
         settings=settings,
         index=index,
-        tools=DocumentTools(settings.notes_dir),
+        tools=NotesTools(settings.notes_dir),
         chat=chat,
         query_log=query_log,
         logger=configure_chat_log(settings.log_file),

@@ -174,7 +174,12 @@ def _short(text: str, limit: int = 40) -> str:
 
 
 class NotesTools:
-    """read, grep and list over the virtual root /homelab/, mapped onto one folder."""
+    """read, grep and list over the virtual root /homelab/, mapped onto one folder.
+
+    `specs` and `run` make it the agent's ToolRunner as it is.
+    """
+
+    specs: list[dict[str, Any]] = TOOL_SPECS
 
     def __init__(
         self,

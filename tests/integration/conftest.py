@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -152,7 +151,3 @@ async def settled_journal(
             if settled and (count is None or len(entries) >= count):
                 return entries
             await asyncio.sleep(0.02)
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000
