@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -20,9 +19,7 @@ import uvicorn
 
 from app.config import SettingsError, load_settings
 from app.main import create_app
-from app.turn_log import LOGGER_NAME
-from mock_llm import serve_mock
-from mock_llm.runner import base_url, bind_socket
+from mock_llm import bind_socket, serve_mock, socket_url
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,8 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"app: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
             return 2
         stack.callback(sock.close)
-        app = create_app(settings)
-        url = base_url(sock)
+        app = create_app(settings, log_echo=sys.stderr)
+        url = socket_url(sock)
         print(f"app: notes chat on {url}/ (notes: {settings.notes_dir})", flush=True)
         if mock_url is not None:
             print(
@@ -56,8 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         else:
             print(f"app: LLM at {settings.llm_base_url} (model {settings.llm_model})", flush=True)
-        chat_log = logging.getLogger(LOGGER_NAME)
-        chat_log.addHandler(logging.StreamHandler(sys.stderr))
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
         uvicorn.Server(config).run(sockets=[sock])
     return 0

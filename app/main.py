@@ -1,8 +1,8 @@
 """The FastAPI app object: routes, the shared turn dependencies, and the page.
 
 `create_app(settings)` wires the real parts (notes index, document tools, the LLM client,
-the query log, the chat log). Tests pass their own `chat` function to run turns on a
-scripted model without a network.
+the query log, the chat log) and closes them when the app shuts down. Turn logic is tested
+without a network one layer down, on `app.turn.run_turn` with a scripted model.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, Response
@@ -21,14 +21,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api import chat as chat_api
 from app.api import history as history_api
 from app.config import Settings
-from app.rag.agent import ChatFn
 from app.rag.llm import LLMConfig, chat_stream_retried, make_client
 from app.rag.retrieval import NotesIndex
 from app.rag.tools import NotesTools
-from app.rag.types import RetryNotice, RoundEnd, StreamPiece
+from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolSpec
 from app.storage import QueryLog
 from app.turn import TurnDeps
-from app.turn_log import configure_chat_log
+from app.turn_log import TurnLog
 
 FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
 
@@ -76,41 +75,42 @@ def llm_config(settings: Settings) -> LLMConfig:
     )
 
 
-def create_app(settings: Settings, chat_fn: ChatFn | None = None) -> FastAPI:
-    """The app. Without `chat_fn`, turns go to the LLM at `settings.llm_base_url`."""
+def create_app(settings: Settings, log_echo: TextIO | None = None) -> FastAPI:
+    """The app; turns go to the LLM at `settings.llm_base_url`.
+
+    The chat log goes to `settings.log_file`, and also to `log_echo` when given.
+    """
+    config = llm_config(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     index = NotesIndex(settings.notes_dir, settings.db_path.with_suffix(".index.sqlite3"))
     index.refresh()
     query_log = QueryLog(settings.db_path)
-    client = None
-    chat = chat_fn
-    if chat is None:
-        config = llm_config(settings)
-        client = make_client(config)
+    client = make_client(config)
+    turn_log = TurnLog(settings.log_file)
+    if log_echo is not None:
+        turn_log.echo_to(log_echo)
 
-        def chat_upstream(
-            messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-        ) -> AsyncIterator[StreamPiece | RetryNotice | RoundEnd]:
-            return chat_stream_retried(client, config, messages, tools)
-
-        chat = chat_upstream
+    def chat_upstream(
+        messages: list[ChatMessage], tools: list[ToolSpec] | None
+    ) -> AsyncIterator[StreamPiece | RetryNotice | RoundEnd]:
+        return chat_stream_retried(client, config, messages, tools)
 
     deps = TurnDeps(
         settings=settings,
         index=index,
         tools=NotesTools(settings.notes_dir),
-        chat=chat,
+        chat=chat_upstream,
         query_log=query_log,
-        logger=configure_chat_log(settings.log_file),
+        logger=turn_log.logger,
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
         yield
-        if client is not None:
-            await client.close()
+        await client.close()
         query_log.close()
         index.close()
+        turn_log.close()
 
     app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
     app.add_middleware(SecurityHeaders)

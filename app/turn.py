@@ -1,16 +1,21 @@
 """One chat turn, from question to frames: retrieval, prompt, agent, query log, log line.
 
-`run_turn` yields the frames of DESIGN.md as plain dicts (`start`, `thinking`, `tool`,
-`retry`, `delta`, then exactly one of `done` or `error`); the HTTP layer only encodes them.
-A turn is grounded when retrieval finds something relevant in the notes (the agent runs
-with the document tools) and deflected otherwise (the deflect prompt, no tools).
+`run_turn` yields the typed frames of app.frames (`start`, `thinking`, `tool`, `retry`,
+`delta`, then exactly one of `done` or `error`); the HTTP layer only encodes them. A turn is
+grounded when retrieval finds something relevant in the notes (the agent runs with the
+document tools) and deflected otherwise (the deflect prompt, no tools).
 
 Deliberate choices:
+- Everything that can fail runs inside the turn's error handling, the notes search
+  included: a failure ends the turn with an `error` frame and a log line, never with a
+  200 stream that just stops. A search failure comes before `start` (the mode is not
+  known yet), so such a turn is a lone `error` frame.
+- Errors map to frames by type (`error_detail`): an AppError shows its own message, which
+  is safe to show by construction; anything else shows a generic line and its traceback
+  goes to the log, never into a frame.
 - The query-log row is written before the `done` frame goes out, inside a shielded scope,
   so a page that refetches the history on `done` sees it, and a client leaving at that
   instant cannot leave a half-finished write. Failed and abandoned turns write no row.
-- Errors reach the user as plain copy: an LLMError's own message, or a generic line for
-  anything unexpected (whose traceback goes to the log, never into a frame).
 - When the client goes away, the framework cancels this generator; the agent's and the LLM
   client's generators are closed on the way out, which closes the upstream stream.
 """
@@ -22,21 +27,30 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import anyio
 
 from app.config import Settings
+from app.errors import AppError, NotesError
+from app.frames import Frame, Mode, ToolFrame
 from app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
-from app.rag.llm import LLMError
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
-from app.rag.retrieval import DEFAULT_GROUNDING_THRESHOLD, NotesIndex, is_grounded, sources
-from app.rag.types import RetryNotice, StreamPiece
+from app.rag.retrieval import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
+from app.rag.types import ChatMessage, Hit, RetryNotice, StreamPiece
 from app.storage import QueryLog, TurnRow
 from app.turn_log import TurnStats, format_turn_line
 
 UNEXPECTED_ERROR = "Something went wrong on our side — please try again."
-Frame = dict[str, Any]
+NOTES_UNAVAILABLE = "The notes could not be searched right now — please try again."
+NO_MODE = "none"
+"""The mode in the log line of a turn that failed before retrieval decided one."""
+
+
+class NotesSearch(Protocol):
+    """Retrieval as a turn uses it (app.rag.retrieval.NotesIndex in the app)."""
+
+    def search(self, query: str) -> list[Hit]: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,7 @@ class TurnDeps:
     """What a turn needs; built once per app (see app.main)."""
 
     settings: Settings
-    index: NotesIndex
+    index: NotesSearch
     tools: ToolRunner
     chat: ChatFn
     query_log: QueryLog
@@ -55,19 +69,35 @@ def new_turn_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def error_detail(exc: Exception) -> str:
+    """The copy an `error` frame shows for `exc`: its own message if it is an AppError."""
+    return exc.message if isinstance(exc, AppError) else UNEXPECTED_ERROR
+
+
+async def _search(deps: TurnDeps, question: str) -> list[Hit]:
+    try:
+        return await anyio.to_thread.run_sync(deps.index.search, question)
+    except Exception as exc:
+        raise NotesError(NOTES_UNAVAILABLE) from exc
+
+
 async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator[Frame]:
     started = time.perf_counter()
-    threshold = deps.settings.grounding_threshold
-    hits = await anyio.to_thread.run_sync(deps.index.search, question)
-    grounded = is_grounded(hits, DEFAULT_GROUNDING_THRESHOLD if threshold is None else threshold)
-    mode = "grounded" if grounded else "deflected"
     record = AgentRecord()
+    mode: Mode | None = None
     outcome = "abandoned"
+    cause = ""
     try:
+        hits = await _search(deps, question)
+        threshold = deps.settings.grounding_threshold
+        grounded = is_grounded(
+            hits, DEFAULT_GROUNDING_THRESHOLD if threshold is None else threshold
+        )
+        mode = "grounded" if grounded else "deflected"
         yield {"type": "start", "turn": turn_id, "mode": mode}
         tools_on = deps.settings.agent_tools and grounded
         system = build_grounded_prompt(hits, tools=tools_on) if grounded else build_deflect_prompt()
-        messages: list[dict[str, Any]] = [
+        messages: list[ChatMessage] = [
             {"role": "system", "content": system},
             {"role": "user", "content": question},
         ]
@@ -75,11 +105,10 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
         first_token_ms: int | None = None
         events = run_agent(
             deps.chat,
-            deps.tools if grounded else None,
+            deps.tools if tools_on else None,
             messages,
             record,
             max_rounds=deps.settings.agent_max_rounds,
-            tools_enabled=tools_on,
         )
         try:
             async for event in events:
@@ -119,17 +148,15 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
             await anyio.to_thread.run_sync(deps.query_log.record, row)
         outcome = "done"
         yield {"type": "done", "turn": turn_id, "mode": mode, "sources": cited}
-    except LLMError as exc:
-        outcome = "error"
-        yield {"type": "error", "turn": turn_id, "detail": exc.message}
-    except Exception:
-        outcome = "error"
-        deps.logger.exception("chat turn=%s failed unexpectedly", turn_id)
-        yield {"type": "error", "turn": turn_id, "detail": UNEXPECTED_ERROR}
+    except Exception as exc:
+        outcome, cause = "error", f" cause={type(exc).__name__}"
+        if not isinstance(exc, AppError):
+            deps.logger.error("chat turn=%s failed unexpectedly", turn_id, exc_info=exc)
+        yield {"type": "error", "turn": turn_id, "detail": error_detail(exc)}
     finally:
         stats = TurnStats(
             turn_id=turn_id,
-            mode=mode,
+            mode=mode or NO_MODE,
             rounds=record.rounds,
             tools=len(record.tool_calls),
             thinking_chars=record.thinking_chars,
@@ -138,11 +165,11 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
             retries=record.retries,
         )
         if outcome != "done":
-            deps.logger.warning("chat turn=%s outcome=%s", turn_id, outcome)
+            deps.logger.warning("chat turn=%s outcome=%s%s", turn_id, outcome, cause)
         deps.logger.info(format_turn_line(stats))
 
 
-def _tool_frame(event: ToolEvent) -> Frame:
+def _tool_frame(event: ToolEvent) -> ToolFrame:
     return {
         "type": "tool",
         "name": event.call.name,

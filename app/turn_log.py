@@ -1,8 +1,13 @@
-"""The per-turn log line, one per turn, in a fixed format that tools and tests parse.
+"""The per-turn log: one line per turn in a fixed format that tools and tests parse.
 
 `chat turn=<id> mode=<grounded|deflected> rounds=N tools=N thinking_chars=N content_chars=N
 total_ms=N retries=N`. Only counts and our own identifiers go in: text that comes from
 users or from the model never does, so a log line cannot be forged through a question.
+
+Deliberate choice: each app instance owns its `TurnLog`, a logger that is not in logging's
+global registry and does not propagate to the root logger. Two apps in one process (tests,
+or an app embedded in another program) never write into each other's files, and closing an
+app closes its file; nothing outlives it.
 """
 
 from __future__ import annotations
@@ -10,8 +15,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 LOGGER_NAME = "app.chat"
+LINE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
 
 @dataclass(frozen=True)
@@ -34,14 +41,24 @@ def format_turn_line(stats: TurnStats) -> str:
     )
 
 
-def configure_chat_log(log_file: Path) -> logging.Logger:
-    """The chat logger, writing to stderr and to `log_file` (created with its folder)."""
-    logger = logging.getLogger(LOGGER_NAME)
-    logger.setLevel(logging.INFO)
-    target = str(log_file.resolve())
-    if not any(getattr(h, "baseFilename", None) == target for h in logger.handlers):
+class TurnLog:
+    """One app's chat log: writes to `log_file` (folder created; opened on first line)."""
+
+    def __init__(self, log_file: Path) -> None:
+        self.logger = logging.Logger(LOGGER_NAME, logging.INFO)
+        self.logger.propagate = False
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(log_file, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-    return logger
+        self._add(logging.FileHandler(log_file, encoding="utf-8", delay=True))
+
+    def echo_to(self, stream: TextIO) -> None:
+        """Also write every line to `stream` (python -m app echoes to stderr)."""
+        self._add(logging.StreamHandler(stream))
+
+    def _add(self, handler: logging.Handler) -> None:
+        handler.setFormatter(logging.Formatter(LINE_FORMAT))
+        self.logger.addHandler(handler)
+
+    def close(self) -> None:
+        for handler in list(self.logger.handlers):
+            self.logger.removeHandler(handler)
+            handler.close()

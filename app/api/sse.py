@@ -8,10 +8,9 @@ frame or forge another one.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator
 
-Frame = Mapping[str, Any]
+from app.frames import Frame
 
 
 def encode(frame: Frame) -> bytes:

@@ -1,6 +1,6 @@
 """The agent's round loop: model request, tool calls, tool results, next request, until done.
 
-`run_agent` drives one turn. Each round is one model request (`_round`); its thinking and
+`run_agent` drives one turn. Each round is one model request (`_Round`); its thinking and
 answer pieces and its retry notices are re-yielded as they arrive. A round that ends with
 structured tool calls gets them run, the assistant message (with `tool_calls`) and one
 `tool` message per call appended, a `ToolEvent` yielded per call, and the loop goes on.
@@ -10,13 +10,13 @@ Deliberate choices:
 
 - The model is reached only through a `ChatFn` (messages, tools) -> stream, so the same loop
   runs on `chat_stream_retried` (partially applied) and on a scripted fake in tests.
-- One round is one call of `_round`, a small generator that owns the request, its
+- One round is one `_Round`, a small object whose generator owns the request, its
   bookkeeping and its closing. A guardrail that filters each round's content, and may add
   a recovery request, wraps this one place.
 - After `max_rounds` tool rounds, one final request goes out with `tools=None`, so a turn
-  always ends with an answer attempt and can never loop. `tools_enabled=False` (the kill
-  switch) or no ToolRunner sends `tools=None` on every request. Tool calls that come back
-  from a request that offered no tools are not run: the turn ends there.
+  always ends with an answer attempt and can never loop. No ToolRunner (the kill switch, or
+  a deflected turn) sends `tools=None` on every request. Tool calls that come back from a
+  request that offered no tools are not run: the turn ends there.
 - Tools run in a worker thread (`anyio.to_thread.run_sync`), since they touch files; a
   cancelled turn waits for a running tool to finish (tools are bounded in time) rather than
   leave a thread behind. A tool that raises becomes a failed outcome for the model (and a
@@ -39,8 +39,18 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
-from app.rag.llm import LLMError
-from app.rag.types import RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolOutcome
+from app.errors import LLMError
+from app.rag.types import (
+    AssistantMessage,
+    ChatMessage,
+    RetryNotice,
+    RoundEnd,
+    StreamPiece,
+    ToolCall,
+    ToolMessage,
+    ToolOutcome,
+    ToolSpec,
+)
 
 __all__ = [
     "AgentRecord",
@@ -53,7 +63,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ChatFn = Callable[
-    [list[dict[str, Any]], list[dict[str, Any]] | None],
+    [list[ChatMessage], list[ToolSpec] | None],
     AsyncIterator[StreamPiece | RetryNotice | RoundEnd],
 ]
 """One model request: (messages, tools or None) -> pieces and retry notices, then RoundEnd."""
@@ -66,7 +76,7 @@ class ToolRunner(Protocol):
     """The document tools: their OpenAI specs, and a synchronous way to run one call."""
 
     @property
-    def specs(self) -> list[dict[str, Any]]: ...
+    def specs(self) -> list[ToolSpec]: ...
 
     def run(self, name: str, arguments: str) -> ToolOutcome: ...
 
@@ -102,31 +112,53 @@ async def _closing(stream: AsyncIterator[Any]) -> AsyncGenerator[None, None]:
             await aclose()
 
 
-async def _round(
-    chat: ChatFn,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
-    record: AgentRecord,
-) -> AsyncGenerator[StreamPiece | RetryNotice | RoundEnd, None]:
-    """One model request: its pieces and retry notices as they come, counted, then RoundEnd."""
-    record.rounds += 1
-    stream = chat(messages, tools)
-    async with _closing(stream):
-        async for item in stream:
-            if isinstance(item, RetryNotice):
-                record.retries += 1
-            elif isinstance(item, StreamPiece):
-                if item.kind == "thinking":
+class _Round:
+    """One model request: its pieces and retry notices as they come, counted; then its end.
+
+    `pieces()` streams the request and keeps its RoundEnd; `end` is that RoundEnd, and a
+    request whose stream stopped without one was cut off (an LLMError).
+    """
+
+    def __init__(
+        self,
+        chat: ChatFn,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec] | None,
+        record: AgentRecord,
+    ) -> None:
+        self._chat = chat
+        self._messages = messages
+        self._tools = tools
+        self._record = record
+        self._end: RoundEnd | None = None
+        self.content: list[str] = []
+
+    async def pieces(self) -> AsyncGenerator[StreamPiece | RetryNotice, None]:
+        record = self._record
+        record.rounds += 1
+        stream = self._chat(self._messages, self._tools)
+        async with _closing(stream):
+            async for item in stream:
+                if isinstance(item, RoundEnd):
+                    self._end = item
+                    return
+                if isinstance(item, RetryNotice):
+                    record.retries += 1
+                elif item.kind == "thinking":
                     record.thinking_chars += len(item.text)
                 else:
                     record.content_chars += len(item.text)
-            yield item
-            if isinstance(item, RoundEnd):
-                return
-    raise LLMError("The model's reply was cut off.", reason="no round end")
+                    self.content.append(item.text)
+                yield item
+
+    @property
+    def end(self) -> RoundEnd:
+        if self._end is None:
+            raise LLMError("The model's reply was cut off.", reason="no round end")
+        return self._end
 
 
-def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> dict[str, Any]:
+def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> AssistantMessage:
     return {
         "role": "assistant",
         "content": content or None,
@@ -152,41 +184,37 @@ def _run_tool(tools: ToolRunner, call: ToolCall) -> ToolOutcome:
 async def run_agent(
     chat: ChatFn,
     tools: ToolRunner | None,
-    messages: list[dict[str, Any]],
+    messages: list[ChatMessage],
     record: AgentRecord,
     max_rounds: int,
-    tools_enabled: bool = True,
 ) -> AsyncGenerator[StreamPiece | RetryNotice | ToolEvent, None]:
     """Run one turn: pieces, retry notices and tool events as they happen. Raises LLMError.
 
-    At most `max_rounds` rounds run tools; then one last request is made without tools.
+    `tools=None` offers no tools. At most `max_rounds` rounds run tools; then one last
+    request is made without tools.
     """
     conversation = list(messages)
     tool_rounds = 0
     while True:
-        offer = tools if tools_enabled and tools is not None and tool_rounds < max_rounds else None
+        offer = tools if tools is not None and tool_rounds < max_rounds else None
         specs = offer.specs if offer is not None else None
-        content: list[str] = []
-        end: RoundEnd | None = None
-        round_items = _round(chat, list(conversation), specs or None, record)
-        async with _closing(round_items):
-            async for item in round_items:
-                if isinstance(item, RoundEnd):
-                    end = item
-                    continue
-                if isinstance(item, StreamPiece) and item.kind == "content":
-                    content.append(item.text)
+        one = _Round(chat, list(conversation), specs or None, record)
+        pieces = one.pieces()
+        async with _closing(pieces):
+            async for item in pieces:
                 yield item
-        if end is None or not end.tool_calls or offer is None:
+        end = one.end
+        if not end.tool_calls or offer is None:
             return
 
         tool_rounds += 1
-        conversation.append(_assistant_message("".join(content), end.tool_calls))
+        conversation.append(_assistant_message("".join(one.content), end.tool_calls))
         for call in end.tool_calls:
             outcome = await anyio.to_thread.run_sync(_run_tool, offer, call)
             record.tool_calls.append(call)
             path = outcome.path
             if outcome.ok and call.name == READ_TOOL and path and path not in record.notes_read:
                 record.notes_read.append(path)
-            conversation.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+            result: ToolMessage = {"role": "tool", "tool_call_id": call.id, "content": outcome.text}
+            conversation.append(result)
             yield ToolEvent(call=call, outcome=outcome)

@@ -45,6 +45,7 @@ from typing import Any, cast
 
 import anyio
 import httpx
+import httpx2
 import openai
 from openai.types.chat import (
     ChatCompletionChunk,
@@ -52,11 +53,11 @@ from openai.types.chat import (
     ChatCompletionToolUnionParam,
 )
 
-from app.rag.types import RetryNotice, RoundEnd, StreamPiece, ToolCall
+from app.errors import LLMError
+from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
 
 __all__ = [
     "LLMConfig",
-    "LLMError",
     "chat_stream",
     "chat_stream_retried",
     "make_client",
@@ -104,33 +105,20 @@ class LLMConfig:
                 raise ValueError(f"{name} must be a finite number of seconds >= 0")
 
 
-class LLMError(Exception):
-    """A model request failed. `message` is plain words, safe to show a user."""
+def make_client(
+    config: LLMConfig, http_client: httpx2.AsyncClient | None = None
+) -> openai.AsyncOpenAI:
+    """An AsyncOpenAI client with the SDK's retries off and explicit httpx timeouts.
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        retryable: bool = False,
-        reason: str = "model error",
-        retry_after_s: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.retryable = retryable
-        self.reason = reason  # a short label for logs and RetryNotice, e.g. "HTTP 429 rate limited"
-        self.retry_after_s = retry_after_s  # parsed Retry-After, None if absent or unusable
-
-
-def make_client(config: LLMConfig) -> openai.AsyncOpenAI:
-    """An AsyncOpenAI client with the SDK's retries off and explicit httpx timeouts."""
+    `http_client` replaces the SDK's own (tests pass one on an `httpx2.MockTransport`); the
+    timeouts still come from `config`, per request.
+    """
     return openai.AsyncOpenAI(
         base_url=config.base_url,
         api_key=config.api_key or UNUSED_API_KEY,
         max_retries=0,
         timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+        http_client=http_client,
     )
 
 
@@ -179,28 +167,34 @@ def _request_error(exc: Exception) -> LLMError:
     """An error raised while sending the request and reading the status (nothing streamed)."""
     if isinstance(exc, openai.APIStatusError):
         return _status_error(exc)
-    if isinstance(exc, openai.APITimeoutError | TimeoutError | httpx.TimeoutException):
+    if isinstance(
+        exc,
+        openai.APITimeoutError | TimeoutError | httpx.TimeoutException | httpx2.TimeoutException,
+    ):
         return _timeout_error()
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | httpx2.TransportError):
         return LLMError(MSG_UNREACHABLE, retryable=True, reason="connection failed")
     return LLMError(MSG_FAILED, reason="model error")
 
 
 def _stream_error(exc: Exception) -> LLMError:
     """An error raised while reading the body of a stream that had started."""
-    if isinstance(exc, openai.APITimeoutError | TimeoutError | httpx.TimeoutException):
+    if isinstance(
+        exc,
+        openai.APITimeoutError | TimeoutError | httpx.TimeoutException | httpx2.TimeoutException,
+    ):
         return _timeout_error()
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | httpx2.TransportError):
         return LLMError(MSG_CUT, retryable=True, reason="stream cut off")
     if isinstance(exc, json.JSONDecodeError):
         return LLMError(MSG_MALFORMED, reason="malformed stream data")
     return LLMError(MSG_ERROR_EVENT, reason="error event in stream")
 
 
-# The SDK wraps transport errors as APIConnectionError/APITimeoutError; the httpx ones are
-# listed too in case a transport error reaches us unwrapped.
-_REQUEST_ERRORS = (openai.APIError, httpx.TransportError, TimeoutError)
-_STREAM_ERRORS = (openai.APIError, httpx.TransportError, TimeoutError, json.JSONDecodeError)
+# The SDK wraps transport errors as APIConnectionError/APITimeoutError; the httpx ones (the
+# SDK's httpx2, and httpx for a legacy client) are listed too in case one reaches us unwrapped.
+_REQUEST_ERRORS = (openai.APIError, httpx.TransportError, httpx2.TransportError, TimeoutError)
+_STREAM_ERRORS = (*_REQUEST_ERRORS, json.JSONDecodeError)
 
 
 # --- one streaming request -------------------------------------------------------------------
@@ -234,8 +228,8 @@ async def _close(stream: openai.AsyncStream[ChatCompletionChunk]) -> None:
 async def chat_stream(
     client: openai.AsyncOpenAI,
     model: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    messages: list[ChatMessage],
+    tools: list[ToolSpec] | None,
     *,
     timeout_s: float | None = None,
 ) -> AsyncGenerator[StreamPiece | RoundEnd, None]:
@@ -357,8 +351,8 @@ def retry_delay(
 async def chat_stream_retried(
     client: openai.AsyncOpenAI,
     config: LLMConfig,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    messages: list[ChatMessage],
+    tools: list[ToolSpec] | None,
     *,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     rand: Callable[[], float] = random.random,

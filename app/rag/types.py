@@ -6,7 +6,7 @@ Kept in one place so that each module can be written and tested on its own again
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypedDict
 
 
 @dataclass(frozen=True)
@@ -60,3 +60,57 @@ class Hit:
     heading: str
     text: str
     score: float  # higher is better
+
+
+# --- chat messages and tool specs, as sent upstream (the OpenAI chat-completions shapes) ---
+
+
+class SystemMessage(TypedDict):
+    role: Literal["system"]
+    content: str
+
+
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: str
+
+
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str  # JSON text, as the model sent it
+
+
+class ToolCallMessagePart(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class AssistantMessage(TypedDict):
+    """An assistant turn sent back after a tool round: its content (or None) and its calls."""
+
+    role: Literal["assistant"]
+    content: str | None
+    tool_calls: list[ToolCallMessagePart]
+
+
+class ToolMessage(TypedDict):
+    role: Literal["tool"]
+    tool_call_id: str
+    content: str
+
+
+ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+class FunctionSpec(TypedDict):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # a JSON schema
+
+
+class ToolSpec(TypedDict):
+    """One tool offered to the model (`tools` in the request)."""
+
+    type: Literal["function"]
+    function: FunctionSpec

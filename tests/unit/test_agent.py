@@ -1,106 +1,31 @@
-"""app.rag.agent's round loop, driven by a scripted fake model and a fake tool runner.
-
-The fake ChatFn plays one scripted round per call (the last round repeats, like the mock's
-last step) and records the messages and tools of every call, so each test can check what
-the agent sent as well as what it yielded. Every turn is run under a deadline.
-"""
+"""app.rag.agent's round loop, driven by a scripted fake model and a fake tool runner
+(tests/unit/fakes.py). Every turn is run under a deadline."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
 import json
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 
+from app.errors import LLMError
 from app.rag.agent import TOOL_CRASHED, AgentRecord, ToolEvent, ToolRunner, run_agent
-from app.rag.llm import LLMError
-from app.rag.types import RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolOutcome
+from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolOutcome, ToolSpec
+
+from .fakes import SPECS, USER, FakeChat, FakeTools, Item, answer, call, tool_round
 
 DEADLINE_S = 10.0
-
-Item = StreamPiece | RetryNotice | RoundEnd
-Script = Sequence[Item | Exception]
-
-SPECS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
-    for name in ("read", "grep", "list")
-]
-USER: list[dict[str, Any]] = [
-    {"role": "system", "content": "You answer from the notes."},
-    {"role": "user", "content": "When do backups run?"},
-]
-
-
-def call(n: int, name: str = "read", path: str = "/homelab/backups.md") -> ToolCall:
-    return ToolCall(id=f"call_{n}", name=name, arguments=json.dumps({"path": path}))
-
-
-def answer(text: str = "Nightly at 02:00.") -> list[Item]:
-    return [StreamPiece("content", text), RoundEnd((), "stop")]
-
-
-def tool_round(*calls: ToolCall, content: str = "") -> list[Item]:
-    pieces: list[Item] = [StreamPiece("content", content)] if content else []
-    return [*pieces, RoundEnd(calls, "tool_calls")]
-
-
-@dataclass
-class FakeChat:
-    """A ChatFn that plays scripted rounds and records each call's messages and tools."""
-
-    rounds: list[Script]
-    calls: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = field(
-        default_factory=list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]]
-    )
-    closed: int = 0
-
-    async def __call__(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> AsyncGenerator[Item, None]:
-        self.calls.append((copy.deepcopy(messages), copy.deepcopy(tools)))
-        script = self.rounds[min(len(self.calls), len(self.rounds)) - 1]
-        try:
-            for item in script:
-                if isinstance(item, Exception):
-                    raise item
-                yield item
-        finally:
-            self.closed += 1
-
-    @property
-    def tools_sent(self) -> list[list[dict[str, Any]] | None]:
-        return [tools for _, tools in self.calls]
-
-
-@dataclass
-class FakeTools:
-    """A ToolRunner with canned outcomes per tool name (a raising tool raises)."""
-
-    outcomes: dict[str, ToolOutcome] = field(default_factory=dict[str, ToolOutcome])
-    specs: list[dict[str, Any]] = field(default_factory=lambda: list(SPECS))
-    ran: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
-
-    def run(self, name: str, arguments: str) -> ToolOutcome:
-        self.ran.append((name, arguments))
-        if name == "explode":
-            raise RuntimeError("tool bug")
-        path = json.loads(arguments).get("path")
-        default = ToolOutcome(ok=True, text=f"contents of {path}", path=path)
-        return self.outcomes.get(name, default)
 
 
 async def run_turn(
     chat: FakeChat,
     tools: ToolRunner | None = None,
     *,
-    messages: list[dict[str, Any]] | None = None,
+    messages: list[ChatMessage] | None = None,
     record: AgentRecord | None = None,
     max_rounds: int = 3,
-    tools_enabled: bool = True,
 ) -> tuple[list[StreamPiece | RetryNotice | ToolEvent], AgentRecord]:
     record = record if record is not None else AgentRecord()
     items: list[StreamPiece | RetryNotice | ToolEvent] = []
@@ -111,7 +36,6 @@ async def run_turn(
             messages if messages is not None else list(USER),
             record,
             max_rounds,
-            tools_enabled,
         )
         async for item in turn:
             items.append(item)
@@ -233,23 +157,14 @@ async def test_a_zero_round_cap_asks_once_without_tools() -> None:
     assert chat.tools_sent == [None]
 
 
-@pytest.mark.parametrize(
-    ("tools", "tools_enabled"),
-    [(FakeTools(), False), (None, True)],
-    ids=["kill-switch", "no-tool-runner"],
-)
-async def test_without_tools_every_request_has_tools_none_and_no_tool_runs(
-    tools: FakeTools | None, tools_enabled: bool
-) -> None:
+async def test_without_a_tool_runner_the_request_has_tools_none_and_no_tool_runs() -> None:
     chat = FakeChat([tool_round(call(1)), answer()])
 
-    items, record = await run_turn(chat, tools, tools_enabled=tools_enabled)
+    items, record = await run_turn(chat, None)
 
     assert chat.tools_sent == [None]
     assert not [i for i in items if isinstance(i, ToolEvent)]
     assert record.tool_calls == []
-    if tools is not None:
-        assert tools.ran == []
 
 
 async def test_a_runner_with_no_specs_sends_tools_none() -> None:
@@ -389,7 +304,7 @@ class PlainIterator:
 
 
 async def test_a_chat_fn_returning_a_plain_async_iterator_works() -> None:
-    def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PlainIterator:
+    def chat(messages: list[ChatMessage], tools: list[ToolSpec] | None) -> PlainIterator:
         return PlainIterator(answer("plain"))
 
     record = AgentRecord()

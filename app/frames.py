@@ -1,0 +1,67 @@
+"""The frames of one chat turn, as the page receives them (one JSON object per SSE event).
+
+A turn sends `start`, then any of `thinking`, `tool`, `retry` and `delta` as things happen,
+then exactly one of `done` or `error` (none if the client left). `app.turn` makes them,
+`app.api.sse` encodes them; these types are the contract between the two and the page.
+
+Deliberate choices:
+- TypedDicts, not dataclasses: a frame is its JSON, so what is type-checked here is
+  exactly what goes on the wire, with no conversion step in between.
+- No frame carries model markup: `delta` text has been through the scaffolding filter,
+  and a `tool` frame's arguments are the structured call's JSON, never answer text.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+Mode = Literal["grounded", "deflected"]
+
+
+class StartFrame(TypedDict):
+    type: Literal["start"]
+    turn: str
+    mode: Mode
+
+
+class ThinkingFrame(TypedDict):
+    type: Literal["thinking"]
+    text: str
+
+
+class DeltaFrame(TypedDict):
+    type: Literal["delta"]
+    text: str
+
+
+class ToolFrame(TypedDict):
+    type: Literal["tool"]
+    name: str
+    arguments: str
+    path: str | None
+    ok: bool
+
+
+class RetryFrame(TypedDict):
+    """A transport retry of the same request, announced before it is made."""
+
+    type: Literal["retry"]
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+class DoneFrame(TypedDict):
+    type: Literal["done"]
+    turn: str
+    mode: Mode
+    sources: list[str]
+
+
+class ErrorFrame(TypedDict):
+    type: Literal["error"]
+    turn: str
+    detail: str
+
+
+Frame = StartFrame | ThinkingFrame | DeltaFrame | ToolFrame | RetryFrame | DoneFrame | ErrorFrame
