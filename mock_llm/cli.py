@@ -13,7 +13,7 @@ from mock_llm.flow_file import FlowFileError
 from mock_llm.flows import REASONING_FIELDS, ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
-from mock_llm.runner import base_url, bind_socket, build_settings, uvicorn_config
+from mock_llm.runner import bind_socket, build_settings, socket_url, uvicorn_config
 from mock_llm.server import DEFAULT_MAX_BODY_BYTES
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
 
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"mock_llm: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2
-    url = base_url(sock)
+    url = socket_url(sock)
     print(
         f"mock_llm: serving {len(settings.flows)} flows on {url} "
         f"(OpenAI base URL {url}/v1, journal {url}/_mock/requests)",

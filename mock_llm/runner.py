@@ -1,10 +1,13 @@
 """Serve the mock: on a chosen port from the command line, or in-process on a free port.
 
-`serve_mock()` is the form tests use: it binds 127.0.0.1 on a free port itself (so there is
-no race between picking a port and binding it), runs uvicorn in a background thread with its
-own event loop, waits until the server answers, yields the base URL (without `/v1`), and
-shuts down on exit, cutting off streams still open after a short grace period.
-`serve_in_thread()` does the same for any ASGI app (the notes app uses it too).
+This is mock_llm's public embedding API (exported from the package):
+- `serve_mock()` binds 127.0.0.1 on a free port itself (so there is no race between picking
+  a port and binding it), runs uvicorn in a background thread with its own event loop,
+  waits until the server answers, yields the base URL (without `/v1`), and shuts down on
+  exit, cutting off streams still open after a short grace period.
+- `serve_in_thread()` does the same for any uvicorn config (the notes app's tests use it).
+- `bind_socket()` and `socket_url()` bind a listening socket and name its URL, for a
+  program that serves on a port of its own choosing (`python -m app` does).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ def uvicorn_config(settings: MockSettings, *, access_log: bool = False) -> uvico
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0 = any free port); OSError if taken."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -70,7 +74,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def base_url(sock: socket.socket) -> str:
+def socket_url(sock: socket.socket) -> str:
+    """The http:// base URL of a bound socket, e.g. http://127.0.0.1:43121."""
     host, port = sock.getsockname()[:2]
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
@@ -100,7 +105,7 @@ def serve_in_thread(config: uvicorn.Config, host: str = "127.0.0.1") -> Generato
             if not thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the server did not start")
             time.sleep(0.01)
-        yield base_url(sock)
+        yield socket_url(sock)
     finally:
         server.should_exit = True
         thread.join(timeout=STARTUP_TIMEOUT_S)

@@ -10,7 +10,7 @@ import uvicorn
 
 from app.config import Settings, load_settings
 from app.main import create_app
-from mock_llm.runner import serve_in_thread
+from mock_llm import serve_in_thread
 
 TEST_FLOWS = Path(__file__).parent / "fixtures" / "flows.yaml"
 
