@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The one gate: lint, format, types, every test suite, the coverage floor. CI runs this.
+# The one gate: lint, format, types, stable test collection, every test suite, the coverage
+# floor. CI runs this. On a fresh Debian machine it installs what it needs: the project's
+# locked environment (uv sync) and Debian's chromium for the browser suite.
 # Usage: ./validate.sh            (everything)
 #        ./validate.sh -k journal  (extra arguments go to pytest)
 set -uo pipefail
@@ -19,6 +21,8 @@ step() {
     fi
 }
 
+step "environment" uv sync --frozen
+step "chromium" scripts/ensure_chromium.sh
 step "ruff check" uv run --frozen ruff check .
 step "ruff format" uv run --frozen ruff format --check .
 step "pyright" uv run --frozen pyright

@@ -45,7 +45,7 @@ generated for the chosen M in a temporary directory.
 
 Targets (a report, not a test): our server holds 500 concurrent streams with zero errors
 and zero lost chunks (every run, every client), and reaches at least 2x mockllm's chunks/s
-at 500 streams. A missed target prints FAIL but exits 0; only a crash exits non-zero.
+at 500 streams. A missed target prints FAIL and the command exits 1.
 A client that ran at 90% of a core or more while our server had CPU to spare measured
 itself, not the servers: its ratio is printed with NO VERDICT.
 
@@ -86,6 +86,7 @@ from typing import Any, Literal, NamedTuple, cast
 import httptools
 import httpx
 import yaml
+from verdicts import FAIL, PASS, exit_status, verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FLOW_NAME = "bench"
@@ -646,10 +647,11 @@ def held_verdict(results: Sequence[LevelResult], chunks: int) -> str:
         return f"NOT MEASURED: {OURS} at {TARGET_STREAMS} concurrent streams"
     clean = all(r.errors == 0 and r.lost == 0 and r.ok == r.streams for r in runs)
     worst = max(runs, key=lambda r: (r.errors, r.lost, -r.ok))
-    return (
-        f"{'PASS' if clean else 'FAIL'}: {OURS} holds {TARGET_STREAMS} concurrent streams"
+    return verdict(
+        clean,
+        f"{OURS} holds {TARGET_STREAMS} concurrent streams"
         f" of {chunks} chunks with zero errors and zero lost chunks ({len(runs)} run(s);"
-        f" worst: {worst.ok}/{worst.streams} ok, {worst.errors} errors, {worst.lost} lost)"
+        f" worst: {worst.ok}/{worst.streams} ok, {worst.errors} errors, {worst.lost} lost)",
     )
 
 
@@ -674,7 +676,7 @@ def ratio_verdict(results: Sequence[LevelResult], client: ClientKind) -> str:
             f" {OURS} used {server_cpu:.0%})"
         )
     else:
-        word = "PASS" if ratio >= TARGET_RATIO else "FAIL"
+        word = PASS if ratio >= TARGET_RATIO else FAIL
     return (
         f"{word}: chunks/s {OURS}/{BASELINE} at"
         f" {TARGET_STREAMS} streams, {client} client = {ratio:.3f}x"
@@ -835,7 +837,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report, end="")
     if args.out:
         args.out.write_text(report, encoding="utf-8")
-    return 0
+    return exit_status(report.splitlines())
 
 
 if __name__ == "__main__":

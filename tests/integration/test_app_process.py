@@ -15,13 +15,14 @@ import pytest
 from app.cli import main
 
 from ..ports import taken_port
+from ..processes import child_env
 
 PAGE = re.compile(r"app: notes chat on (http://127\.0\.0\.1:\d+)/ ")
 MOCK = re.compile(r"app: embedded mock LLM on (http://127\.0\.0\.1:\d+) ")
 
 
 def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Path):
-    env = {"PATH": "/usr/bin:/bin", "SG_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
+    env = child_env(tmp_path, SG_DATA_DIR=str(tmp_path / "data"))
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "--port", "0"],
         stdout=subprocess.PIPE,

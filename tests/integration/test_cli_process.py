@@ -10,6 +10,8 @@ from pathlib import Path
 
 import httpx
 
+from ..processes import child_env
+
 STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
 
 
@@ -21,6 +23,7 @@ def test_module_serves_and_prints_its_url(tmp_path: Path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(tmp_path),
     )
     try:
         assert process.stdout is not None
@@ -49,6 +52,7 @@ def test_module_refuses_to_start_with_a_bad_flow_file(tmp_path: Path):
         [sys.executable, "-m", "mock_llm", "--port", "0", "--flows", str(flows)],
         capture_output=True,
         text=True,
+        env=child_env(tmp_path),
         timeout=30,
         check=False,
     )
