@@ -1,4 +1,4 @@
-"""Real leaked markup (shared/reference/formats.md §3) for every registry entry and profile.
+"""Real leaked markup, each with its public source, for every registry entry and profile.
 
 Each fixture is replayed whole, in 1- and 7-character chunks, and cut in two at every
 offset; the output must be the same every time.
@@ -25,7 +25,7 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "lfm2-tool-call", None,
         'Sure. <|tool_call_start|>[list_directory(path="desktop")]<|tool_call_end|>', "Sure. ",
     ),
-    (  # shared/DESIGN.md G6
+    (  # contract clause G6
         "tool-calls-token", None, "The backup job<|tool_calls|> runs nightly.",
         "The backup job runs nightly.",
     ),
