@@ -5,6 +5,10 @@ Only the last user message counts, so a recovery request that repeats the conver
 contains the `[[mock:` opener but no well-formed trigger, or two different triggers, is an
 error rather than "no trigger": silently falling back to the default flow would make a typo
 in a test look like an app bug.
+
+`strip_triggers` is for the other side, an app that searches the user's text: it removes
+anything that looks like a trigger, well-formed or not and in any case, so the words of a
+trigger never reach a search.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ from typing import Any, cast
 
 OPENER = "[[mock:"
 TRIGGER = re.compile(r"\[\[mock:(?P<flow>[A-Za-z0-9_-]+)(?:#(?P<key>[A-Za-z0-9_-]+))?\]\]")
+# The opener in any case, up to the next `]]` on its line, or up to the next whitespace when
+# there is none (so an unclosed trigger does not swallow the question after it). Every
+# match of TRIGGER is a match of this.
+_OPENED = re.compile(re.escape(OPENER) + r"(?:[^\n]*?\]\]|\S*)", re.IGNORECASE)
 
 
 class TriggerError(ValueError):
@@ -45,6 +53,16 @@ def find_trigger(text: str) -> Trigger | None:
             "with FLOW and KEY made of letters, digits, '-' and '_'"
         )
     return None
+
+
+def strip_triggers(text: str) -> str:
+    """`text` with each trigger, well-formed or not and in any case, replaced by a space.
+
+    A trigger here is anything that starts with `[[mock:`; it runs to the next `]]` on the
+    same line, or to the next whitespace when that line has no `]]`. Other double brackets
+    (`[[backups]]`) stay.
+    """
+    return _OPENED.sub(" ", text)
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:

@@ -19,12 +19,17 @@ Deliberate choices:
 - A mock_llm trigger (`[[mock:FLOW#KEY]]`) in a question is not part of it: its words
   would count as words the notes never use and pull a real question under the grounding
   threshold, so tests and the conformance kit would see other modes than users do.
+  `mock_llm.trigger.strip_triggers` decides what a trigger is (typos, unclosed ones and any
+  case included), on the mock's own constants, so the two sides cannot disagree.
 - The porter stemmer is on, so "backups" finds "backup" and "renewing" finds "renewal".
 - Change detection is (mtime_ns, size) first and a SHA-256 of the content second, so a
-  `touch` does not re-index a note. Files that cannot be indexed (not valid UTF-8, larger
-  than the cap, symlinks out of the folder, unreadable) are listed in the report with a
-  reason and never raise. Symlinked folders are not followed: one inside the folder would
-  index the same notes twice, one outside it is out of scope.
+  `touch` does not re-index a note.
+- Which files are notes is `app.rag.notes_folder.walk_notes`'s call, shared with the
+  agent's grep. What it leaves out with a reason (symlinks that lead out of the folder or
+  loop, names that are not UTF-8, folders that cannot be listed) is listed in the report,
+  as are notes that cannot be indexed (not valid UTF-8, binary, larger than the cap,
+  unreadable, not a regular file). None of it raises, so one odd file cannot stop the app
+  from starting or every later search from working. Symlinked folders are not followed.
 - Table names are prefixed `notes_` and the schema version lives in its own table, so the
   index can share a database file with other tables. The index is a cache: on a schema
   version change it is dropped and rebuilt.
@@ -37,20 +42,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from app.rag.notes_folder import VIRTUAL_ROOT, real_root, walk_notes
 from app.rag.types import Hit
-
-VIRTUAL_ROOT = "/homelab/"
+from mock_llm.trigger import strip_triggers
 
 DEFAULT_GROUNDING_THRESHOLD = 0.55
 """The score the best hit needs for a question to count as grounded in the notes.
@@ -98,7 +102,6 @@ _STOP_WORDS_TEXT = """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 _WORD = re.compile(r"[^\W_]+")
-_MOCK_TRIGGER = re.compile(r"\[\[mock:[^\[\]]*\]\]", re.IGNORECASE)
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
@@ -221,7 +224,7 @@ def _split_long(body: str, max_chars: int) -> list[str]:
 def query_terms(query: str) -> list[str]:
     """The words of a user question that are worth searching for, lower-cased, in order."""
     terms: list[str] = []
-    for word in _WORD.findall(_MOCK_TRIGGER.sub(" ", query).lower()):
+    for word in _WORD.findall(strip_triggers(query).lower()):
         if word in STOP_WORDS or word in terms or len(word) > MAX_TERM_CHARS:
             continue
         if len(word) == 1 and not word.isdigit():
@@ -406,7 +409,7 @@ class NotesIndex:
             return self._refresh_locked()
 
     def _refresh_locked(self) -> RefreshReport:
-        root = self._notes_dir.resolve()
+        root = real_root(self._notes_dir)
         if not root.is_dir():
             raise FileNotFoundError(f"notes folder not found: {self._notes_dir}")
         known = {
@@ -421,19 +424,19 @@ class NotesIndex:
         seen: set[str] = set()
         unchanged = 0
 
-        for rel, path, link_reason in _walk_notes(root):
-            if link_reason is not None:
-                skipped.append(SkippedFile(VIRTUAL_ROOT + rel, link_reason))
+        for entry in walk_notes(root):
+            if entry.skip is not None:
+                skipped.append(SkippedFile(entry.virtual, entry.skip))
                 continue
-            outcome = self._examine(rel, path, known.get(rel))
+            outcome = self._examine(entry.rel, entry.path, known.get(entry.rel))
             if isinstance(outcome, SkippedFile):
                 skipped.append(outcome)
                 continue
-            seen.add(rel)
+            seen.add(entry.rel)
             if isinstance(outcome, _Change):
                 changes.append(outcome)
             elif outcome is not None:
-                touched.append((rel, outcome[0], outcome[1]))
+                touched.append((entry.rel, outcome[0], outcome[1]))
                 unchanged += 1
             else:
                 unchanged += 1
@@ -552,43 +555,6 @@ class NotesIndex:
             ).fetchone()
             mass += max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
         return mass
-
-
-def _walk_notes(root: Path) -> Iterator[tuple[str, Path, str | None]]:
-    """(relative posix path, path, reason to skip or None) for each candidate note, sorted.
-
-    Hidden files and folders and files not ending in .md are left out without a word;
-    symlinks that lead out of the folder are reported.
-    """
-    for folder, dirnames, filenames in os.walk(root):
-        base = Path(folder)
-        kept: list[str] = []
-        for name in sorted(dirnames):
-            if name.startswith("."):
-                continue
-            path = base / name
-            if path.is_symlink():
-                if not _inside(path, root):
-                    yield _rel(path, root) + "/", path, "symlink that leads out of the notes folder"
-                continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            if name.startswith(".") or not name.lower().endswith(".md"):
-                continue
-            path = base / name
-            if path.is_symlink() and not _inside(path, root):
-                yield _rel(path, root), path, "symlink that leads out of the notes folder"
-                continue
-            yield _rel(path, root), path, None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path.resolve().is_relative_to(root)
-
-
-def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()
 
 
 def _size_words(n: int) -> str:

@@ -1,27 +1,36 @@
 """The agent's document tools, read, grep and list, over the virtual root /homelab/.
 
 `/homelab/` is mapped onto the notes folder and nothing outside that folder is ever
-readable. The model's arguments are untrusted (notes can carry prompt injection), so:
+readable. The virtual root, what is visible in the folder, where a symlink may lead and
+the walk over the notes are `app.rag.notes_folder`'s, shared with the index, so grep and
+the index walk the same notes. The model's arguments are untrusted (notes can carry prompt
+injection), so:
 
 - Every path is checked before it touches the disk and refused with a plain error: `..`
-  anywhere, absolute paths outside /homelab/, backslashes, control characters (NUL
-  included), percent-encoded `.`, `/`, `\\`, `%` or NUL, and hidden names (a leading dot).
-  Then the path is resolved (symlinks followed) and must still lie inside the resolved
-  root; `Path.is_relative_to` compares whole components, so a sibling folder such as
-  `notes_private` next to `notes` is outside, whatever the spelling.
+  anywhere, absolute paths outside /homelab/, backslashes, text that is not valid UTF-8
+  (a JSON `\\udce9` escape), control characters (NUL included), percent-encoded `.`, `/`,
+  `\\`, `%` or NUL, and hidden names (a leading dot). Then the path is resolved
+  (`notes_folder.resolve_inside`: symlinks followed) and must still lie inside the
+  resolved root, compared by whole components, so a sibling folder such as
+  `notes_private` next to `notes` is outside, whatever the spelling. A symlink loop is
+  "cannot be opened".
 - Outcome texts never hold a real filesystem path: they name only virtual paths, and OS
   errors are reported in plain words, never by their message (which carries the path).
   Refusals do not echo the rejected path either.
 - Output is capped (read characters, list entries, grep matches and line length) with a
   visible `[truncated: ...]` marker, and grep runs under a time budget (per file and per
   call, through the `regex` module's `timeout=`), so a pattern like `(a+)+$` cannot hang
-  the server: the search stops and says so.
+  the server: the search stops and says so. The budget is measured on an injectable clock
+  (`time.monotonic` by default), so tests pin it without depending on machine speed.
 - `run()` validates the raw JSON arguments against the tool's schema and answers every
   problem with `ToolOutcome(ok=False, ...)` in words the model can act on; it never raises.
 
 Deliberate choices: `ToolOutcome.path` is set only when a read or list succeeded. grep
-searches only `.md` files, skips files that are larger than its cap, binary or not UTF-8,
-and does not follow symlinked folders (a link inside the folder would search notes twice).
+searches the notes `notes_folder.walk_notes` finds (`.md` files; symlinked folders are not
+followed, a link inside the folder would search notes twice) and says nothing of what the
+walk leaves out (links out of the folder, loops, names that are not UTF-8, folders that
+cannot be listed); it skips, and counts, files that are larger than its cap, binary, not
+UTF-8 or unreadable. list shows only what `notes_folder.list_folder` calls visible.
 An invalid regex is searched as plain text, and the output says so. A path is checked once
 and then opened; someone who can write into the notes folder could swap a symlink in
 between, which is outside this tool's threat model (the model, not the folder's owner).
@@ -31,21 +40,28 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
 import re
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import regex
 
-from app.rag.types import ToolOutcome
-
-VIRTUAL_ROOT = "/homelab/"
-_VIRTUAL_NAME = "homelab"
+from app.rag.notes_folder import (
+    LEADS_OUT,
+    VIRTUAL_NAME,
+    VIRTUAL_ROOT,
+    is_text,
+    list_folder,
+    real_root,
+    resolve_inside,
+    virtual_path,
+    walk_notes,
+)
+from app.rag.types import ToolOutcome, ToolSpec
 
 MAX_READ_CHARS = 20_000
 MAX_LIST_ENTRIES = 200
@@ -58,7 +74,7 @@ GREP_TOTAL_TIMEOUT_S = 1.0
 MAX_PATH_CHARS = 1024
 MAX_PATTERN_CHARS = 1000
 
-TOOL_SPECS: list[dict[str, Any]] = [
+TOOL_SPECS: list[ToolSpec] = [
     {
         "type": "function",
         "function": {
@@ -72,7 +88,7 @@ TOOL_SPECS: list[dict[str, Any]] = [
                 "properties": {
                     "path": {
                         "type": "string",
-                        "description": "Path of the note, e.g. /homelab/backups.md",
+                        "description": f"Path of the note, e.g. {VIRTUAL_ROOT}backups.md",
                     }
                 },
                 "required": ["path"],
@@ -114,7 +130,7 @@ TOOL_SPECS: list[dict[str, Any]] = [
                 "properties": {
                     "path": {
                         "type": "string",
-                        "description": "Folder to list, e.g. /homelab/ (the default)",
+                        "description": f"Folder to list, e.g. {VIRTUAL_ROOT} (the default)",
                     }
                 },
                 "required": [],
@@ -131,9 +147,9 @@ _ARGUMENTS: dict[str, dict[str, bool]] = {
     "list": {"path": False},
 }
 _EXAMPLES = {
-    "read": '{"path": "/homelab/backups.md"}',
-    "grep": '{"pattern": "restic"}',
-    "list": '{"path": "/homelab/"}',
+    "read": json.dumps({"path": f"{VIRTUAL_ROOT}backups.md"}),
+    "grep": json.dumps({"pattern": "restic"}),
+    "list": json.dumps({"path": VIRTUAL_ROOT}),
 }
 
 _ENCODED_SPECIAL = re.compile(r"%(?:2e|2f|5c|25|00)", re.IGNORECASE)
@@ -148,10 +164,7 @@ class _Target:
     parts: tuple[str, ...]
 
     def virtual(self, folder: bool = False) -> str:
-        joined = "/".join(self.parts)
-        if not joined:
-            return VIRTUAL_ROOT
-        return VIRTUAL_ROOT + joined + ("/" if folder else "")
+        return virtual_path(self.parts, folder=folder)
 
 
 def _fail(text: str) -> ToolOutcome:
@@ -179,7 +192,7 @@ class NotesTools:
     `specs` and `run` make it the agent's ToolRunner as it is.
     """
 
-    specs: list[dict[str, Any]] = TOOL_SPECS
+    specs: list[ToolSpec] = TOOL_SPECS
 
     def __init__(
         self,
@@ -192,8 +205,9 @@ class NotesTools:
         max_full_read_bytes: int = MAX_FULL_READ_BYTES,
         grep_file_timeout_s: float = GREP_FILE_TIMEOUT_S,
         grep_total_timeout_s: float = GREP_TOTAL_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._root = Path(root).resolve()
+        self._root = real_root(root)
         self._max_read_chars = max_read_chars
         self._max_list_entries = max_list_entries
         self._max_grep_matches = max_grep_matches
@@ -201,6 +215,7 @@ class NotesTools:
         self._max_full_read_bytes = max_full_read_bytes
         self._grep_file_timeout_s = grep_file_timeout_s
         self._grep_total_timeout_s = grep_total_timeout_s
+        self._clock = clock
 
     # --- dispatch --------------------------------------------------------------------
 
@@ -246,40 +261,35 @@ class NotesTools:
         text = raw.strip()
         if len(text) > MAX_PATH_CHARS:
             return f"The path is too long (more than {MAX_PATH_CHARS} characters)."
+        if not is_text(text):
+            return "The path is not valid UTF-8 text."
         if any(unicodedata.category(c) == "Cc" for c in text):
             return "The path contains control characters (such as NUL or a line break)."
         if "\\" in text:
             return "Backslashes are not allowed in paths; separate folders with /."
         if _ENCODED_SPECIAL.search(text):
             return "Percent-encoded characters are not allowed in paths; write the path plainly."
-        if text == f"/{_VIRTUAL_NAME}" or text.startswith(VIRTUAL_ROOT):
-            rel = text[len(_VIRTUAL_NAME) + 1 :]
+        if text == f"/{VIRTUAL_NAME}" or text.startswith(VIRTUAL_ROOT):
+            rel = text[len(VIRTUAL_NAME) + 1 :]
         elif text.startswith(("/", "~")):
-            return f"Only paths under {VIRTUAL_ROOT} are available, e.g. /homelab/backups.md"
-        elif (text == _VIRTUAL_NAME or text.startswith(f"{_VIRTUAL_NAME}/")) and not (
-            self._root / _VIRTUAL_NAME
+            return f"Only paths under {VIRTUAL_ROOT} are available, e.g. {VIRTUAL_ROOT}backups.md"
+        elif (text == VIRTUAL_NAME or text.startswith(f"{VIRTUAL_NAME}/")) and not (
+            self._root / VIRTUAL_NAME
         ).exists():
-            rel = text[len(_VIRTUAL_NAME) :]  # "homelab/x.md", the root spelled without its /
+            rel = text[len(VIRTUAL_NAME) :]  # "homelab/x.md", the root spelled without its /
         else:
             rel = text  # relative to /homelab/
         parts = tuple(p for p in rel.split("/") if p not in ("", "."))
         if ".." in parts:
-            return "Paths with '..' are not allowed; use paths under /homelab/."
+            return f"Paths with '..' are not allowed; use paths under {VIRTUAL_ROOT}."
         if any(p.startswith(".") for p in parts):
             return "Hidden files and folders (names starting with '.') are not available."
-        try:
-            real = self._root.joinpath(*parts).resolve()
-        except (OSError, RuntimeError):  # RuntimeError: a symlink loop
-            return "That path cannot be opened."
-        if not real.is_relative_to(self._root):
+        real = resolve_inside(self._root, self._root.joinpath(*parts))
+        if real == LEADS_OUT:
             return "That path leads outside the notes folder, so it is not available."
+        if isinstance(real, str):
+            return "That path cannot be opened."
         return _Target(real, parts)
-
-    def _inside(self, path: Path) -> bool:
-        try:
-            return path.resolve().is_relative_to(self._root)
-        except (OSError, RuntimeError):
-            return False
 
     # --- read ------------------------------------------------------------------------
 
@@ -340,22 +350,22 @@ class NotesTools:
         truncated = False
         slow: list[str] = []
         out_of_time = False
-        total_deadline = time.monotonic() + self._grep_total_timeout_s
+        total_deadline = self._clock() + self._grep_total_timeout_s
         for virtual, real in self._notes():
             text = self._grep_text(real)
             if text is None:
                 skipped += 1
                 continue
-            file_deadline = min(time.monotonic() + self._grep_file_timeout_s, total_deadline)
+            file_deadline = min(self._clock() + self._grep_file_timeout_s, total_deadline)
             for number, raw_line in enumerate(text.split("\n"), start=1):
                 line = raw_line.removesuffix("\r")
-                remaining = file_deadline - time.monotonic()
+                remaining = file_deadline - self._clock()
                 try:
                     if remaining <= 0:
                         raise TimeoutError
                     match = compiled.search(line, timeout=remaining)
                 except TimeoutError:
-                    if time.monotonic() >= total_deadline:
+                    if self._clock() >= total_deadline:
                         out_of_time = True
                     else:
                         slow.append(virtual)
@@ -387,20 +397,14 @@ class NotesTools:
         return ToolOutcome(ok=True, text="\n".join(head + (lines or ["No matches."]) + notes))
 
     def _notes(self) -> Iterator[tuple[str, Path]]:
-        """(virtual path, path) of every visible .md note inside the root, sorted."""
-        for folder, dirnames, filenames in os.walk(self._root):
-            base = Path(folder)
-            dirnames[:] = sorted(
-                d for d in dirnames if not d.startswith(".") and not (base / d).is_symlink()
-            )
-            for name in sorted(filenames):
-                path = base / name
-                if name.startswith(".") or not name.lower().endswith(".md"):
-                    continue
-                if path.is_symlink() and not self._inside(path):
-                    continue
-                rel = path.relative_to(self._root).as_posix()
-                yield VIRTUAL_ROOT + _printable(rel), path
+        """(virtual path, path) of every note the walk finds, in its order.
+
+        What the walk leaves out (a link out, a loop, a name that is not UTF-8, a folder
+        that cannot be listed) is not searched and not mentioned.
+        """
+        for entry in walk_notes(self._root):
+            if entry.skip is None:
+                yield VIRTUAL_ROOT + _printable(entry.rel), entry.path
 
     def _grep_text(self, path: Path) -> str | None:
         """A note's text for grep, or None if it is too large, binary, unreadable or not UTF-8."""
@@ -430,21 +434,12 @@ class NotesTools:
         if not real.is_dir():
             return _fail(f"{target.virtual()} is a file; use read to see it.")
         virtual = target.virtual(folder=True)
-        folders: list[str] = []
-        files: list[str] = []
         try:
-            with os.scandir(real) as entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if entry.is_symlink() and not self._inside(Path(entry.path)):
-                        continue
-                    if entry.is_dir():
-                        folders.append(_printable(entry.name) + "/")
-                    else:
-                        files.append(_printable(entry.name))
+            entries = list_folder(self._root, real)
         except OSError:
             return _fail(f"{virtual} could not be listed.")
+        folders = [_printable(e.name) + "/" for e in entries if e.is_folder]
+        files = [_printable(e.name) for e in entries if not e.is_folder]
         names = sorted(folders, key=str.casefold) + sorted(files, key=str.casefold)
         shown = names[: self._max_list_entries]
         text = "\n".join([f"Contents of {virtual}:", *(shown or ["(empty)"])])

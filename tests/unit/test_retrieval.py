@@ -172,7 +172,14 @@ def test_query_terms_are_the_meaningful_words(query: str, terms: list[str]):
 
 
 @pytest.mark.parametrize(
-    "trigger", ["[[mock:tool-then-answer#t1a2b3c4d5e6]]", "[[mock:clean]]", "[[MOCK:slow#k_1-2]]"]
+    "trigger",
+    [
+        "[[mock:tool-then-answer#t1a2b3c4d5e6]]",
+        "[[mock:clean]]",
+        "[[MOCK:slow#k_1-2]]",
+        "[[mock:clean#typo[1]]",
+        "[[mock:unclosed",
+    ],
 )
 def test_a_mock_trigger_is_not_part_of_the_question(sample_index: NotesIndex, trigger: str):
     question = "When do the backups run and how are they verified?"
@@ -428,6 +435,83 @@ def test_notes_that_cannot_be_opened_are_skipped(
 ):
     make(notes / "odd.md")
     assert index.refresh().skipped == (SkippedFile("/homelab/odd.md", reason),)
+
+
+def test_refresh_survives_a_symlink_loop(notes: Path, index: NotesIndex):
+    write(notes / "a.md", "# A\nzebra\n")
+    (notes / "loop.md").symlink_to(notes / "loop.md")
+    (notes / "ping.md").symlink_to(notes / "pong.md")
+    (notes / "pong.md").symlink_to(notes / "ping.md")
+    assert index.refresh() == RefreshReport(
+        added=1,
+        skipped=(
+            SkippedFile("/homelab/loop.md", "symlink loop"),
+            SkippedFile("/homelab/ping.md", "symlink loop"),
+            SkippedFile("/homelab/pong.md", "symlink loop"),
+        ),
+    )
+
+
+def test_search_survives_a_symlink_loop_made_after_start(notes: Path, index: NotesIndex):
+    write(notes / "a.md", "# A\nzebra\n")
+    index.refresh()
+    (notes / "loop.md").symlink_to(notes / "loop.md")
+    assert paths(index.search("zebra")) == ["/homelab/a.md"]
+
+
+NOT_UTF8 = os.fsdecode(b"caf\xe9")  # a Latin-1 name; Python keeps the byte as a lone surrogate
+
+
+def test_refresh_survives_a_note_name_that_is_not_utf8(notes: Path, index: NotesIndex):
+    write(notes / f"{NOT_UTF8}.md", "# Cafe\nzebra\n")
+    write(notes / "a.md", "# A\nzebra\n")
+    assert index.refresh() == RefreshReport(
+        added=1, skipped=(SkippedFile("/homelab/caf\\xe9.md", "name is not valid UTF-8"),)
+    )
+
+
+def test_refresh_survives_a_folder_name_that_is_not_utf8(notes: Path, index: NotesIndex):
+    write(notes / NOT_UTF8 / "x.md", "# X\nzebra\n")
+    assert index.refresh().skipped == (
+        SkippedFile("/homelab/caf\\xe9/", "name is not valid UTF-8"),
+    )
+    assert index.search("zebra") == []
+
+
+def test_refresh_reports_a_folder_it_cannot_list(
+    notes: Path, index: NotesIndex, monkeypatch: pytest.MonkeyPatch
+):
+    write(notes / "a.md", "# A\nzebra\n")
+    write(notes / "locked" / "b.md", "# B\nzebra\n")
+    scandir = os.scandir
+
+    def refuse_locked(path: Any) -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse_locked)
+    assert index.refresh() == RefreshReport(
+        added=1, skipped=(SkippedFile("/homelab/locked/", "folder could not be read"),)
+    )
+
+
+def test_a_note_that_cannot_be_read_is_skipped(
+    notes: Path, index: NotesIndex, monkeypatch: pytest.MonkeyPatch
+):
+    write(notes / "a.md", "# A\nzebra\n")
+    write(notes / "locked.md", "# Locked\nzebra\n")
+    open_path = Path.open
+
+    def refuse_locked(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "locked.md":
+            raise PermissionError(13, "Permission denied", str(self))
+        return open_path(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse_locked)
+    assert index.refresh() == RefreshReport(
+        added=1, skipped=(SkippedFile("/homelab/locked.md", "could not be read"),)
+    )
 
 
 def test_refresh_of_a_missing_folder_raises_a_clear_error(tmp_path: Path):

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 
-from app.rag.tools import MAX_GREP_LINE_CHARS, TOOL_SPECS, NotesTools
+from app.rag.tools import (
+    GREP_FILE_TIMEOUT_S,
+    GREP_TOTAL_TIMEOUT_S,
+    MAX_GREP_LINE_CHARS,
+    TOOL_SPECS,
+    NotesTools,
+)
 from app.rag.types import ToolOutcome
 
 from .files import write
@@ -264,6 +270,15 @@ def test_a_symlink_loop_is_refused(lab: Lab):
     assert (outcome.ok, outcome.text) == (False, "That path cannot be opened.")
 
 
+NOT_UTF8 = os.fsdecode(b"caf\xe9")  # a Latin-1 name; Python keeps the byte as a lone surrogate
+
+
+def test_a_path_that_is_not_utf8_is_refused(lab: Lab):
+    write(lab.root / f"{NOT_UTF8}.md", "# Cafe\n")
+    outcome = lab.tools.run("read", json.dumps({"path": f"{NOT_UTF8}.md"}))
+    assert outcome == ToolOutcome(ok=False, text="The path is not valid UTF-8 text.")
+
+
 # --- read --------------------------------------------------------------------------------
 
 
@@ -416,6 +431,18 @@ def test_list_escapes_control_and_bidi_characters_in_names(tmp_path: Path):
     assert lines[1:] == ["evil\\u000aname.md", "gpj.\\u202eexe.md"]
 
 
+def test_list_hides_names_that_are_not_utf8(lab: Lab):
+    write(lab.root / f"{NOT_UTF8}.md", "# Cafe\n")
+    (lab.root / NOT_UTF8).mkdir()
+    assert lab.tools.list().text.splitlines() == [
+        "Contents of /homelab/:",
+        "services/",
+        "backups.md",
+        "link-in.md",
+        "readme.txt",
+    ]
+
+
 def test_list_reports_os_errors_without_the_real_path(lab: Lab, monkeypatch: pytest.MonkeyPatch):
     def refuse(path: Any) -> Any:
         raise PermissionError(13, "Permission denied", str(path))
@@ -531,6 +558,12 @@ def test_grep_skips_dangling_symlinks_and_loops(lab: Lab):
     assert outcome.text.endswith("[skipped 1 file(s) that are binary, not UTF-8 text or too large]")
 
 
+def test_grep_leaves_out_notes_whose_names_are_not_utf8(lab: Lab):
+    write(lab.root / f"{NOT_UTF8}.md", "zebra\n")
+    write(lab.root / NOT_UTF8 / "inner.md", "zebra\n")
+    assert lab.tools.grep("zebra").text == "No matches."
+
+
 def test_grep_reports_read_errors_as_skipped_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     write(tmp_path / "a.md", "restic\n")
 
@@ -545,32 +578,94 @@ def test_grep_reports_read_errors_as_skipped_files(tmp_path: Path, monkeypatch: 
 
 
 CATASTROPHIC = "(a+)+$"
-EVIL_LINE = "a" * 5000 + "b\n"
+EVIL = "a" * 5000 + "b"  # CATASTROPHIC backtracks on this line for longer than anyone waits
+EVIL_LINE = EVIL + "\n"
 
 
-def test_grep_stops_a_catastrophic_pattern_within_the_total_budget(tmp_path: Path):
+def test_the_regex_engine_raises_timeout_error_when_a_search_runs_out_of_time():
+    # The contract grep's budget rests on. This search cannot finish, so the only way out
+    # is the timeout; how long that takes on a loaded machine does not matter.
+    with pytest.raises(TimeoutError):
+        regex.compile(CATASTROPHIC, regex.IGNORECASE).search(EVIL, timeout=0.01)
+
+
+class FakeClock:
+    """A clock for NotesTools that moves only when the slow engine spends time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class SlowEngine:
+    """`regex.compile` replaced: each search records its `timeout=`; a search of EVIL
+    spends that whole timeout on `clock` and raises TimeoutError, as the regex engine does."""
+
+    clock: FakeClock
+    timeouts: list[float]
+
+
+class _SlowPattern:
+    def __init__(self, real: Any, engine: SlowEngine) -> None:
+        self._real = real
+        self._engine = engine
+
+    def search(self, line: str, timeout: float | None = None) -> Any:
+        assert timeout is not None, "grep must give the regex engine a timeout"
+        self._engine.timeouts.append(timeout)
+        if line == EVIL:
+            self._engine.clock.now += timeout
+            raise TimeoutError("regex timed out")
+        return self._real.search(line)
+
+
+@pytest.fixture
+def slow_engine(monkeypatch: pytest.MonkeyPatch) -> SlowEngine:
+    engine = SlowEngine(clock=FakeClock(), timeouts=[])
+    real_compile = regex.compile
+
+    def compile_slow(pattern: str, flags: int = 0) -> _SlowPattern:
+        return _SlowPattern(real_compile(pattern, flags), engine)
+
+    monkeypatch.setattr(regex, "compile", compile_slow)
+    return engine
+
+
+def test_grep_stops_a_catastrophic_pattern_at_the_total_budget(
+    tmp_path: Path, slow_engine: SlowEngine
+):
     for n in range(5):
         write(tmp_path / f"evil{n}.md", EVIL_LINE)
-    tools = NotesTools(tmp_path, grep_file_timeout_s=10, grep_total_timeout_s=0.3)
-    started = time.monotonic()
+    tools = NotesTools(
+        tmp_path, grep_file_timeout_s=10, grep_total_timeout_s=0.3, clock=slow_engine.clock
+    )
     outcome = tools.grep(CATASTROPHIC)
-    assert time.monotonic() - started < 2
-    assert outcome.ok is True
-    assert outcome.text == (
-        "No matches.\n[search stopped: the pattern took too long; the results may be incomplete]"
+    assert slow_engine.timeouts == [0.3]  # the first file got what was left of the total
+    assert outcome == ToolOutcome(
+        ok=True,
+        text=(
+            "No matches.\n"
+            "[search stopped: the pattern took too long; the results may be incomplete]"
+        ),
     )
 
 
-def test_grep_gives_up_on_a_slow_file_and_searches_the_rest(tmp_path: Path):
+def test_grep_gives_up_on_a_slow_file_and_searches_the_rest(
+    tmp_path: Path, slow_engine: SlowEngine
+):
     write(tmp_path / "a-evil.md", EVIL_LINE)
     write(tmp_path / "b-fine.md", "aaa\n")
-    outcome = NotesTools(tmp_path, grep_file_timeout_s=0.1, grep_total_timeout_s=5).grep(
-        CATASTROPHIC
+    tools = NotesTools(
+        tmp_path, grep_file_timeout_s=0.1, grep_total_timeout_s=5, clock=slow_engine.clock
     )
-    assert outcome.text.splitlines() == [
+    assert tools.grep(CATASTROPHIC).text.splitlines() == [
         "/homelab/b-fine.md:1: aaa",
         "[search of /homelab/a-evil.md stopped: the pattern took too long there]",
     ]
+    assert slow_engine.timeouts[0] == 0.1
 
 
 def test_grep_with_no_time_left_stops_before_searching(tmp_path: Path):
@@ -580,12 +675,18 @@ def test_grep_with_no_time_left_stops_before_searching(tmp_path: Path):
     assert "/homelab/a.md" not in outcome.text
 
 
-def test_the_default_grep_budget_stops_a_catastrophic_pattern(tmp_path: Path):
-    write(tmp_path / "evil.md", EVIL_LINE * 3)
-    started = time.monotonic()
-    outcome = NotesTools(tmp_path).grep(CATASTROPHIC)
-    assert time.monotonic() - started < 1.5
-    assert "stopped" in outcome.text
+def test_the_default_grep_budget_bounds_the_time_given_to_the_regex_engine(
+    tmp_path: Path, slow_engine: SlowEngine
+):
+    for n in range(10):
+        write(tmp_path / f"evil{n}.md", EVIL_LINE * 3)
+    outcome = NotesTools(tmp_path, clock=slow_engine.clock).grep(CATASTROPHIC)
+    assert slow_engine.timeouts[0] == GREP_FILE_TIMEOUT_S
+    assert max(slow_engine.timeouts) == pytest.approx(GREP_FILE_TIMEOUT_S)
+    assert sum(slow_engine.timeouts) == pytest.approx(GREP_TOTAL_TIMEOUT_S)
+    assert outcome.text.endswith(
+        "[search stopped: the pattern took too long; the results may be incomplete]"
+    )
 
 
 def test_grep_escapes_control_characters_in_lines(tmp_path: Path):

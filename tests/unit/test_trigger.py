@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from mock_llm.trigger import Trigger, TriggerError, find_trigger, last_user_text, message_text
+from mock_llm.trigger import (
+    TRIGGER,
+    Trigger,
+    TriggerError,
+    find_trigger,
+    last_user_text,
+    message_text,
+    strip_triggers,
+)
 
 
 @pytest.mark.parametrize(
@@ -31,6 +39,39 @@ def test_malformed_trigger_is_an_error_not_the_default_flow(text: str):
 def test_two_different_triggers_are_ambiguous():
     with pytest.raises(TriggerError, match="more than one trigger"):
         find_trigger("[[mock:clean#a]] [[mock:clean#b]]")
+
+
+@pytest.mark.parametrize(
+    "trigger", ["[[mock:clean]]", "[[mock:scaffold-recover#t-01_a]]", "[[mock:tool-then-answer#k]]"]
+)
+def test_strip_triggers_removes_a_well_formed_trigger(trigger: str):
+    assert TRIGGER.fullmatch(trigger)
+    assert strip_triggers(f"when{trigger}do backups run") == "when do backups run"
+
+
+@pytest.mark.parametrize(
+    "trigger",
+    ["[[MOCK:clean]]", "[[Mock:clean#k]]", "[[mock:]]", "[[mock:bad name]]", "[[mock:a[b]]"],
+)
+def test_strip_triggers_removes_malformed_and_uppercase_triggers(trigger: str):
+    assert strip_triggers(f"backups {trigger} run") == "backups   run"
+
+
+def test_strip_triggers_removes_every_trigger_in_the_text():
+    assert strip_triggers("[[mock:a#1]]x[[MOCK:b]]y[[mock:c#2]]") == " x y "
+
+
+def test_strip_triggers_ends_an_unclosed_trigger_at_whitespace():
+    assert strip_triggers("[[mock:clean when do backups run") == "  when do backups run"
+
+
+def test_strip_triggers_does_not_reach_past_the_end_of_the_line():
+    assert strip_triggers("[[mock:clean\nwhen do backups run]]") == " \nwhen do backups run]]"
+
+
+@pytest.mark.parametrize("text", ["what does [[backups]] say", "mock: [[not-mock:x]]", ""])
+def test_strip_triggers_keeps_other_text(text: str):
+    assert strip_triggers(text) == text
 
 
 def test_last_user_text_skips_later_assistant_and_tool_messages():
