@@ -4,13 +4,14 @@ Playwright cannot download its browsers here, so it launches Debian's Chromium b
 (`/usr/lib/chromium/chromium`; `/usr/bin/chromium` is a wrapper script); .ci/run installs
 the package when it is missing. A missing browser fails the run with a clear message,
 never a skip. Each test gets a fresh page; screenshots a test takes of the page's states
-(idle, streaming, error) are written to test-results/ only when that test fails.
+(idle, streaming, error) are written to test-results/ only when that test fails. Every wait is
+on a page state (Playwright's auto-waiting `expect`) or a settled journal, under the shared
+deadline; none is a fixed pause.
 """
 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +23,13 @@ from playwright.sync_api import Page
 
 from mock_llm import build_settings, serve_mock
 
+from ..deadlines import DEADLINE_S
+from ..journal import Entry, settled_journal_sync
 from ..servers import TEST_FLOWS, app_settings, serve_app
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 ARTIFACTS = Path(__file__).parents[2] / "test-results"
-TIMEOUT_MS = 15_000
+TIMEOUT_MS = int(DEADLINE_S * 1000)
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,14 @@ class Stack:
     app_url: str
     mock_url: str
 
-    def journal(self, key: str) -> list[dict[str, Any]]:
-        response = httpx.get(f"{self.mock_url}/_mock/requests", params={"key": key}, timeout=10)
-        response.raise_for_status()
-        return response.json()["requests"]
+    def journal(self, key: str, count: int = 1) -> list[Entry]:
+        """The KEY's mock requests once at least `count` have all finished."""
+        return settled_journal_sync(self.mock_url, key, count)
 
     def history(self) -> list[dict[str, Any]]:
-        response = httpx.get(f"{self.app_url}/api/history", params={"limit": 200}, timeout=10)
+        response = httpx.get(
+            f"{self.app_url}/api/history", params={"limit": 200}, timeout=DEADLINE_S
+        )
         return response.json()["turns"]
 
 
@@ -72,11 +76,6 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
 @pytest.fixture(scope="session")
 def base_url(stack: Stack) -> str:
     return stack.app_url
-
-
-@pytest.fixture
-def key() -> str:
-    return f"e{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture

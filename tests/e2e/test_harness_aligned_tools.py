@@ -30,7 +30,7 @@ def test_grep_and_list_results_use_virtual_paths(chat: Page, stack: Stack, key: 
     expect(message.get_by_test_id("tool-call")).to_have_text(
         ["grep restic", "list /homelab/services/"]
     )
-    _, second = stack.journal(key)
+    _, second = stack.journal(key, count=2)
     grep_result, list_result = [
         m["content"] for m in second["body"]["messages"] if m["role"] == "tool"
     ]
@@ -42,7 +42,7 @@ def test_grep_and_list_results_use_virtual_paths(chat: Page, stack: Stack, key: 
 
 def test_tool_results_go_back_with_the_calls_id(chat: Page, stack: Stack, key: str):
     answered(chat, f"When do backups run? [[mock:tool-then-answer#{key}]]")
-    _, second = stack.journal(key)
+    _, second = stack.journal(key, count=2)
     assistant, tool = second["body"]["messages"][-2:]
     assert assistant["role"] == "assistant"
     [call] = assistant["tool_calls"]

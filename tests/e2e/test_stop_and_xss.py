@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from urllib.parse import urlsplit
 
 from playwright.sync_api import Dialog, Page, Request, expect
 
 from .conftest import Shots, Stack
 from .page_driver import answered, ask
+
+# Attributes that run or load something: event handlers and sources.
+LIVE_ATTRIBUTES = """(answer) => [...answer.querySelectorAll('*')].flatMap(
+    (element) => element.getAttributeNames().filter(
+        (name) => name.startsWith('on') || ['src', 'srcdoc', 'srcset'].includes(name)
+    )
+)"""
 
 
 def test_stop_ends_the_turn_and_the_mock_sees_the_disconnect(
@@ -21,11 +27,8 @@ def test_stop_ends_the_turn_and_the_mock_sees_the_disconnect(
     expect(message).to_have_attribute("data-state", "done")
     expect(message).to_have_attribute("data-stopped", "true")
     expect(chat.get_by_test_id("chat-send")).to_be_enabled()
-    deadline = time.monotonic() + 5
-    while (entries := stack.journal(key)) and entries[0]["outcome"] == "in_progress":
-        assert time.monotonic() < deadline, "the upstream stream was not closed"
-        time.sleep(0.05)
-    assert [e["outcome"] for e in entries] == ["client_disconnected"]
+    # The slow flow runs for seconds more: left open, it would end `completed`.
+    assert [e["outcome"] for e in stack.journal(key)] == ["client_disconnected"]
     assert not [t for t in stack.history() if key in t["question"]]
 
 
@@ -51,7 +54,9 @@ def test_hostile_html_and_links_render_inert(chat: Page, stack: Stack, key: str)
         expect(answer.locator(tag)).to_have_count(0)
     for name in ("a harmless looking link", "another one", "data link"):
         assert answer.get_by_text(name).get_attribute("href") is None
-    chat.wait_for_timeout(300)
+    # Nothing is left that could run later (no element has a handler or loads anything), so
+    # what has not run or been requested by now never will: no fixed wait for a late onerror.
+    assert answer.evaluate(LIVE_ATTRIBUTES) == []
     assert chat.evaluate("window.__sg_xss") is None
     assert dialogs == []
     assert outside == []

@@ -14,8 +14,9 @@ import pytest
 
 from app.cli import main
 
+from ..journal import settled_journal_sync
 from ..ports import taken_port
-from ..processes import child_env
+from ..processes import child_env, first_lines
 
 PAGE = re.compile(r"app: notes chat on (http://127\.0\.0\.1:\d+)/ ")
 MOCK = re.compile(r"app: embedded mock LLM on (http://127\.0\.0\.1:\d+) ")
@@ -31,8 +32,7 @@ def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Pat
         env=env,
     )
     try:
-        assert process.stdout is not None
-        page_line, mock_line = process.stdout.readline(), process.stdout.readline()
+        page_line, mock_line = first_lines(process, 2)
         page, mock = PAGE.match(page_line), MOCK.match(mock_line)
         assert page, page_line
         assert mock, mock_line
@@ -42,8 +42,7 @@ def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Pat
             frames = [json.loads(line[len("data: ") :]) for line in lines]
         assert frames[0]["mode"] == "grounded"
         assert frames[-1]["type"] == "done"
-        journal = httpx.get(f"{mock.group(1)}/_mock/requests", params={"key": "demo"}).json()
-        assert len(journal["requests"]) == 2
+        assert len(settled_journal_sync(mock.group(1), "demo", count=2)) == 2
         assert (tmp_path / "data" / "scaffold-guard.sqlite3").is_file()
         assert "chat turn=" in (tmp_path / "data" / "chat.log").read_text(encoding="utf-8")
     finally:

@@ -7,7 +7,9 @@ import pytest
 
 from mock_llm import build_settings, serve_mock
 
-from .conftest import chat_body, journal, read_sse
+from ..deadlines import DEADLINE_S
+from ..journal import settled_journal
+from ..sse import chat_body, read_sse
 
 
 def assert_openai_error(response: httpx.Response, status: int, fragment: str) -> None:
@@ -41,7 +43,7 @@ async def test_unknown_flow_is_400_naming_it_and_listing_valid_ones(
     assert_openai_error(response, 400, "Unknown mock flow 'nope'")
     assert "scaffold-recover" in response.json()["error"]["message"]
     assert response.json()["error"]["code"] == "unknown_flow"
-    [entry] = await journal(http, key)
+    [entry] = await settled_journal(http, key)
     assert entry["outcome"] == "rejected"
     assert entry["status"] == 400
 
@@ -58,7 +60,7 @@ def small_mock():
 
 
 async def test_oversized_body_is_413(small_mock: str):
-    async with httpx.AsyncClient(base_url=small_mock) as client:
+    async with httpx.AsyncClient(base_url=small_mock, timeout=DEADLINE_S) as client:
         response = await client.post("/v1/chat/completions", json=chat_body("x" * 5000))
         assert_openai_error(response, 413, "larger than 2048 bytes")
         assert (await client.get("/healthz")).status_code == 200
@@ -69,7 +71,7 @@ async def test_oversized_chunked_body_without_length_is_413(small_mock: str):
         for _ in range(10):
             yield b"x" * 512
 
-    async with httpx.AsyncClient(base_url=small_mock) as client:
+    async with httpx.AsyncClient(base_url=small_mock, timeout=DEADLINE_S) as client:
         response = await client.post("/v1/chat/completions", content=body())
         assert_openai_error(response, 413, "larger than 2048 bytes")
 

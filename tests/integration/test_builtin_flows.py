@@ -22,7 +22,8 @@ from mock_llm.flows import (
     Step,
 )
 
-from .conftest import chat_body, read_sse, settled_journal
+from ..journal import settled_journal
+from ..sse import chat_body, read_sse
 
 FLOWS = builtin_flows()
 LONG_S = 2.0  # steps that take longer than this are read partly, then left

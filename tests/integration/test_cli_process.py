@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from ..processes import child_env
+from ..processes import child_env, first_lines
 
 STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
 
@@ -26,8 +26,7 @@ def test_module_serves_and_prints_its_url(tmp_path: Path):
         env=child_env(tmp_path),
     )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+        [line] = first_lines(process, 1)
         match = STARTUP.match(line)
         assert match, line
         url = match.group(1)

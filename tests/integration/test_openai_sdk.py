@@ -9,7 +9,8 @@ import httpx
 import openai
 import pytest
 
-from .conftest import DEADLINE_S, user
+from ..deadlines import DEADLINE_S
+from ..sse import user
 
 
 async def test_sdk_streams_the_answer_chunk_by_chunk(sdk: openai.AsyncOpenAI, key: str):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
-import time
 
 import httpx
 import pytest
 
-from .conftest import DEADLINE_S, chat_body, read_sse
+from ..deadlines import DEADLINE_S
+from ..journal import settled_journal
+from ..sse import chat_body, read_sse
 
 
 async def test_stream_is_event_stream_of_single_data_lines_ending_in_done(
@@ -51,28 +51,33 @@ async def test_non_streamed_cut_is_an_incomplete_body(http: httpx.AsyncClient, k
         )
 
 
-async def test_stall_leaves_a_gap_mid_stream_then_finishes(http: httpx.AsyncClient, key: str):
-    arrivals: list[float] = []
-    async with (
-        asyncio.timeout(DEADLINE_S),
-        http.stream(
-            "POST", "/v1/chat/completions", json=chat_body(f"[[mock:quick-stall#{key}]]")
-        ) as r,
-    ):
-        async for line in r.aiter_lines():
-            if line:
-                arrivals.append(time.monotonic())
-    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    assert max(gaps) >= 0.25
-    assert gaps.index(max(gaps)) == 1  # after the role chunk and one content chunk
-    assert len(arrivals) == 7  # role, four words, finish, [DONE]: nothing lost
+async def test_stall_pauses_the_stream_mid_way_then_finishes_it_whole(
+    http: httpx.AsyncClient, key: str
+):
+    """The pause is read from the mock's own journal, not from when lines reach this client.
+
+    quick-stall sends the role chunk and "one", fires its 0.3 s stall, then the rest. When
+    lines arrive here says little (a busy machine can hold the first write back until the
+    second has landed too), but the mock times the stream it played: it cannot have ended
+    less than the stall after its first chunk went out.
+    """
+    result = await read_sse(http, chat_body(f"[[mock:quick-stall#{key}]]"))
+    assert result.error is None
+    assert result.done
+    assert len(result.events) == 7  # role, four words, finish, [DONE]: nothing lost
+    assert result.joined("content") == "one two three four"
+    [entry] = await settled_journal(http, key)
+    assert (entry["outcome"], entry["chunks_sent"]) == ("fault", 6)
+    assert entry["fault"] == "stall 0.3s after 2 chunks"
+    timings = entry["timings"]
+    assert timings["ended_ms"] - timings["first_chunk_ms"] >= 300 - 1  # less clock rounding
 
 
 async def test_reasoning_field_can_be_chosen_per_server(key: str):
     from mock_llm import build_settings, serve_mock
 
     with serve_mock(build_settings(reasoning_field="reasoning")) as url:
-        async with httpx.AsyncClient(base_url=url) as client:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
             result = await read_sse(client, chat_body(f"[[mock:thinking#{key}]]"))
     assert result.joined("reasoning").startswith("The user asks")
     assert result.joined("reasoning_content") == ""

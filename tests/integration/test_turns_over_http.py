@@ -8,7 +8,11 @@ import httpx
 
 from mock_llm import build_settings, serve_mock
 
-from .conftest import chat_body, read_sse
+from ..deadlines import DEADLINE_S
+from ..servers import TEST_FLOWS
+from ..sse import chat_body, read_sse
+
+NEVER_QUIET_S = 24 * 3600.0  # no pause in a run comes near it
 
 
 async def contents(client: httpx.AsyncClient, text: str, n: int) -> list[str]:
@@ -21,15 +25,22 @@ async def test_keyed_turn_repeats_its_last_step(http: httpx.AsyncClient, key: st
     ]  # fmt: skip
 
 
-async def test_keyless_trigger_typed_twice_behaves_the_same_both_times(http: httpx.AsyncClient):
-    text = "once more [[mock:three-steps]] (keyless, unique text 7c1d)"
-    assert await contents(http, text, 6) == ["first", "second", "third"] * 2
+async def test_keyless_trigger_typed_twice_behaves_the_same_both_times():
+    # A server of its own that never resets a turn for quiet: on the shared one (a 5 s quiet
+    # reset), a machine pausing this test for 5 s would restart the turn mid-way.
+    with serve_mock(build_settings((TEST_FLOWS,), quiet_reset_s=NEVER_QUIET_S)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
+            text = "once more [[mock:three-steps]] (keyless)"
+            assert await contents(client, text, 6) == ["first", "second", "third"] * 2
 
 
 async def test_keyless_turn_starts_over_after_a_quiet_spell():
     with serve_mock(build_settings(quiet_reset_s=0.2)) as url:
-        async with httpx.AsyncClient(base_url=url) as client:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
             first = await contents(client, "[[mock:scaffold-recover]]", 1)
+            # The quiet spell itself, not a wait for something: it only has a lower bound
+            # (the mock clocked the first request before it was answered), which load can
+            # only lengthen, never shorten.
             await asyncio.sleep(0.3)
             again = await contents(client, "[[mock:scaffold-recover]]", 1)
     assert first == again

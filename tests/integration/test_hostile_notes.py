@@ -1,0 +1,41 @@
+"""The app starts and answers on a notes folder with a symlink loop, a link out and bad names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+
+from ..deadlines import DEADLINE_S
+from ..servers import app_settings, serve_app
+from ..sse import ask
+
+
+def hostile_notes(root: Path) -> Path:
+    notes = root / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "backups.md").write_text("# Backups\n\nBackups run nightly at 02:00.\n")
+    (notes / "loop").symlink_to(notes / "loop")  # a link to itself
+    (notes / "sub" / "up").symlink_to(notes)  # a folder link back up
+    (notes / "out.md").symlink_to("/etc/passwd")
+    (notes / "binary.md").write_bytes(b"\x00\xff\xfe binary")
+    fd = os.open(bytes(notes) + b"/caf\xe9.md", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, b"# Cafe\n\nLatin-1 name.\n")
+    os.close(fd)
+    return notes
+
+
+async def test_the_app_starts_and_answers_on_a_hostile_notes_folder(
+    mock_url: str, tmp_path: Path, key: str
+):
+    settings = app_settings(mock_url, tmp_path / "data", SG_NOTES_DIR=str(hostile_notes(tmp_path)))
+
+    with serve_app(settings) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
+            turn = await ask(client, f"When do backups run? [[mock:tool-then-answer#{key}]]")
+
+    assert turn.frames[0]["mode"] == "grounded"
+    assert turn.last["type"] == "done"
+    assert "/homelab/backups.md" in turn.last["sources"]
+    assert "root:" not in turn.text
