@@ -7,7 +7,6 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -33,9 +32,8 @@ from app.rag.retrieval import NotesIndex, sources
 from app.rag.tools import NotesTools
 from app.rag.types import ToolOutcome
 
-from .files import write
+from .files import NOT_UTF8, refuse_open_of, refuse_scandir_of, write
 
-NOT_UTF8 = os.fsdecode(b"caf\xe9")  # a Latin-1 name; Python keeps the byte as a lone surrogate
 SECRET = "TOP-SECRET-7f3a"
 
 
@@ -48,18 +46,6 @@ def root(tmp_path: Path) -> Path:
 
 def walked(root: Path) -> list[tuple[str, str | None]]:
     return [(entry.rel, entry.skip) for entry in walk_notes(root)]
-
-
-def refuse_scandir_of(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """Make os.scandir fail for folders called `name`, as for one without read permission."""
-    scandir = os.scandir
-
-    def refusing(path: Any) -> Any:
-        if Path(path).name == name:
-            raise PermissionError(13, "Permission denied", str(path))
-        return scandir(path)
-
-    monkeypatch.setattr(os, "scandir", refusing)
 
 
 # --- the virtual root and names ----------------------------------------------------------
@@ -305,14 +291,7 @@ def hostile(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path
     write(root / "locked.md", "# Locked\nzebra\n")
     write(root / "lockeddir" / "inner.md", "# Locked\nzebra\n")
     refuse_scandir_of(monkeypatch, "lockeddir")
-    open_path = Path.open
-
-    def refuse_locked(self: Path, *args: Any, **kwargs: Any) -> Any:
-        if self.name == "locked.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return open_path(self, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "open", refuse_locked)
+    refuse_open_of(monkeypatch, "locked.md")
     return root
 
 

@@ -30,7 +30,7 @@ from app.rag.retrieval import (
 )
 from app.rag.types import Hit
 
-from .files import write
+from .files import NOT_UTF8, refuse_open_of, write
 
 SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
 
@@ -459,9 +459,6 @@ def test_search_survives_a_symlink_loop_made_after_start(notes: Path, index: Not
     assert paths(index.search("zebra")) == ["/homelab/a.md"]
 
 
-NOT_UTF8 = os.fsdecode(b"caf\xe9")  # a Latin-1 name; Python keeps the byte as a lone surrogate
-
-
 def test_refresh_survives_a_note_name_that_is_not_utf8(notes: Path, index: NotesIndex):
     write(notes / f"{NOT_UTF8}.md", "# Cafe\nzebra\n")
     write(notes / "a.md", "# A\nzebra\n")
@@ -501,14 +498,7 @@ def test_a_note_that_cannot_be_read_is_skipped(
 ):
     write(notes / "a.md", "# A\nzebra\n")
     write(notes / "locked.md", "# Locked\nzebra\n")
-    open_path = Path.open
-
-    def refuse_locked(self: Path, *args: Any, **kwargs: Any) -> Any:
-        if self.name == "locked.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return open_path(self, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "open", refuse_locked)
+    refuse_open_of(monkeypatch, "locked.md")
     assert index.refresh() == RefreshReport(
         added=1, skipped=(SkippedFile("/homelab/locked.md", "could not be read"),)
     )

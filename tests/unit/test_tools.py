@@ -20,7 +20,7 @@ from app.rag.tools import (
 )
 from app.rag.types import ToolOutcome
 
-from .files import write
+from .files import NOT_UTF8, write
 
 SECRET = "TOP-SECRET-7f3a"
 NOTE = "# Backups\nBackups run nightly at 02:00 with restic.\n"
@@ -268,9 +268,6 @@ def test_a_symlink_loop_is_refused(lab: Lab):
     (lab.root / "loop.md").symlink_to(lab.root / "loop.md")
     outcome = lab.tools.read("loop.md")
     assert (outcome.ok, outcome.text) == (False, "That path cannot be opened.")
-
-
-NOT_UTF8 = os.fsdecode(b"caf\xe9")  # a Latin-1 name; Python keeps the byte as a lone surrogate
 
 
 def test_a_path_that_is_not_utf8_is_refused(lab: Lab):
