@@ -35,7 +35,7 @@ step "stable collection" uv run --frozen python scripts/check_collection.py
 step "unit + integration" uv run --frozen pytest -n 2 tests/unit tests/integration \
     --cov --cov-report= "$@"
 step "e2e (chromium)" uv run --frozen pytest -n 2 tests/e2e --cov --cov-append --cov-report= "$@"
-step "coverage >= 90%" uv run --frozen coverage report --fail-under=90
+step "coverage >= 98%" uv run --frozen coverage report --fail-under=98
 
 echo
 echo "==> summary"
