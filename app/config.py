@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from app.rag.scaffolding import PROFILES, Registry, registry_with
+
 BUNDLED_NOTES = Path(__file__).parent / "sample_notes"
 T = TypeVar("T")
 
@@ -45,6 +47,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SG_LOG_FILE", "", "file for the per-turn log lines; empty = <data dir>/chat.log"),
     Setting("SG_GROUNDING_THRESHOLD", "", "best-hit score a turn needs to be grounded; "
             "empty = the retrieval module's default"),
+    Setting("SG_SCAFFOLD_PROFILES", "", "comma-separated opt-in scaffolding profiles stripped "
+            "besides LFM2's markup, e.g. hermes,mistral; empty = LFM2 alone"),
 )  # fmt: skip
 
 
@@ -63,6 +67,12 @@ class Settings:
     data_dir: Path
     log_file: Path
     grounding_threshold: float | None
+    scaffold_profiles: tuple[str, ...] = ()
+
+    @property
+    def scaffold_registry(self) -> Registry:
+        """What the guardrail strips: LFM2's markup plus the opt-in profiles."""
+        return registry_with(*self.scaffold_profiles)
 
     @property
     def embedded(self) -> bool:
@@ -111,6 +121,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         data_dir=data_dir,
         log_file=Path(raw["SG_LOG_FILE"]) if raw["SG_LOG_FILE"] else data_dir / "chat.log",
         grounding_threshold=parse("SG_GROUNDING_THRESHOLD", _float, 0.0) if threshold else None,
+        scaffold_profiles=parse("SG_SCAFFOLD_PROFILES", _profiles, ()),
     )
     if problems:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(problems))
@@ -149,6 +160,16 @@ def _count(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _profiles(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in PROFILES]
+    if unknown:
+        raise ValueError(
+            f"unknown profile(s) {', '.join(unknown)}; known: {', '.join(sorted(PROFILES))}"
+        )
+    return names
 
 
 def _switch(text: str) -> bool:

@@ -11,7 +11,10 @@ chained on `__cause__` for the log, and never reaches `message`.
 
 from __future__ import annotations
 
-__all__ = ["AppError", "LLMError", "NotesError"]
+__all__ = ["MALFORMED_REPLY", "AppError", "LLMError", "MalformedReplyError", "NotesError"]
+
+MALFORMED_REPLY = "The model returned a malformed reply — please try again."
+"""The exact copy of contract clause G3."""
 
 
 class AppError(Exception):
@@ -43,3 +46,14 @@ class LLMError(AppError):
 
 class NotesError(AppError):
     """Searching the notes failed (the index could not be read)."""
+
+
+class MalformedReplyError(AppError):
+    """The model's answer was raw scaffolding twice: first round and its one recovery (G3).
+
+    Raised only by the guardrail's recovery policy in the agent, never from inside a model
+    stream, so the transport retry rule never sees it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(MALFORMED_REPLY)

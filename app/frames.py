@@ -1,6 +1,7 @@
 """The frames of one chat turn, as the page receives them (one JSON object per SSE event).
 
-A turn sends `start`, then any of `thinking`, `tool`, `retry` and `delta` as things happen,
+A turn sends `start`, then any of `thinking`, `tool`, `retry` (a transport retry, or the
+guardrail's recovery) and `delta` as things happen,
 then exactly one of `done` or `error` (none if the client left). `app.turn` makes them,
 `app.api.sse` encodes them; these types are the contract between the two and the page.
 
@@ -51,6 +52,17 @@ class RetryFrame(TypedDict):
     reason: str
 
 
+class RecoveryFrame(TypedDict):
+    """The guardrail's one recovery request is about to go out (the round was scaffolding).
+
+    The page shows a short notice and starts the recovery's thinking apart from the failed
+    round's. It carries no text of the failed round: its markup never leaves the server.
+    """
+
+    type: Literal["retry"]
+    reason: Literal["recovery"]
+
+
 class DoneFrame(TypedDict):
     type: Literal["done"]
     turn: str
@@ -64,4 +76,13 @@ class ErrorFrame(TypedDict):
     detail: str
 
 
-Frame = StartFrame | ThinkingFrame | DeltaFrame | ToolFrame | RetryFrame | DoneFrame | ErrorFrame
+Frame = (
+    StartFrame
+    | ThinkingFrame
+    | DeltaFrame
+    | ToolFrame
+    | RetryFrame
+    | RecoveryFrame
+    | DoneFrame
+    | ErrorFrame
+)

@@ -35,9 +35,11 @@ from app.config import Settings
 from app.errors import AppError, NotesError
 from app.frames import Frame, Mode, ToolFrame
 from app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
+from app.rag.guardrail import scrub
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
 from app.rag.retrieval import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
-from app.rag.types import ChatMessage, Hit, RetryNotice, StreamPiece
+from app.rag.scaffolding import Registry
+from app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
 from app.storage import QueryLog, TurnRow
 from app.turn_log import TurnStats, format_turn_line
 
@@ -109,6 +111,8 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
             messages,
             record,
             max_rounds=deps.settings.agent_max_rounds,
+            registry=deps.settings.scaffold_registry,
+            log=deps.logger,
         )
         try:
             async for event in events:
@@ -120,6 +124,8 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
                         yield {"type": "delta", "text": event.text}
                     else:
                         yield {"type": "thinking", "text": event.text}
+                elif isinstance(event, RecoveryNotice):
+                    yield {"type": "retry", "reason": "recovery"}
                 elif isinstance(event, RetryNotice):
                     yield {
                         "type": "retry",
@@ -128,7 +134,7 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
                         "reason": event.reason,
                     }
                 else:
-                    yield _tool_frame(event)
+                    yield _tool_frame(event, deps.settings.scaffold_registry)
         finally:
             await events.aclose()
         cited = _cited(sources(hits) if grounded else [], record.notes_read)
@@ -163,18 +169,21 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
             content_chars=record.content_chars,
             total_ms=_elapsed_ms(started),
             retries=record.retries,
+            scaffold_stripped=record.scaffold_stripped,
         )
         if outcome != "done":
             deps.logger.warning("chat turn=%s outcome=%s%s", turn_id, outcome, cause)
         deps.logger.info(format_turn_line(stats))
 
 
-def _tool_frame(event: ToolEvent) -> ToolFrame:
+def _tool_frame(event: ToolEvent, registry: Registry) -> ToolFrame:
+    """A tool chip's frame: what the model sent is scrubbed of markup like any answer text."""
+    path = event.outcome.path
     return {
         "type": "tool",
-        "name": event.call.name,
-        "arguments": event.call.arguments,
-        "path": event.outcome.path,
+        "name": scrub(event.call.name, registry),
+        "arguments": scrub(event.call.arguments, registry),
+        "path": None if path is None else scrub(path, registry),
         "ok": event.outcome.ok,
     }
 

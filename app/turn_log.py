@@ -1,8 +1,13 @@
 """The per-turn log: one line per turn in a fixed format that tools and tests parse.
 
-`chat turn=<id> mode=<grounded|deflected> rounds=N tools=N thinking_chars=N content_chars=N
-total_ms=N retries=N`. Only counts and our own identifiers go in: text that comes from
-users or from the model never does, so a log line cannot be forged through a question.
+`chat turn=<id> mode=<grounded|deflected|none> rounds=N tools=N thinking_chars=N
+content_chars=N total_ms=N retries=N scaffold_stripped=N` (contract G10: the characters of
+scaffolding the guardrail took out, summed over every request of the turn; a recovery
+request counts in `rounds`, never in `retries`). Only counts and our own identifiers go
+in: text that comes from users or from the model never does, so a turn line cannot be
+forged through a question. The same log carries the guardrail's strip warnings (their
+span of model output is a quoted one-line literal) and, for a turn that did not end
+`done`, its outcome and the error's type.
 
 Deliberate choice: each app instance owns its `TurnLog`, a logger that is not in logging's
 global registry and does not propagate to the root logger. Two apps in one process (tests,
@@ -31,6 +36,7 @@ class TurnStats:
     content_chars: int
     total_ms: int
     retries: int
+    scaffold_stripped: int
 
 
 def format_turn_line(stats: TurnStats) -> str:
@@ -38,6 +44,7 @@ def format_turn_line(stats: TurnStats) -> str:
         f"chat turn={stats.turn_id} mode={stats.mode} rounds={stats.rounds} tools={stats.tools}"
         f" thinking_chars={stats.thinking_chars} content_chars={stats.content_chars}"
         f" total_ms={stats.total_ms} retries={stats.retries}"
+        f" scaffold_stripped={stats.scaffold_stripped}"
     )
 
 

@@ -1,12 +1,13 @@
 // The chat page: send a question, stream the turn's frames into an assistant message.
 //
-// Frames (see docs/architecture.md): start, thinking, tool, retry, delta, then done or
-// error. The assistant message carries data-state="streaming" | "done" | "error"; tests
+// Frames (see docs/architecture.md): start, thinking, tool, retry (a transport retry, or
+// reason "recovery": the guardrail's one recovery request), delta, then done or error. The assistant message carries data-state="streaming" | "done" | "error"; tests
 // and the conformance kit rely on that and on the data-testid hooks in index.html.
 import { readFrames } from "./stream.js";
 import { renderMarkdown } from "./render.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
+const RECOVERY_SEPARATOR = "\n\n— asked again —\n\n";
 
 const form = $("[data-testid=chat-form]");
 const input = $("[data-testid=chat-input]");
@@ -80,6 +81,13 @@ function assistantView() {
     },
     showRetry(frame) {
       parts.retry.hidden = false;
+      if (frame.reason === "recovery") {
+        // The guardrail's one recovery: the failed round showed nothing; its thinking stays,
+        // and the recovery's thinking starts apart from it.
+        parts.retry.textContent = "The model's reply was not usable; asking it again…";
+        if (parts.thinkingText.textContent) parts.thinkingText.textContent += RECOVERY_SEPARATOR;
+        return;
+      }
       parts.retry.textContent =
         `The model service did not answer (${frame.reason}); ` +
         `trying again in ${Number(frame.delay_s).toFixed(1)} s (attempt ${frame.attempt}).`;

@@ -6,13 +6,22 @@ structured tool calls gets them run, the assistant message (with `tool_calls`) a
 `tool` message per call appended, a `ToolEvent` yielded per call, and the loop goes on.
 A round without tool calls ends the turn.
 
+The guardrail (app.rag.guardrail) sits in each round: given a scaffolding registry, every
+request's answer text goes through a fresh filter (thinking never does), the held tail is
+flushed before the round's end is taken, and a request that stripped anything logs one
+warning. A round with no tool calls whose visible answer is empty and that stripped
+something gets exactly one recovery request (a `RecoveryNotice` first): the same messages
+with the correction folded into the system message, no tools, a fresh filter, through the
+same `_Round` as any request. A recovery that is empty again raises MalformedReplyError.
+
 Deliberate choices:
 
 - The model is reached only through a `ChatFn` (messages, tools) -> stream, so the same loop
   runs on `chat_stream_retried` (partially applied) and on a scripted fake in tests.
 - One round is one `_Round`, a small object whose generator owns the request, its
-  bookkeeping and its closing. A guardrail that filters each round's content, and may add
-  a recovery request, wraps this one place.
+  filter, its bookkeeping and its closing; a recovery request is one more `_Round`.
+- Without a registry (`registry=None`) nothing is filtered and every piece passes through
+  as the very object the model stream yielded.
 - After `max_rounds` tool rounds, one final request goes out with `tools=None`, so a turn
   always ends with an answer attempt and can never loop. No ToolRunner (the kill switch, or
   a deflected turn) sends `tools=None` on every request. Tool calls that come back from a
@@ -39,10 +48,13 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
-from app.errors import LLMError
+from app.errors import LLMError, MalformedReplyError
+from app.rag.guardrail import RoundFilter, needs_recovery, strip_warning, with_correction
+from app.rag.scaffolding import Registry
 from app.rag.types import (
     AssistantMessage,
     ChatMessage,
+    RecoveryNotice,
     RetryNotice,
     RoundEnd,
     StreamPiece,
@@ -53,6 +65,7 @@ from app.rag.types import (
 )
 
 __all__ = [
+    "AgentEvent",
     "AgentRecord",
     "ChatFn",
     "ToolEvent",
@@ -60,7 +73,8 @@ __all__ = [
     "run_agent",
 ]
 
-log = logging.getLogger(__name__)
+module_log = logging.getLogger(__name__)
+"""Where an agent logs when the caller gives it no logger of its own."""
 
 ChatFn = Callable[
     [list[ChatMessage], list[ToolSpec] | None],
@@ -90,7 +104,9 @@ class AgentRecord:
     notes_read: list[str] = field(default_factory=list[str])  # distinct, in order
     retries: int = 0
     thinking_chars: int = 0
-    content_chars: int = 0
+    content_chars: int = 0  # answer characters shown (after the guardrail's filter)
+    scaffold_stripped: int = 0  # characters the filter took out, over every request
+    recoveries: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,11 +128,16 @@ async def _closing(stream: AsyncIterator[Any]) -> AsyncGenerator[None, None]:
             await aclose()
 
 
+AgentEvent = StreamPiece | RetryNotice | RecoveryNotice | ToolEvent
+"""What a turn yields: answer and thinking pieces, notices, and tool events."""
+
+
 class _Round:
     """One model request: its pieces and retry notices as they come, counted; then its end.
 
-    `pieces()` streams the request and keeps its RoundEnd; `end` is that RoundEnd, and a
-    request whose stream stopped without one was cut off (an LLMError).
+    `pieces()` streams the request (answer text through a fresh filter when there is a
+    registry) and keeps its RoundEnd; `end` is that RoundEnd, and a request whose stream
+    stopped without one was cut off (an LLMError).
     """
 
     def __init__(
@@ -125,31 +146,65 @@ class _Round:
         messages: list[ChatMessage],
         tools: list[ToolSpec] | None,
         record: AgentRecord,
+        registry: Registry | None,
+        log: logging.Logger,
     ) -> None:
         self._chat = chat
         self._messages = messages
         self._tools = tools
         self._record = record
+        self._filter = RoundFilter(registry) if registry is not None else None
+        self._log = log
         self._end: RoundEnd | None = None
         self.content: list[str] = []
 
     async def pieces(self) -> AsyncGenerator[StreamPiece | RetryNotice, None]:
         record = self._record
         record.rounds += 1
+        number = record.rounds
         stream = self._chat(self._messages, self._tools)
-        async with _closing(stream):
-            async for item in stream:
-                if isinstance(item, RoundEnd):
-                    self._end = item
-                    return
-                if isinstance(item, RetryNotice):
-                    record.retries += 1
-                elif item.kind == "thinking":
-                    record.thinking_chars += len(item.text)
-                else:
-                    record.content_chars += len(item.text)
-                    self.content.append(item.text)
-                yield item
+        try:
+            async with _closing(stream):
+                async for item in stream:
+                    if isinstance(item, RoundEnd):
+                        if self._filter is not None and (tail := self._filter.flush()):
+                            yield self._shown(tail)
+                        self._end = item
+                        return
+                    if isinstance(item, RetryNotice):
+                        record.retries += 1
+                    elif item.kind == "thinking":
+                        record.thinking_chars += len(item.text)  # never filtered (G9)
+                    elif self._filter is None:
+                        self._shown(item.text)
+                    else:
+                        text = self._filter.feed(item.text)
+                        if not text:
+                            continue
+                        item = self._shown(text)
+                    yield item
+        finally:
+            if self._filter is not None and self._filter.stripped_chars:
+                stripped = self._filter.stripped_chars
+                record.scaffold_stripped += stripped
+                self._log.warning(strip_warning(stripped, number, self._filter.first_span))
+
+    def _shown(self, text: str) -> StreamPiece:
+        """Count answer text that goes out, and make it a piece."""
+        self._record.content_chars += len(text)
+        self.content.append(text)
+        return StreamPiece("content", text)
+
+    @property
+    def visible(self) -> bool:
+        """Whether the answer shown so far has any non-whitespace text."""
+        if self._filter is not None:
+            return self._filter.visible
+        return any(not text.isspace() for text in self.content)
+
+    @property
+    def stripped_chars(self) -> int:
+        return self._filter.stripped_chars if self._filter is not None else 0
 
     @property
     def end(self) -> RoundEnd:
@@ -173,7 +228,7 @@ def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> AssistantMe
     }
 
 
-def _run_tool(tools: ToolRunner, call: ToolCall) -> ToolOutcome:
+def _run_tool(tools: ToolRunner, call: ToolCall, log: logging.Logger) -> ToolOutcome:
     try:
         return tools.run(call.name, call.arguments)
     except Exception:
@@ -187,30 +242,51 @@ async def run_agent(
     messages: list[ChatMessage],
     record: AgentRecord,
     max_rounds: int,
-) -> AsyncGenerator[StreamPiece | RetryNotice | ToolEvent, None]:
-    """Run one turn: pieces, retry notices and tool events as they happen. Raises LLMError.
+    *,
+    registry: Registry | None = None,
+    log: logging.Logger = module_log,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Run one turn: pieces, notices and tool events as they happen.
 
     `tools=None` offers no tools. At most `max_rounds` rounds run tools; then one last
-    request is made without tools.
+    request is made without tools. `registry` turns the guardrail on (None: answer text
+    passes through unfiltered). Strip warnings and tool crashes are logged to `log`.
+    Raises LLMError, and MalformedReplyError when the one recovery is empty too.
     """
     conversation = list(messages)
     tool_rounds = 0
+    recovering = False
     while True:
-        offer = tools if tools is not None and tool_rounds < max_rounds else None
-        specs = offer.specs if offer is not None else None
-        one = _Round(chat, list(conversation), specs or None, record)
+        if recovering:  # the one recovery request: corrected, no tools, a fresh filter
+            one = _Round(chat, with_correction(conversation), None, record, registry, log)
+            offer = None
+        else:
+            offer = tools if tools is not None and tool_rounds < max_rounds else None
+            specs = offer.specs if offer is not None else None
+            one = _Round(chat, list(conversation), specs or None, record, registry, log)
         pieces = one.pieces()
         async with _closing(pieces):
             async for item in pieces:
                 yield item
         end = one.end
+        if recovering:
+            if not one.visible:
+                raise MalformedReplyError()
+            return
+        if needs_recovery(
+            stripped_chars=one.stripped_chars, visible=one.visible, tool_calls=len(end.tool_calls)
+        ):
+            recovering = True
+            record.recoveries += 1
+            yield RecoveryNotice()
+            continue
         if not end.tool_calls or offer is None:
             return
 
         tool_rounds += 1
         conversation.append(_assistant_message("".join(one.content), end.tool_calls))
         for call in end.tool_calls:
-            outcome = await anyio.to_thread.run_sync(_run_tool, offer, call)
+            outcome = await anyio.to_thread.run_sync(_run_tool, offer, call, log)
             record.tool_calls.append(call)
             path = outcome.path
             if outcome.ok and call.name == READ_TOOL and path and path not in record.notes_read:

@@ -88,7 +88,8 @@ their own markdown notes, and the notes have nothing relevant to this question.
 Reply in one or two sentences: say that the notes do not cover it, and offer to help with \
 what the notes do cover.
 Do not answer from general knowledge, do not guess, and do not invent facts, file names or \
-commands. No tools are available: reply in plain text, with no tool calls or tool syntax."""
+commands.
+No tools are available: answer in plain text only, without any tool call or tool syntax."""
 
 _FRAME_TAG = re.compile(r"<(?=/?(?:notes|excerpt)\b)", re.IGNORECASE)
 

@@ -22,8 +22,8 @@ Semantics (docs/contract.md states them for users; tests pin them):
   everywhere: a model never writes them as an example.
 - Cost is linear in the stream: openers are found with one compiled regex per registry,
   and the hold-back check only looks at the last (longest marker - 1) characters. Memory is
-  bounded by the longest marker plus the 200-character preview of the span being stripped,
-  whatever the input: a stripped span is counted, never buffered.
+  bounded by the longest marker plus the 200-character preview of the first stripped span,
+  whatever the input: spans are counted, never buffered or listed.
 
 Deliberate choices a reader might want to "fix":
 - Text on both sides of a stripped region is not re-joined and re-scanned. A marker that
@@ -85,7 +85,7 @@ DEFAULT_REGISTRY: Registry = (
         "tool-calls-token",
         "token",
         "<|tool_calls|>",
-        source="LFM2-family standalone token seen in leaked answers (shared/DESIGN.md G6)",
+        source="LFM2-family standalone token seen in leaked answers (contract clause G6)",
     ),
     Pattern(
         "tool-call-token",
@@ -361,11 +361,13 @@ class ScaffoldingFilter:
         "_clean",
         "_fast",
         "_fences",
+        "_flushed",
         "_held",
         "_matcher",
         "_preview",
         "_span",
         "_span_ends",
+        "first_span",
         "stripped_chars",
         "stripped_spans",
     )
@@ -380,8 +382,10 @@ class ScaffoldingFilter:
         self._clean = True
         self._fast: str | None = None
         self._set_clean(True)
-        self.stripped_chars = 0
-        self.stripped_spans: list[str] = []
+        self._flushed = False
+        self.stripped_chars = 0  # characters taken out so far
+        self.stripped_spans = 0  # spans and tokens taken out so far
+        self.first_span = ""  # the first of them, cut to PREVIEW_CHARS characters
 
     @property
     def held(self) -> str:
@@ -397,6 +401,8 @@ class ScaffoldingFilter:
 
     def _feed(self, chunk: str) -> str:
         """Cheaper paths first, then a full scan of the held text and the chunk."""
+        if self._flushed:  # flush() turned the fast path off, so every feed gets here
+            raise RuntimeError("ScaffoldingFilter.feed() after flush(): use a fresh filter")
         held = self._held
         if self._span is not None:
             if not held:
@@ -423,9 +429,14 @@ class ScaffoldingFilter:
         self._fast = single if clean else None
 
     def flush(self) -> str:
-        """At stream end: a held partial opener is text; an open span is stripped to the end."""
+        """At stream end: a held partial opener is text; an open span is stripped to the end.
+
+        A second flush returns ''; a feed after flush is an error.
+        """
+        self._flushed = True
         held, self._held = self._held, ""
         self._set_clean(True)
+        self._fast = None
         if self._span is not None:
             self._strip(held)
             self._close_span()
@@ -516,11 +527,14 @@ class ScaffoldingFilter:
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)
-        room = PREVIEW_CHARS - len(self._preview)
-        if room > 0:
-            self._preview += text[:room]
+        if self.stripped_spans == 0:  # only the first span's preview is ever kept
+            room = PREVIEW_CHARS - len(self._preview)
+            if room > 0:
+                self._preview += text[:room]
 
     def _close_span(self) -> None:
-        self.stripped_spans.append(self._preview)
-        self._preview = ""
+        if self.stripped_spans == 0:
+            self.first_span = self._preview
+            self._preview = ""
+        self.stripped_spans += 1
         self._span = None

@@ -27,6 +27,11 @@ class RetryNotice:
 
 
 @dataclass(frozen=True)
+class RecoveryNotice:
+    """The guardrail is about to send its one recovery request (the round was scaffolding)."""
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """A structured tool call the model made (arguments as the JSON text it sent)."""
 

@@ -129,13 +129,14 @@ async def test_log_line_names_the_turn_and_its_counts(
     [line] = [entry for entry in lines if f"turn={turn.turn_id} " in entry]
     match = re.search(
         r"chat turn=(\w+) mode=(\w+) rounds=(\d+) tools=(\d+) thinking_chars=(\d+)"
-        r" content_chars=(\d+) total_ms=(\d+) retries=(\d+)(?: |$)",
+        r" content_chars=(\d+) total_ms=(\d+) retries=(\d+) scaffold_stripped=(\d+)$",
         line,
     )
     assert match, line
     assert match.group(1) == turn.turn_id
     assert match.group(2, 3, 4, 5) == ("grounded", "2", "1", "0")
     assert int(match.group(6)) == len(turn.text)
+    assert match.group(8, 9) == ("0", "0")
 
 
 async def test_read_outside_the_notes_is_refused_and_reveals_nothing(

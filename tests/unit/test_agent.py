@@ -6,13 +6,24 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 from collections.abc import Sequence
 
 import pytest
 
-from app.errors import LLMError
-from app.rag.agent import TOOL_CRASHED, AgentRecord, ToolEvent, ToolRunner, run_agent
-from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolOutcome, ToolSpec
+from app.errors import AppError, LLMError, MalformedReplyError
+from app.rag.agent import TOOL_CRASHED, AgentEvent, AgentRecord, ToolEvent, ToolRunner, run_agent
+from app.rag.guardrail import CORRECTION_INSTRUCTION, strip_warning
+from app.rag.scaffolding import DEFAULT_REGISTRY
+from app.rag.types import (
+    ChatMessage,
+    RecoveryNotice,
+    RetryNotice,
+    RoundEnd,
+    StreamPiece,
+    ToolOutcome,
+    ToolSpec,
+)
 
 from .fakes import SPECS, USER, FakeChat, FakeTools, Item, answer, call, tool_round
 
@@ -26,9 +37,9 @@ async def run_turn(
     messages: list[ChatMessage] | None = None,
     record: AgentRecord | None = None,
     max_rounds: int = 3,
-) -> tuple[list[StreamPiece | RetryNotice | ToolEvent], AgentRecord]:
+) -> tuple[list[AgentEvent], AgentRecord]:
     record = record if record is not None else AgentRecord()
-    items: list[StreamPiece | RetryNotice | ToolEvent] = []
+    items: list[AgentEvent] = []
     async with asyncio.timeout(DEADLINE_S):
         turn = run_agent(
             chat,
@@ -313,3 +324,211 @@ async def test_a_chat_fn_returning_a_plain_async_iterator_works() -> None:
 
     assert items == [StreamPiece("content", "plain")]
     assert record.rounds == 1
+
+
+# --- the guardrail in the stream -------------------------------------------------------------
+
+SPAN = "<|tool_call_start|>[read(path='/homelab/backup-notes.md')]<|tool_call_end|>"
+
+
+def scaffold_only(thinking: str = "") -> list[Item]:
+    pieces: list[Item] = [StreamPiece("thinking", thinking)] if thinking else []
+    return [*pieces, StreamPiece("content", SPAN[:7]), StreamPiece("content", SPAN[7:])]
+
+
+async def guarded(
+    chat: FakeChat,
+    tools: ToolRunner | None = None,
+    *,
+    max_rounds: int = 3,
+    record: AgentRecord | None = None,
+) -> tuple[list[AgentEvent], AgentRecord, list[str]]:
+    record = record if record is not None else AgentRecord()
+    log = logging.Logger("test-agent")
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda rec: lines.append(rec.getMessage())  # type: ignore[method-assign]
+    log.addHandler(handler)
+    async with asyncio.timeout(DEADLINE_S):
+        turn = run_agent(
+            chat, tools, list(USER), record, max_rounds, registry=DEFAULT_REGISTRY, log=log
+        )
+        items = [item async for item in turn]
+    return items, record, lines
+
+
+async def test_answer_text_is_filtered_and_thinking_is_not() -> None:
+    thinking = f"I could call {SPAN} here."
+    script: list[Item] = [
+        StreamPiece("thinking", thinking),
+        StreamPiece("content", f"Backups {SPAN}run nightly."),
+        RoundEnd((), "stop"),
+    ]
+
+    items, record, _ = await guarded(FakeChat([script]))
+
+    assert StreamPiece("thinking", thinking) in items
+    assert content(items) == "Backups run nightly."
+    assert record.scaffold_stripped == len(SPAN)
+    assert record.content_chars == len("Backups run nightly.")
+
+
+async def test_without_a_registry_every_piece_is_the_very_object_the_model_sent() -> None:
+    script: list[Item] = [StreamPiece("content", f"a{SPAN}"), StreamPiece("content", "<|tool_")]
+    chat = FakeChat([[*script, RoundEnd((), "stop")]])
+
+    items, _ = await run_turn(chat, FakeTools())
+
+    assert len(items) == len(script)
+    assert all(got is sent for got, sent in zip(items, script, strict=True))
+
+
+async def test_a_held_tail_is_flushed_before_the_round_ends() -> None:
+    script: list[Item] = [StreamPiece("content", "Done <|tool_call_st"), RoundEnd((), "stop")]
+
+    items, _, _ = await guarded(FakeChat([script]))
+
+    assert items == [StreamPiece("content", "Done "), StreamPiece("content", "<|tool_call_st")]
+
+
+async def test_a_guarded_round_is_closed_when_the_consumer_stops_early() -> None:
+    chat = FakeChat([[StreamPiece("content", "one"), StreamPiece("content", "two"), *answer()]])
+    turn = run_agent(chat, None, list(USER), AgentRecord(), 3, registry=DEFAULT_REGISTRY)
+
+    async with asyncio.timeout(DEADLINE_S):
+        assert await anext(turn) == StreamPiece("content", "one")
+        await turn.aclose()
+
+    assert chat.closed == 1
+
+
+async def test_scaffold_only_gets_one_recovery_without_tools_and_with_the_correction() -> None:
+    chat = FakeChat([[*scaffold_only(), RoundEnd((), "stop")], answer("Nightly at 02:00.")])
+
+    items, record, _ = await guarded(chat, FakeTools())
+
+    assert len(chat.calls) == 2
+    assert chat.tools_sent == [SPECS, None]
+    recovery_messages = chat.calls[1][0]
+    assert [m["role"] for m in recovery_messages] == ["system", "user"]
+    assert recovery_messages[0]["content"].endswith(f"\n\n{CORRECTION_INSTRUCTION}")
+    assert recovery_messages[1] == USER[1]
+    assert RecoveryNotice() in items
+    assert content(items) == "Nightly at 02:00."
+    assert (record.rounds, record.recoveries, record.retries) == (2, 1, 0)
+    assert record.scaffold_stripped == len(SPAN)
+
+
+async def test_scaffold_twice_is_a_malformed_reply_error() -> None:
+    chat = FakeChat([[*scaffold_only(), RoundEnd((), "stop")]])  # the last round repeats
+
+    with pytest.raises(MalformedReplyError) as caught:
+        await guarded(chat, FakeTools())
+
+    assert isinstance(caught.value, AppError)
+    assert caught.value.message == "The model returned a malformed reply — please try again."
+    assert len(chat.calls) == 2
+
+
+async def test_scaffold_twice_counts_both_requests_stripped_characters() -> None:
+    chat = FakeChat([[*scaffold_only(), RoundEnd((), "stop")]])
+    record = AgentRecord()
+
+    with pytest.raises(MalformedReplyError):
+        await guarded(chat, record=record)
+
+    assert record.scaffold_stripped == 2 * len(SPAN)
+
+
+async def test_scaffold_mixed_with_content_shows_the_remainder_with_no_recovery() -> None:
+    script: list[Item] = [StreamPiece("content", f"{SPAN}Backups run nightly."), *answer("")]
+    chat = FakeChat([script])
+
+    items, record, _ = await guarded(chat, FakeTools())
+
+    assert len(chat.calls) == 1
+    assert content(items) == "Backups run nightly."
+    assert RecoveryNotice() not in items
+    assert record.recoveries == 0
+
+
+async def test_a_clean_answer_is_one_request_and_the_correction_is_nowhere() -> None:
+    chat = FakeChat([answer("Nightly at 02:00.")])
+
+    items, record, lines = await guarded(chat, FakeTools())
+
+    assert len(chat.calls) == 1
+    assert CORRECTION_INSTRUCTION not in json.dumps(chat.calls)
+    assert content(items) == "Nightly at 02:00."
+    assert (record.scaffold_stripped, lines) == (0, [])
+
+
+async def test_an_empty_answer_with_nothing_stripped_is_not_recovered() -> None:
+    chat = FakeChat([[StreamPiece("thinking", "Hmm."), RoundEnd((), "stop")]])
+
+    items, record, _ = await guarded(chat, FakeTools())
+
+    assert len(chat.calls) == 1
+    assert items == [StreamPiece("thinking", "Hmm.")]
+    assert record.recoveries == 0
+
+
+async def test_scaffold_only_after_a_tool_round_recovers_with_the_tool_messages_last() -> None:
+    chat = FakeChat(
+        [tool_round(call(1)), [*scaffold_only(), RoundEnd((), "stop")], answer("From the note.")]
+    )
+
+    items, _, _ = await guarded(chat, FakeTools())
+
+    assert len(chat.calls) == 3
+    assert chat.tools_sent == [SPECS, SPECS, None]
+    recovery_messages = chat.calls[2][0]
+    assert [m["role"] for m in recovery_messages] == ["system", "user", "assistant", "tool"]
+    assert recovery_messages[2:] == chat.calls[1][0][2:]
+    assert CORRECTION_INSTRUCTION in recovery_messages[0]["content"]
+    assert content(items) == "From the note."
+
+
+async def test_a_round_with_a_real_tool_call_is_not_recovered_whatever_it_stripped() -> None:
+    first: list[Item] = [*scaffold_only(), RoundEnd((call(1),), "tool_calls")]
+    chat = FakeChat([first, answer("Nightly.")])
+
+    items, record, _ = await guarded(chat, FakeTools())
+
+    assert chat.tools_sent == [SPECS, SPECS]
+    assert record.recoveries == 0
+    assert [e.call for e in items if isinstance(e, ToolEvent)] == [call(1)]
+    assert chat.calls[1][0][len(USER)]["content"] is None  # no markup sent back either
+
+
+async def test_there_is_at_most_one_recovery_per_turn() -> None:
+    chat = FakeChat(
+        [
+            [*scaffold_only(), RoundEnd((), "stop")],
+            [StreamPiece("content", "Answer."), RoundEnd((call(1),), "tool_calls")],
+            [*scaffold_only(), RoundEnd((), "stop")],
+        ]
+    )
+
+    items, record, _ = await guarded(chat, FakeTools())
+
+    assert len(chat.calls) == 2  # the recovery's stray tool call is not run: the turn ends
+    assert record.recoveries == 1
+    assert content(items) == "Answer."
+
+
+async def test_the_round_cap_is_unchanged_under_the_guardrail() -> None:
+    chat = FakeChat([tool_round(call(1)), tool_round(call(2)), answer()])
+
+    _, record, _ = await guarded(chat, FakeTools(), max_rounds=1)
+
+    assert chat.tools_sent == [SPECS, None]
+    assert len(record.tool_calls) == 1
+
+
+async def test_each_request_that_stripped_something_logs_one_warning() -> None:
+    chat = FakeChat([[*scaffold_only(), RoundEnd((), "stop")], answer("Nightly.")])
+
+    _, _, lines = await guarded(chat, FakeTools())
+
+    assert lines == [strip_warning(len(SPAN), 1, SPAN)]

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from app.config import BUNDLED_NOTES, SETTINGS, SettingsError, load_settings, settings_table
+from app.rag.scaffolding import DEFAULT_REGISTRY, registry_with
 
 
 def test_no_environment_is_the_embedded_demo():
@@ -79,3 +80,23 @@ def test_readme_lists_every_setting():
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     assert settings_table() in readme
     assert len(SETTINGS) == settings_table().count("| `SG_")
+
+
+def test_scaffold_profiles_default_to_the_lfm2_registry_alone():
+    settings = load_settings({})
+    assert settings.scaffold_profiles == ()
+    assert settings.scaffold_registry == DEFAULT_REGISTRY
+
+
+def test_scaffold_profiles_add_the_named_opt_in_patterns():
+    settings = load_settings({"SG_SCAFFOLD_PROFILES": " hermes, mistral ,hermes"})
+    assert settings.scaffold_profiles == ("hermes", "mistral")
+    assert settings.scaffold_registry == registry_with("hermes", "mistral")
+
+
+def test_an_unknown_scaffold_profile_stops_the_start_with_the_known_names():
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"SG_SCAFFOLD_PROFILES": "hermes,lfm3"})
+    message = str(caught.value)
+    assert "SG_SCAFFOLD_PROFILES='hermes,lfm3': unknown profile(s) lfm3" in message
+    assert "known: cohere, deepseek, gemma, harmony, hermes" in message

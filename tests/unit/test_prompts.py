@@ -209,3 +209,11 @@ def test_deflect_topics_are_bounded_in_number_and_length() -> None:
 
 def test_deflect_prompt_with_only_blank_topics_is_the_plain_body() -> None:
     assert build_deflect_prompt(["", "  \n "]) == DEFLECT_MODE
+
+
+def test_the_deflect_prompt_asks_for_plain_text_without_tool_syntax_on_a_line_of_its_own():
+    lines = build_deflect_prompt().splitlines()
+    [line] = [line for line in lines if "tool syntax" in line]
+    assert line == (
+        "No tools are available: answer in plain text only, without any tool call or tool syntax."
+    )

@@ -18,7 +18,7 @@ def test_span_in_one_chunk_is_stripped():
     out, f = run([TEXT])
     assert out == EXPECTED
     assert f.stripped_chars == len(SPAN)
-    assert f.stripped_spans == [SPAN]
+    assert (f.stripped_spans, f.first_span) == (1, SPAN)
 
 
 @pytest.mark.parametrize("offset", range(len(TEXT) + 1))
@@ -44,7 +44,7 @@ def test_span_in_fixed_size_chunks_is_stripped(size: int):
 def test_several_spans_in_one_chunk_are_all_stripped():
     out, f = run([f"a{SPAN}b{SPAN}{SPAN}c"])
     assert out == "abc"
-    assert len(f.stripped_spans) == 3
+    assert (f.stripped_spans, f.first_span) == (3, SPAN)
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_lookalikes_are_never_stripped(text: str, size: int):
     out, f = run(chunked(text, size))
     assert out == text
     assert f.stripped_chars == 0
-    assert f.stripped_spans == []
+    assert (f.stripped_spans, f.first_span) == (0, "")
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ def test_unterminated_span_is_stripped_through_the_end_and_counted():
         out, f = run(chunked(text, size))
         assert out == "Backups run nightly. "
         assert f.stripped_chars == len(text) - len(out)
-        assert f.stripped_spans == [text[len(out) :]]
+        assert (f.stripped_spans, f.first_span) == (1, text[len(out) :])
 
 
 def test_unterminated_span_ending_in_a_partial_end_marker_is_stripped_whole():
@@ -191,7 +191,7 @@ def test_span_preview_is_cut_at_200_characters():
     body = "y" * 500
     out, f = run(chunked(f"a{START}{body}{END}b", 37))
     assert out == "ab"
-    assert f.stripped_spans == [(START + body)[:PREVIEW_CHARS]]
+    assert f.first_span == (START + body)[:PREVIEW_CHARS]
     assert f.stripped_chars == len(START) + 500 + len(END)
 
 
@@ -204,7 +204,25 @@ def test_ten_megabyte_unterminated_span_is_never_buffered():
         assert len(f.held) < len(END)
     assert f.flush() == ""
     assert f.stripped_chars == len(START) + 160 * 65536
-    assert len(f.stripped_spans[0]) == PREVIEW_CHARS
+    assert len(f.first_span) == PREVIEW_CHARS
+
+
+def test_only_the_first_spans_preview_is_kept_however_many_spans_come():
+    f = ScaffoldingFilter()
+    first = f"{START}first{END}"
+    assert f.feed(first) == ""
+    for n in range(10_000):
+        assert f.feed(f"{START}span {n}{END}") == ""
+    assert f.flush() == ""
+    assert (f.stripped_spans, f.first_span) == (10_001, first)
+
+
+def test_a_feed_after_flush_is_an_error():
+    f = ScaffoldingFilter()
+    f.feed("done")
+    f.flush()
+    with pytest.raises(RuntimeError, match="after flush"):
+        f.feed("more")
 
 
 def test_flush_after_a_clean_stream_returns_nothing():

@@ -21,8 +21,8 @@ def test_a_frame_is_one_data_line_whatever_the_text(text: str):
 
 
 def test_turn_line_has_the_fixed_field_order():
-    stats = TurnStats("abc", "grounded", 2, 1, 10, 20, 345, 0)
+    stats = TurnStats("abc", "grounded", 2, 1, 10, 20, 345, 0, 76)
     assert format_turn_line(stats) == (
         "chat turn=abc mode=grounded rounds=2 tools=1 thinking_chars=10 content_chars=20"
-        " total_ms=345 retries=0"
+        " total_ms=345 retries=0 scaffold_stripped=76"
     )

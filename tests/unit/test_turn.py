@@ -7,6 +7,7 @@ row (or its absence) and the turn's log lines.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -15,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings, load_settings
-from app.errors import LLMError
+from app.errors import MALFORMED_REPLY, LLMError
 from app.frames import Frame
-from app.rag.types import Hit, StreamPiece
+from app.rag.types import Hit, StreamPiece, ToolCall
 from app.storage import QueryLog
 from app.turn import NOTES_UNAVAILABLE, UNEXPECTED_ERROR, TurnDeps, run_turn
 
@@ -181,6 +182,62 @@ async def test_every_turn_ends_with_one_turn_line_whatever_its_outcome(make) -> 
     [line] = [entry for entry in harness.log.lines if "rounds=" in entry]
     assert re.fullmatch(
         r"INFO chat turn=t1 mode=grounded rounds=2 tools=1 thinking_chars=0 content_chars=5"
-        r" total_ms=\d+ retries=0",
+        r" total_ms=\d+ retries=0 scaffold_stripped=0",
         line,
     )
+
+
+SPAN = "<|tool_call_start|>[read(path='/homelab/backup-notes.md')]<|tool_call_end|>"
+
+
+async def test_a_recovered_turn_tells_the_page_then_shows_only_the_clean_answer(make) -> None:
+    harness = make(FakeChat([[StreamPiece("content", SPAN), *answer("")], answer("Nightly.")]))
+
+    frames = await harness.turn()
+
+    assert kinds(frames) == ["start", "retry", "delta", "done"]
+    assert frames[1] == {"type": "retry", "reason": "recovery"}
+    assert SPAN not in json.dumps(frames)
+    [row] = harness.query_log.recent(10)
+    assert row["answer"] == "Nightly."
+    [line] = [entry for entry in harness.log.lines if "rounds=" in entry]
+    assert line.endswith(f"retries=0 scaffold_stripped={len(SPAN)}")
+    assert f"WARNING agent: stripped {len(SPAN)} chars of tool-scaffolding in round 1:" in (
+        "\n".join(harness.log.lines)
+    )
+
+
+async def test_a_malformed_reply_ends_with_the_dedicated_copy_and_no_row(make) -> None:
+    harness = make(FakeChat([[StreamPiece("content", SPAN), *answer("")]]))
+
+    frames = await harness.turn()
+
+    assert kinds(frames) == ["start", "retry", "error"]
+    assert frames[-1] == {"type": "error", "turn": "t1", "detail": MALFORMED_REPLY}
+    assert harness.query_log.recent(10) == []
+    [line] = [entry for entry in harness.log.lines if "rounds=" in entry]
+    assert line.endswith(f"retries=0 scaffold_stripped={2 * len(SPAN)}")
+    assert "WARNING chat turn=t1 outcome=error cause=MalformedReplyError" in harness.log.lines
+
+
+async def test_opt_in_profiles_are_stripped_when_configured(make) -> None:
+    hermes = '<tool_call>{"name": "read"}</tool_call>'
+    chat = FakeChat([[StreamPiece("content", f"{hermes}Nightly."), *answer("")]])
+    harness = make(chat, SG_SCAFFOLD_PROFILES="hermes")
+
+    frames = await harness.turn()
+
+    assert [f for f in frames if f["type"] == "delta"] == [{"type": "delta", "text": "Nightly."}]
+
+
+async def test_a_tool_chip_never_carries_markup_from_the_models_arguments(make) -> None:
+    hostile = ToolCall("call_1", "read", json.dumps({"path": f"/homelab/backups.md{SPAN}"}))
+    harness = make(FakeChat([tool_round(hostile), answer("Nightly.")]))
+
+    frames = await harness.turn()
+
+    [tool] = [f for f in frames if f["type"] == "tool"]
+    assert tool["type"] == "tool"
+    assert tool["arguments"] == json.dumps({"path": "/homelab/backups.md"})
+    assert tool["path"] == "/homelab/backups.md"
+    assert "<|" not in json.dumps(tool)

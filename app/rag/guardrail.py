@@ -1,0 +1,115 @@
+"""The guardrail's policy around the streaming filter: what a round shows, and when to recover.
+
+The filter (app.rag.scaffolding) decides character by character what of a model's answer
+may be shown. This module holds the rest of the guardrail's rules, as pure functions and one
+small per-request object, with no I/O and no model:
+
+- `RoundFilter` wraps one request's answer text: a fresh filter, whether anything visible
+  (not whitespace) came out, and the strip count and first stripped span for the warning.
+- `needs_recovery`: a round with no tool calls whose visible content is empty and that
+  stripped something gets exactly one recovery request (contract G2, G12).
+- `with_correction`: the recovery's messages: the same messages, with the single system
+  message extended by CORRECTION_INSTRUCTION (one is added at the front when there is
+  none), so whatever came last stays last and no provider sees a second system message.
+- `strip_warning`: the one log line per request that stripped something.
+- `scrub`: a whole short text through a fresh filter, for what the page shows of a
+  structured tool call (its name, arguments and path come from the model too).
+
+Deliberate choices:
+- "Visible" means what the user would see: a reply whose filtered text is only whitespace
+  is empty, exactly like a reply with no text at all.
+- A round that stripped nothing but showed nothing is not a guardrail matter (an empty or
+  thinking-only answer stays what it was); only stripped scaffolding triggers a recovery.
+- The recovery policy raises nothing itself: the agent raises MalformedReplyError after
+  the one recovery came back empty, outside any stream, so the transport retry rule (which
+  only sees LLMError) can never retry it.
+"""
+
+from __future__ import annotations
+
+from app.rag.scaffolding import PREVIEW_CHARS, Registry, ScaffoldingFilter
+from app.rag.types import ChatMessage, SystemMessage
+
+__all__ = [
+    "CORRECTION_INSTRUCTION",
+    "RoundFilter",
+    "needs_recovery",
+    "scrub",
+    "strip_warning",
+    "with_correction",
+]
+
+CORRECTION_INSTRUCTION = "Your previous reply contained raw tool-call markup, which is not interpreted here. Answer the user's question directly in plain text — no tool syntax."  # noqa: E501  (one line, verbatim: contract G2)
+
+
+class RoundFilter:
+    """The answer text of one model request, through a fresh scaffolding filter."""
+
+    __slots__ = ("_filter", "visible")
+
+    def __init__(self, registry: Registry) -> None:
+        self._filter = ScaffoldingFilter(registry)
+        self.visible = False  # has any non-whitespace text been shown?
+
+    def feed(self, text: str) -> str:
+        return self._seen(self._filter.feed(text))
+
+    def flush(self) -> str:
+        return self._seen(self._filter.flush())
+
+    def _seen(self, shown: str) -> str:
+        if not self.visible and shown and not shown.isspace():
+            self.visible = True
+        return shown
+
+    @property
+    def stripped_chars(self) -> int:
+        return self._filter.stripped_chars
+
+    @property
+    def first_span(self) -> str:
+        """The first stripped span, cut to its first PREVIEW_CHARS characters ('' if none)."""
+        return self._filter.first_span
+
+
+def needs_recovery(*, stripped_chars: int, visible: bool, tool_calls: int) -> bool:
+    """Whether a finished round gets the one recovery request (G2; never with tool calls, G12)."""
+    return stripped_chars > 0 and not visible and tool_calls == 0
+
+
+def with_correction(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """`messages` with the correction folded into the first system message (or a new one)."""
+    out = list(messages)
+    for index, message in enumerate(out):
+        if message["role"] == "system":
+            corrected: SystemMessage = {
+                "role": "system",
+                "content": f"{message['content']}\n\n{CORRECTION_INSTRUCTION}",
+            }
+            out[index] = corrected
+            return out
+    return [{"role": "system", "content": CORRECTION_INSTRUCTION}, *out]
+
+
+def scrub(text: str, registry: Registry) -> str:
+    """`text` with its scaffolding stripped, as one whole stream."""
+    whole = ScaffoldingFilter(registry)
+    return whole.feed(text) + whole.flush()
+
+
+def strip_warning(stripped_chars: int, round_number: int, first_span: str) -> str:
+    """`agent: stripped N chars of tool-scaffolding in round R: '<span>'`, on one line.
+
+    The span is cut at PREVIEW_CHARS and written as a Python string literal in single
+    quotes, so a newline or a quote in model output can never break or forge a log line.
+    """
+    return (
+        f"agent: stripped {stripped_chars} chars of tool-scaffolding in round {round_number}:"
+        f" {_single_quoted(first_span[:PREVIEW_CHARS])}"
+    )
+
+
+def _single_quoted(text: str) -> str:
+    # repr() picks double quotes for a string holding ' but no "; with a " appended it must
+    # use single quotes (escaping any '), and the appended character is cut off again.
+    return repr(text + '"')[:-2] + "'"
