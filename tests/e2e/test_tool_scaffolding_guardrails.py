@@ -59,9 +59,11 @@ def test_a_scaffold_only_answer_is_recovered_and_no_markup_ever_reaches_the_page
     message = answered(recorded, f"When do backups run? [[mock:scaffold-recover#{key}]]")
 
     expect(message.get_by_test_id("answer")).to_contain_text("Backups run nightly at 02:00")
+    expect(message.get_by_test_id("chat-retry")).to_be_hidden()
     prove_recorder_is_live(recorded, "Backups run nightly at 02:00")
+    assert "The model's reply was not usable; asking it again" in recorded_text(recorded)
     assert_never_shown(recorded, "sgcanary-recover-41f7")
-    assert len(stack.journal(key)) == 2
+    assert len(stack.journal(key, 2)) == 2
 
 
 def test_markup_split_one_character_per_chunk_never_reaches_the_page(recorded: Page, key: str):
@@ -80,7 +82,7 @@ def test_scaffold_twice_shows_the_error_state_and_the_page_stays_usable(
     expect(failed).to_have_attribute("data-state", "error")
     expect(failed.get_by_test_id("chat-error")).to_have_text(MALFORMED_REPLY)
     expect(failed.get_by_test_id("answer")).to_be_empty()
-    assert len(stack.journal(key)) == 2
+    assert len(stack.journal(key, 2)) == 2
     assert all(f"[[mock:scaffold-repeat#{key}]]" not in t["question"] for t in stack.history())
 
     next_key = f"{key}-next"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import httpx2
 import openai
 import pytest
 
@@ -627,55 +628,41 @@ async def test_an_unreachable_server_is_retried_then_reported_plainly() -> None:
 
 
 class CannedServer:
-    """A bare HTTP/1.1 server that answers every request with the same raw response.
+    """A model server that answers every request with the same response, in memory.
 
     For the shapes the mock deliberately never sends: adversarial Retry-After headers and
-    streams from lenient or quirky OpenAI-compatible servers.
+    streams from lenient or quirky OpenAI-compatible servers. It is an httpx2 MockTransport
+    handed to `make_client`, so no socket is involved and `requests` counts exactly.
     """
 
-    def __init__(self, status: str, headers: dict[str, str], body: bytes) -> None:
-        head = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in headers.items())]
-        head += [f"content-length: {len(body)}", "connection: close", "", ""]
-        self.response = "\r\n".join(head).encode("latin-1") + body
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
         self.requests = 0
-        self.url = ""
-        self._server: asyncio.Server | None = None
 
-    async def __aenter__(self) -> CannedServer:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = 0
-        for line in head.decode("latin-1").split("\r\n"):
-            name, _, value = line.partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        await reader.readexactly(length)
+    def _answer(self, request: httpx2.Request) -> httpx2.Response:
         self.requests += 1
-        writer.write(self.response)
-        await writer.drain()
-        writer.close()
-        await writer.wait_closed()
+        return httpx2.Response(self.status, headers=self.headers, content=self.body)
+
+    def client(self, config: LLMConfig) -> openai.AsyncOpenAI:
+        transport = httpx2.MockTransport(self._answer)
+        return make_client(config, http_client=httpx2.AsyncClient(transport=transport))
+
+
+CANNED_URL = "http://canned.invalid/v1"
 
 
 def rate_limited_by(retry_after: str) -> CannedServer:
     error = {"message": "slow down", "type": "rate_limit", "param": None, "code": None}
     headers = {"content-type": "application/json", "retry-after": retry_after}
-    return CannedServer("429 Too Many Requests", headers, json.dumps({"error": error}).encode())
+    return CannedServer(429, headers, json.dumps({"error": error}).encode())
 
 
 def sse_server(*events: dict[str, Any] | str) -> CannedServer:
     """A server streaming these chunks (dicts as JSON, strings as they are) as SSE."""
     lines = [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in events]
-    return CannedServer("200 OK", {"content-type": "text/event-stream"}, "".join(lines).encode())
+    return CannedServer(200, {"content-type": "text/event-stream"}, "".join(lines).encode())
 
 
 @dataclass(frozen=True)
@@ -717,12 +704,12 @@ async def test_adversarial_retry_after_never_crashes_or_waits_unboundedly(
 ) -> None:
     sleeps = Sleeps()
     header = retry_after if isinstance(retry_after, str) else retry_after.header()
-    async with rate_limited_by(header) as server:
-        config = LLMConfig(base_url=f"{server.url}/v1", model=MODEL)
-        async with make_client(config) as sdk:
-            items, error = await drain(
-                chat_stream_retried(sdk, config, ask("clean", "k"), None, sleep=sleeps)
-            )
+    server = rate_limited_by(header)
+    config = LLMConfig(base_url=CANNED_URL, model=MODEL)
+    async with server.client(config) as sdk:
+        items, error = await drain(
+            chat_stream_retried(sdk, config, ask("clean", "k"), None, sleep=sleeps)
+        )
 
     assert error is not None
     assert error.status == 429
@@ -749,7 +736,7 @@ def tool_delta(index: int, **fields: Any) -> dict[str, Any]:
 
 
 async def read_canned(server: CannedServer) -> list[Any]:
-    async with make_client(LLMConfig(base_url=f"{server.url}/v1", model=MODEL)) as sdk:
+    async with server.client(LLMConfig(base_url=CANNED_URL, model=MODEL)) as sdk:
         items, error = await drain(chat_stream(sdk, MODEL, ask("clean", "k"), [READ_SPEC]))
     assert error is None
     return items
@@ -757,47 +744,47 @@ async def read_canned(server: CannedServer) -> list[Any]:
 
 async def test_a_server_repeating_id_and_name_on_every_delta_does_not_corrupt_the_call() -> None:
     fn = {"name": "read", "arguments": ""}
-    async with sse_server(
+    server = sse_server(
         chunk(tool_delta(0, id="call_a", type="function", function=fn)),
         chunk(tool_delta(0, id="call_a", function={"name": "read", "arguments": '{"path": '})),
         chunk(tool_delta(0, id="call_a", function={"name": "read", "arguments": '"/x.md"}'})),
         chunk(finish="tool_calls"),
         "[DONE]",
-    ) as server:
-        [end] = await read_canned(server)
+    )
+    [end] = await read_canned(server)
 
     assert end == RoundEnd((ToolCall("call_a", "read", '{"path": "/x.md"}'),), "tool_calls")
 
 
 async def test_a_tool_call_without_an_id_gets_one_and_stray_deltas_are_tolerated() -> None:
-    async with sse_server(
+    server = sse_server(
         chunk(tool_delta(1, function={"name": "list", "arguments": "{}"})),
         chunk(tool_delta(1)),  # no function at all
         chunk(finish="tool_calls"),
         "[DONE]",
-    ) as server:
-        [end] = await read_canned(server)
+    )
+    [end] = await read_canned(server)
 
     assert end == RoundEnd((ToolCall("call_1", "list", "{}"),), "tool_calls")
 
 
 async def test_null_choices_and_other_choice_indexes_are_skipped() -> None:
     other = {"index": 1, "delta": {"content": "second choice"}, "finish_reason": None}
-    async with sse_server(
+    server = sse_server(
         chunk({"content": "first"}),
         {"id": "c1", "object": "chat.completion.chunk", "choices": [other]},
         {"id": "c1", "object": "chat.completion.chunk", "choices": None, "usage": None},
         chunk(finish="stop"),
         "[DONE]",
-    ) as server:
-        items = await read_canned(server)
+    )
+    items = await read_canned(server)
 
     assert items == [StreamPiece("content", "first"), RoundEnd((), "stop")]
 
 
 async def test_a_finish_reason_without_done_is_a_complete_round() -> None:
-    async with sse_server(chunk({"content": "all of it"}), chunk(finish="stop")) as server:
-        items = await read_canned(server)
+    server = sse_server(chunk({"content": "all of it"}), chunk(finish="stop"))
+    items = await read_canned(server)
 
     assert items == [StreamPiece("content", "all of it"), RoundEnd((), "stop")]
 
