@@ -11,8 +11,10 @@ import copy
 import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
+from app.rag.tools import NotesTools
 from app.rag.types import (
     ChatMessage,
     RetryNotice,
@@ -99,3 +101,19 @@ class FakeTools:
         path = json.loads(arguments).get("path")
         default = ToolOutcome(ok=True, text=f"contents of {path}", path=path)
         return self.outcomes.get(name, default)
+
+
+def still_clock() -> float:
+    """A clock that never moves: a grep budget measured on it is never spent."""
+    return 0.0
+
+
+def patient_tools(root: Path, **options: Any) -> NotesTools:
+    """NotesTools whose grep budget no machine load can exhaust.
+
+    For tests whose subject is not the budget: on the real clock a loaded machine can
+    spend the 1 s total budget on a big tree and turn a verdict into "search incomplete".
+    """
+    return NotesTools(
+        root, clock=still_clock, grep_file_timeout_s=3600, grep_total_timeout_s=3600, **options
+    )

@@ -32,6 +32,7 @@ from app.rag.retrieval import NotesIndex, sources
 from app.rag.tools import NotesTools
 from app.rag.types import ToolOutcome
 
+from .fakes import patient_tools
 from .files import NOT_UTF8, refuse_open_of, refuse_scandir_of, write
 
 SECRET = "TOP-SECRET-7f3a"
@@ -313,7 +314,7 @@ def test_a_hostile_folder_breaks_neither_the_index_nor_the_tools(hostile: Path, 
     with NotesIndex(hostile, tmp_path / "i.db", refresh_interval_s=0) as index:
         index.refresh()
         hits = index.search("zebra", limit=50)
-    outcomes = tool_outcomes(NotesTools(hostile))
+    outcomes = tool_outcomes(patient_tools(hostile))
     assert sorted(sources(hits)) == ["/homelab/good.md", "/homelab/sub/inner.md"]
     for outcome in outcomes:
         outcome.text.encode("utf-8")  # valid text: storable, sendable as JSON, showable
@@ -348,7 +349,7 @@ def test_the_index_reports_everything_in_a_hostile_folder_it_leaves_out(
 def test_the_index_and_grep_search_the_same_notes(hostile: Path, tmp_path: Path):
     with NotesIndex(hostile, tmp_path / "i.db") as index:
         indexed = sorted(sources(index.search("zebra", limit=50)))
-    grep_lines = NotesTools(hostile).grep("zebra").text.splitlines()
+    grep_lines = patient_tools(hostile).grep("zebra").text.splitlines()
     grepped = sorted(line.split(":", 1)[0] for line in grep_lines if line.startswith("/"))
     assert indexed == grepped
 
@@ -359,4 +360,4 @@ def test_refresh_and_grep_survive_folders_nested_past_the_recursion_limit(
     deep = "/homelab/" + "d/" * DEPTH + "deep.md"
     with NotesIndex(deep_root, tmp_path / "i.db") as index:
         assert sources(index.search("zebra")) == [deep]
-    assert NotesTools(deep_root).grep("zebra").text == f"{deep}:2: zebra"
+    assert patient_tools(deep_root).grep("zebra").text == f"{deep}:2: zebra"

@@ -20,6 +20,7 @@ from app.rag.tools import (
 )
 from app.rag.types import ToolOutcome
 
+from .fakes import patient_tools
 from .files import NOT_UTF8, write
 
 SECRET = "TOP-SECRET-7f3a"
@@ -49,7 +50,7 @@ def lab(tmp_path: Path) -> Lab:
     (root / "linkdir").symlink_to(tmp_path / "outside", target_is_directory=True)
     (root / "private").symlink_to(tmp_path / "notes_private", target_is_directory=True)
     (root / "link-in.md").symlink_to(root / "backups.md")
-    return Lab(tmp=tmp_path, root=root, tools=NotesTools(root))
+    return Lab(tmp=tmp_path, root=root, tools=patient_tools(root))
 
 
 def assert_safe(outcome: ToolOutcome, lab: Lab) -> None:
@@ -188,7 +189,7 @@ def test_a_real_homelab_folder_inside_the_root_wins_over_the_root_spelling(tmp_p
     root = tmp_path / "notes"
     write(root / "homelab" / "x.md", "inner\n")
     write(root / "x.md", "outer\n")
-    outcome = NotesTools(root).read("homelab/x.md")
+    outcome = patient_tools(root).read("homelab/x.md")
     assert (outcome.text, outcome.path) == ("inner\n", "/homelab/homelab/x.md")
 
 
@@ -336,7 +337,7 @@ def test_read_of_an_empty_note_says_so(lab: Lab):
 
 def test_read_truncates_long_notes_with_a_visible_marker(lab: Lab):
     write(lab.root / "long.md", "é" * 250)
-    outcome = NotesTools(lab.root, max_read_chars=100).read("long.md")
+    outcome = patient_tools(lab.root, max_read_chars=100).read("long.md")
     assert outcome.ok is True
     assert outcome.text == "é" * 100 + "\n[truncated: showing 100 of 250 characters]"
 
@@ -344,7 +345,7 @@ def test_read_truncates_long_notes_with_a_visible_marker(lab: Lab):
 def test_read_of_a_huge_file_reads_only_its_head(lab: Lab):
     # 3-byte characters, so the head read (4 bytes per character) ends mid-character
     write(lab.root / "huge.md", "€" * 5000)
-    tools = NotesTools(lab.root, max_read_chars=100, max_full_read_bytes=1000)
+    tools = patient_tools(lab.root, max_read_chars=100, max_full_read_bytes=1000)
     outcome = tools.read("huge.md")
     assert outcome.text == "€" * 100 + "\n[truncated: showing 100 characters of a 15000-byte file]"
 
@@ -411,7 +412,7 @@ def test_list_of_a_missing_folder_names_the_virtual_path(lab: Lab):
 def test_list_caps_the_entries_with_a_visible_marker(tmp_path: Path):
     for n in range(10):
         write(tmp_path / f"n{n}.md", "x")
-    outcome = NotesTools(tmp_path, max_list_entries=3).list()
+    outcome = patient_tools(tmp_path, max_list_entries=3).list()
     assert outcome.text.splitlines() == [
         "Contents of /homelab/:",
         "n0.md",
@@ -424,7 +425,7 @@ def test_list_caps_the_entries_with_a_visible_marker(tmp_path: Path):
 def test_list_escapes_control_and_bidi_characters_in_names(tmp_path: Path):
     write(tmp_path / "evil\nname.md", "x")
     write(tmp_path / "gpj.\u202eexe.md", "x")
-    lines = NotesTools(tmp_path).list().text.splitlines()
+    lines = patient_tools(tmp_path).list().text.splitlines()
     assert lines[1:] == ["evil\\u000aname.md", "gpj.\\u202eexe.md"]
 
 
@@ -501,7 +502,7 @@ def test_grep_refuses_empty_and_oversized_patterns(lab: Lab, pattern: str, messa
 
 def test_grep_caps_the_matches_with_a_visible_marker(tmp_path: Path):
     write(tmp_path / "many.md", "".join(f"restic line {n}\n" for n in range(60)))
-    lines = NotesTools(tmp_path).grep("restic").text.splitlines()
+    lines = patient_tools(tmp_path).grep("restic").text.splitlines()
     assert len(lines) == 51
     assert lines[49] == "/homelab/many.md:50: restic line 49"
     assert lines[50] == "[truncated: stopped after 50 matches; use a narrower pattern]"
@@ -509,14 +510,14 @@ def test_grep_caps_the_matches_with_a_visible_marker(tmp_path: Path):
 
 def test_grep_shows_exactly_the_cap_without_a_marker(tmp_path: Path):
     write(tmp_path / "many.md", "".join(f"restic line {n}\n" for n in range(50)))
-    lines = NotesTools(tmp_path).grep("restic").text.splitlines()
+    lines = patient_tools(tmp_path).grep("restic").text.splitlines()
     assert len(lines) == 50
     assert "truncated" not in lines[-1]
 
 
 def test_grep_cuts_long_lines_around_the_match(tmp_path: Path):
     write(tmp_path / "long.md", "   " + "a" * 1000 + " NEEDLE " + "b" * 1000 + "\n")
-    line = NotesTools(tmp_path).grep("needle").text
+    line = patient_tools(tmp_path).grep("needle").text
     prefix = "/homelab/long.md:1: "
     assert line.startswith(prefix + "…a")
     assert line.endswith("b…")
@@ -526,7 +527,7 @@ def test_grep_cuts_long_lines_around_the_match(tmp_path: Path):
 
 def test_grep_keeps_short_lines_whole_and_stripped(tmp_path: Path):
     write(tmp_path / "a.md", "\t  indented restic line\r\n")
-    assert NotesTools(tmp_path).grep("line$").text == "/homelab/a.md:1: indented restic line"
+    assert patient_tools(tmp_path).grep("line$").text == "/homelab/a.md:1: indented restic line"
 
 
 @pytest.mark.parametrize(
@@ -537,7 +538,7 @@ def test_grep_keeps_short_lines_whole_and_stripped(tmp_path: Path):
 def test_grep_skips_files_it_cannot_search_and_says_so(tmp_path: Path, content: bytes):
     write(tmp_path / "bad.md", content)
     write(tmp_path / "good.md", "restic\n")
-    outcome = NotesTools(tmp_path, max_grep_file_bytes=4096).grep("restic")
+    outcome = patient_tools(tmp_path, max_grep_file_bytes=4096).grep("restic")
     assert outcome.text.splitlines() == [
         "/homelab/good.md:1: restic",
         "[skipped 1 file(s) that are binary, not UTF-8 text or too large]",
@@ -568,7 +569,7 @@ def test_grep_reports_read_errors_as_skipped_files(tmp_path: Path, monkeypatch: 
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setattr(Path, "read_bytes", refuse)
-    outcome = NotesTools(tmp_path).grep("restic")
+    outcome = patient_tools(tmp_path).grep("restic")
     assert outcome.text == (
         "No matches.\n[skipped 1 file(s) that are binary, not UTF-8 text or too large]"
     )
@@ -688,6 +689,5 @@ def test_the_default_grep_budget_bounds_the_time_given_to_the_regex_engine(
 
 def test_grep_escapes_control_characters_in_lines(tmp_path: Path):
     write(tmp_path / "a.md", "restic \x1b[31mred\x1b[0m\n")
-    assert (
-        NotesTools(tmp_path).grep("red").text == "/homelab/a.md:1: restic \\u001b[31mred\\u001b[0m"
-    )
+    expected = "/homelab/a.md:1: restic \\u001b[31mred\\u001b[0m"
+    assert patient_tools(tmp_path).grep("red").text == expected
