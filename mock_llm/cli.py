@@ -1,4 +1,5 @@
-"""`python -m mock_llm`: the command line. Loopback by default; a bad flow file stops the start."""
+"""`python -m mock_llm`: the command line. Loopback by default; a bad flow file or side-call
+rule stops the start."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from mock_llm.journal import DEFAULT_CAPACITY
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
 from mock_llm.runner import bind_socket, build_settings, socket_url, uvicorn_config
 from mock_llm.server import DEFAULT_MAX_BODY_BYTES
+from mock_llm.side_calls import SideCallsRefused
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
 
 
@@ -51,6 +53,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="SECONDS",
         help="a keyless turn starts over after this long without a request",
     )
+    parser.add_argument(
+        "--side-call",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        dest="side_calls",
+        help="a request whose system or last user message this matches is a side call "
+        "(a title, tags...): it never advances a turn (repeatable)",
+    )
     parser.add_argument("--access-log", action="store_true", help="log every HTTP request")
     args = parser.parse_args(argv)
     for name in ("max_body_bytes", "journal_size", "journal_bytes"):
@@ -71,9 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             journal_capacity=args.journal_size,
             journal_max_body_bytes=args.journal_bytes,
             quiet_reset_s=args.quiet_reset,
+            side_calls=args.side_calls,
         )
     except FlowFileError as exc:
         print(f"mock_llm: bad flow file: {exc}", file=sys.stderr)
+        return 2
+    except SideCallsRefused as exc:
+        print(f"mock_llm: --side-call: {exc.message}", file=sys.stderr)
         return 2
     try:
         sock = bind_socket(args.host, args.port)

@@ -5,6 +5,15 @@ schema. Validation walks the composed YAML node tree rather than the loaded Pyth
 so that every error names the file and the line it is about; unknown keys and duplicate
 keys are errors rather than silently ignored, because a typo in a test fixture should fail
 loudly at start, not make a test pass for the wrong reason.
+
+Flows also arrive over HTTP (`POST /_mock/flows`) and go through this same parser, so
+nothing in it may blow up on hostile text: nesting too deep for the YAML composer is an
+error, a mapping key must be a plain value (a composite key's repr could expand aliases
+without bound), and tool-call `arguments` given as a mapping are walked with a node budget
+before they are turned into JSON, so an alias bomb or a recursive anchor is an error
+instead of an exponential dump. JSON is YAML except that JSON allows tabs as whitespace;
+a raw tab cannot occur inside a valid JSON string, so in text that is valid JSON every tab
+is read as a space (line numbers unchanged).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from mock_llm.flows import (
     Chunking,
     CutFault,
     ErrorEventFault,
+    Expect,
     Fault,
     FinishReason,
     Flow,
@@ -37,6 +47,9 @@ from mock_llm.flows import (
 )
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
+ARGUMENT_NODES_MAX = 10_000
+"""Nodes a tool call's `arguments` mapping may hold, every alias counted where it is used."""
+ARGUMENT_DEPTH_MAX = 100
 T = TypeVar("T")
 
 _HTTP_DEFAULTS: Mapping[int, tuple[str, str]] = {
@@ -84,12 +97,22 @@ def load_flow_file(path: str | Path) -> dict[str, Flow]:
 def parse_flows(text: str, source: str) -> dict[str, Flow]:
     """Validate the YAML text of a flow file and return its flows by name."""
     ctx = _Ctx(source)
+    if "\t" in text and _is_json(text):
+        text = text.replace("\t", " ")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         raise FlowFileError(source, line, f"not valid YAML: {exc.problem}") from exc
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses; it carries no mark
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character
+        code = char if isinstance(char, int) else ord(char)
+        problem = f"not valid YAML: character #x{code:04x} is not allowed ({exc.reason})"
+        raise FlowFileError(source, line, problem) from exc
+    except RecursionError as exc:
+        raise FlowFileError(source, None, "not valid YAML here: it nests too deeply") from exc
     if root is None:
         raise FlowFileError(source, None, "the file is empty; expected a 'flows:' mapping")
     top = _mapping(ctx, root, "the file")
@@ -109,13 +132,21 @@ def parse_flows(text: str, source: str) -> dict[str, Flow]:
     return flows
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
     fields = _mapping(
         ctx,
         node,
         f"flow {name!r}",
         required={"steps"},
-        allowed={"description", "canary", "steps"},
+        allowed={"description", "canary", "steps", "expect"},
     )
     steps_node = fields["steps"]
     if not isinstance(steps_node, yaml.SequenceNode) or not steps_node.value:
@@ -126,7 +157,41 @@ def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
     )
     description = _opt(ctx, fields, "description", _string, "")
     canary = _opt(ctx, fields, "canary", _string, None)
-    return Flow(name, description, steps, canary=canary, source=ctx.source)
+    expect = _expect(ctx, f"flow {name!r} expect", fields["expect"]) if "expect" in fields else None
+    return Flow(name, description, steps, canary=canary, source=ctx.source, expect=expect)
+
+
+_EXPECT_KEYS = {"shown", "recovery", "stripped_chars", "error", "requests"}
+
+
+def _expect(ctx: _Ctx, what: str, node: yaml.Node) -> Expect:
+    """Every key is required: a checker relies on the whole outcome, or on none of it."""
+    fields = _mapping(ctx, node, what, required=_EXPECT_KEYS, allowed=_EXPECT_KEYS)
+    error_node = fields["error"]
+    error = _scalar(ctx, error_node, "error")
+    if error not in ("malformed", None):
+        raise ctx.fail(error_node, f"{what}: 'error' must be malformed or null; got {error!r}")
+    requests = _integer(ctx, fields["requests"], "requests")
+    if requests < 1:
+        raise ctx.fail(fields["requests"], f"{what}: 'requests' must be 1 or more, not {requests}")
+    expect = Expect(
+        shown=_string(ctx, fields["shown"], "shown"),
+        recovery=_boolean(ctx, fields["recovery"], "recovery"),
+        stripped_chars=_count(ctx, fields["stripped_chars"], "stripped_chars"),
+        error=error,
+        requests=requests,
+    )
+    if expect.recovery and expect.requests < 2:
+        raise ctx.fail(
+            node, f"{what}: 'recovery: true' needs 'requests' of 2 or more (the recovery is one)"
+        )
+    if expect.error == "malformed" and not expect.recovery:
+        raise ctx.fail(
+            node,
+            f"{what}: the malformed-reply error follows a failed recovery (G3); "
+            "'recovery' must be true",
+        )
+    return expect
 
 
 _STEP_KEYS = {
@@ -176,14 +241,18 @@ def _tool_call(ctx: _Ctx, what: str, node: yaml.Node) -> ToolCall:
     )
     args_node = fields["arguments"]
     if isinstance(args_node, yaml.MappingNode):
-        arguments = json.dumps(_construct(args_node), ensure_ascii=False)
-    elif isinstance(args_node, yaml.ScalarNode) and isinstance(_construct(args_node), str):
-        arguments = cast(str, _construct(args_node))
+        _check_size(ctx, args_node, f"{what}: 'arguments'")
+        try:
+            arguments = json.dumps(_construct(ctx, args_node), ensure_ascii=False)
+        except (TypeError, ValueError) as exc:  # a date, bytes, a set...
+            raise ctx.fail(args_node, f"{what}: 'arguments' cannot be sent as JSON: {exc}") from exc
+    elif isinstance(args_node, yaml.ScalarNode) and isinstance(_construct(ctx, args_node), str):
+        arguments = cast(str, _construct(ctx, args_node))
     else:
         raise ctx.fail(args_node, f"{what}: 'arguments' must be a mapping or a JSON string")
     return ToolCall(
         name=_string(ctx, fields["name"], "name"),
-        arguments=arguments,
+        arguments=_encodable(ctx, args_node, arguments, "arguments"),
         id=_opt(ctx, fields, "id", _string, None),
     )
 
@@ -256,6 +325,28 @@ class _Fields(dict[str, yaml.Node]):
         self.key_nodes: dict[str, yaml.Node] = {}
 
 
+def _check_size(ctx: _Ctx, node: yaml.Node, what: str) -> None:
+    """Fail when `node` holds too many nodes (aliases counted at every use) or nests too deep.
+
+    Iterative, and stops at the budget, so a recursive anchor or an alias bomb costs at most
+    ARGUMENT_NODES_MAX steps to refuse.
+    """
+    pending: list[tuple[yaml.Node, int]] = [(node, 1)]
+    seen = 0
+    while pending:
+        current, depth = pending.pop()
+        seen += 1
+        if seen > ARGUMENT_NODES_MAX:
+            raise ctx.fail(node, f"{what} holds more than {ARGUMENT_NODES_MAX} values")
+        if depth > ARGUMENT_DEPTH_MAX:
+            raise ctx.fail(node, f"{what} nests deeper than {ARGUMENT_DEPTH_MAX} levels")
+        if isinstance(current, yaml.SequenceNode):
+            pending += [(child, depth + 1) for child in cast(list[yaml.Node], current.value)]
+        elif isinstance(current, yaml.MappingNode):
+            for key, value in cast(list[tuple[yaml.Node, yaml.Node]], current.value):
+                pending += [(key, depth + 1), (value, depth + 1)]
+
+
 def _mapping(
     ctx: _Ctx,
     node: yaml.Node,
@@ -267,7 +358,9 @@ def _mapping(
         raise ctx.fail(node, f"{what} must be a mapping")
     fields = _Fields()
     for key_node, value_node in cast(list[tuple[yaml.Node, yaml.Node]], node.value):
-        key = _construct(key_node)
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise ctx.fail(key_node, f"{what}: keys must be strings, not a list or mapping")
+        key = _construct(ctx, key_node)
         if not isinstance(key, str):
             raise ctx.fail(key_node, f"{what}: keys must be strings, not {key!r}")
         if key in fields:
@@ -297,27 +390,52 @@ def _opt(ctx: _Ctx, fields: _Fields, key: str, parse: Parser[T], default: T) -> 
     return parse(ctx, fields[key], key)
 
 
-def _construct(node: yaml.Node) -> Any:
-    return yaml.SafeLoader("").construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+def _construct(ctx: _Ctx, node: yaml.Node) -> Any:
+    try:
+        return yaml.SafeLoader("").construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+    except (yaml.YAMLError, ValueError, TypeError, ArithmeticError) as exc:
+        problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) else exc
+        raise ctx.fail(node, f"cannot read this value: {problem}") from exc
+
+
+def _encodable(ctx: _Ctx, node: yaml.Node, value: str, key: str) -> str:
+    """`value` with JSON-style surrogate pairs (`\\ud83d\\ude00`) joined; a lone one fails.
+
+    YAML keeps the two halves of an escaped pair apart, and a lone half cannot be sent as
+    UTF-8, so it would only fail later, in the middle of a stream.
+    """
+    try:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError as exc:
+        raise ctx.fail(
+            node, f"'{key}' holds a lone UTF-16 surrogate (an unpaired \\uD8xx)"
+        ) from exc
 
 
 def _scalar(ctx: _Ctx, node: yaml.Node, key: str) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         raise ctx.fail(node, f"'{key}' must be a single value")
-    return _construct(node)
+    return _construct(ctx, node)
 
 
 def _string(ctx: _Ctx, node: yaml.Node, key: str) -> str:
     value = _scalar(ctx, node, key)
     if not isinstance(value, str):
         raise ctx.fail(node, f"'{key}' must be a string, not {value!r}")
-    return value
+    return _encodable(ctx, node, value, key)
 
 
 def _integer(ctx: _Ctx, node: yaml.Node, key: str) -> int:
     value = _scalar(ctx, node, key)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ctx.fail(node, f"'{key}' must be a whole number, not {value!r}")
+    return value
+
+
+def _boolean(ctx: _Ctx, node: yaml.Node, key: str) -> bool:
+    value = _scalar(ctx, node, key)
+    if not isinstance(value, bool):
+        raise ctx.fail(node, f"'{key}' must be true or false, not {value!r}")
     return value
 
 

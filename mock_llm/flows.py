@@ -5,6 +5,12 @@ A flow is a named, ordered list of steps; the n-th request of a turn plays step 
 finish reason), how it is cut into chunks and paced, and optionally one fault. Built-in
 flows and user flow files both parse into these types (`flow_file.py`), so there is one
 schema. Everything here is immutable data with no I/O.
+
+A flow may also state the outcome a guarded chat app must reach when it plays the flow
+(`Expect`): the text the user sees, whether one recovery request is sent, how many
+characters of markup are stripped over the turn, whether the turn ends in the
+malformed-reply error, and how many upstream requests it makes. It is data for checkers
+(a conformance kit reads it from `GET /_mock/flows`); the mock itself never acts on it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ ChunkingMode = Literal["whole", "char", "word", "size"]
 ReasoningField = Literal["reasoning_content", "reasoning", "both"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 CutMode = Literal["abort", "eof"]
+ExpectedError = Literal["malformed"]
 
 REASONING_FIELDS: tuple[ReasoningField, ...] = ("reasoning_content", "reasoning", "both")
 FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "tool_calls", "content_filter")
@@ -115,6 +122,24 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Expect:
+    """The outcome of a whole turn of a flow, as a guarded app that runs tool calls ends it.
+
+    `shown` is the exact answer text the user sees once the turn is over; `recovery` says
+    whether the app sends its one recovery request (G2); `stripped_chars` is the markup
+    stripped from the answer, summed over every request of the turn (G10); `error` is
+    `malformed` when the turn must end in the malformed-reply error (G3), else None;
+    `requests` counts the turn's upstream requests, recovery and tool rounds included.
+    """
+
+    shown: str
+    recovery: bool
+    stripped_chars: int
+    error: ExpectedError | None
+    requests: int
+
+
+@dataclass(frozen=True)
 class Flow:
     """A named list of steps; `canary` is a string its markup carries that must never show."""
 
@@ -123,6 +148,7 @@ class Flow:
     steps: tuple[Step, ...]
     canary: str | None = None
     source: str = "builtin"
+    expect: Expect | None = None
 
     def step_for(self, index: int) -> Step:
         """The step for the 0-based request index; the last step repeats."""

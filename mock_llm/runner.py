@@ -15,17 +15,24 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
 
-from mock_llm.catalog import load_catalog
+from mock_llm.catalog import DEFAULT_MAX_RUNTIME_FLOWS, load_catalog
 from mock_llm.flows import ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
-from mock_llm.server import DEFAULT_MAX_BODY_BYTES, MockSettings, create_app, quiet_abort_logs
+from mock_llm.server import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_FLOWS_BODY_BYTES,
+    MockSettings,
+    create_app,
+    quiet_abort_logs,
+)
+from mock_llm.side_calls import SideCallRules
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
 
 STARTUP_TIMEOUT_S = 10.0
@@ -38,8 +45,13 @@ def build_settings(
     journal_capacity: int = DEFAULT_CAPACITY,
     journal_max_body_bytes: int = DEFAULT_JOURNAL_BYTES,
     quiet_reset_s: float = DEFAULT_QUIET_RESET_S,
+    max_runtime_flows: int = DEFAULT_MAX_RUNTIME_FLOWS,
+    max_flows_body_bytes: int = DEFAULT_MAX_FLOWS_BODY_BYTES,
+    side_calls: Iterable[str] = (),
 ) -> MockSettings:
-    """Settings with the catalog loaded; raises FlowFileError for a bad flow file."""
+    """Settings with the catalog loaded; raises FlowFileError for a bad flow file, and
+    SideCallsRefused for a bad side-call rule (or too many)."""
+    rules = SideCallRules.of(side_calls)
     return MockSettings(
         flows=load_catalog(flow_files),
         reasoning_field=reasoning_field,
@@ -47,6 +59,9 @@ def build_settings(
         journal_capacity=journal_capacity,
         journal_max_body_bytes=journal_max_body_bytes,
         quiet_reset_s=quiet_reset_s,
+        max_runtime_flows=max_runtime_flows,
+        max_flows_body_bytes=max_flows_body_bytes,
+        side_calls=rules.patterns,
     )
 
 

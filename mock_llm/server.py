@@ -12,6 +12,19 @@ Deliberate choices:
 - An `abort` ending returns from the ASGI callable without finishing the body: uvicorn then
   closes the connection, which is what a dropped upstream looks like to a client. uvicorn
   logs that as an error; `quiet_abort_logs` filters exactly that line.
+- The catalog is the server's state, not its settings: flows added at run time
+  (`POST /_mock/flows`) join it. Their text is parsed in a worker thread (a large body must
+  not stall the streams in flight), then checked and added in one step on the event loop,
+  so two requests adding flows never interleave.
+- Side calls (`side_calls.py`) are told apart before a trigger is read (`routing.py`):
+  they never advance a turn and play the first step of the `side-call` flow. Their rules
+  are state too (`POST /_mock/side-calls` adds to them). While there are rules, a request
+  is classified in a worker thread: a rule's matches are bounded in time, but they must
+  not hold up the streams in flight meanwhile.
+- `POST /_mock/flows` and `POST /_mock/side-calls` read their bodies through one helper
+  (`_read_bounded`), so both are bounded and refused the same way.
+- A journal read with `settle_ms` waits on the journal's change signal (`settle.py`), never
+  by polling, and for no longer than its `timeout_ms`.
 """
 
 from __future__ import annotations
@@ -20,21 +33,32 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mock_llm import wire
-from mock_llm.catalog import DEFAULT_FLOW, catalog_to_json
+from mock_llm.catalog import (
+    DEFAULT_MAX_RUNTIME_FLOWS,
+    RUNTIME_SOURCE,
+    RuntimeFlowsRefused,
+    add_runtime_flows,
+    catalog_to_json,
+    runtime_count,
+)
 from mock_llm.chat_request import RequestError, parse_chat_request
+from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
+from mock_llm.journal_query import QueryError, parse_journal_query
 from mock_llm.response_plan import (
     FaultFired,
     Pause,
@@ -44,10 +68,21 @@ from mock_llm.response_plan import (
     plan_response,
 )
 from mock_llm.response_plan import Send as SendBytes
-from mock_llm.trigger import TriggerError, find_trigger, last_user_text
+from mock_llm.routing import Destination, route_request
+from mock_llm.settle import ChangeSignal, wait_settled
+from mock_llm.side_calls import MAX_BODY_BYTES as MAX_SIDE_CALLS_BODY_BYTES
+from mock_llm.side_calls import (
+    MAX_PATTERNS,
+    SideCallRules,
+    SideCallsRefused,
+    compile_rules,
+    parse_patterns_body,
+)
+from mock_llm.trigger import TriggerError
 from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_FLOWS_BODY_BYTES = 1024 * 1024
 ABORT_LOG_LINE = "ASGI callable returned without completing response."
 MODEL_ID = "mock-llm"
 
@@ -60,16 +95,28 @@ class MockSettings:
     journal_capacity: int = DEFAULT_CAPACITY
     journal_max_body_bytes: int = DEFAULT_JOURNAL_BYTES
     quiet_reset_s: float = DEFAULT_QUIET_RESET_S
+    max_runtime_flows: int = DEFAULT_MAX_RUNTIME_FLOWS
+    max_flows_body_bytes: int = DEFAULT_MAX_FLOWS_BODY_BYTES
+    """The largest `POST /_mock/flows` body, and the most text its flows may hold."""
+    side_calls: tuple[str, ...] = ()
+    """Side-call rules in force from the start (regular expressions, see side_calls.py)."""
 
 
 @dataclass
 class MockState:
     settings: MockSettings
+    flows: dict[str, Flow] = field(init=False)
     journal: Journal = field(init=False)
+    journal_changed: ChangeSignal = field(init=False)
     turns: TurnTracker = field(init=False)
+    side_calls: SideCallRules = field(init=False)
 
     def __post_init__(self) -> None:
+        self.flows = dict(self.settings.flows)
+        self.side_calls = SideCallRules.of(self.settings.side_calls)
         self.journal = Journal(self.settings.journal_capacity, self.settings.journal_max_body_bytes)
+        self.journal_changed = ChangeSignal()
+        self.journal.on_change = self.journal_changed.pulse
         self.turns = TurnTracker(self.settings.quiet_reset_s)
 
 
@@ -154,6 +201,9 @@ def create_app(settings: MockSettings) -> Starlette:
         except _BodyTooLarge:
             limit = settings.max_body_bytes
             return _reject(entry, 413, f"The request body is larger than {limit} bytes.")
+        except ClientDisconnect:  # gone before its body was read: no answer will reach it
+            entry.finish("client_disconnected")
+            return Response(status_code=400)
         try:
             chat = parse_chat_request(raw)
         except RequestError as exc:
@@ -162,23 +212,24 @@ def create_app(settings: MockSettings) -> Starlette:
             return _reject(entry, exc.status, exc.message, exc.param)
         state.journal.attach_body(entry, chat.body, len(raw))
         entry.stream = chat.stream
-        text = last_user_text(chat.messages)
         try:
-            trigger = find_trigger(text)
+            route = await _route(chat.messages, state.side_calls)
         except TriggerError as exc:
             return _reject(entry, 400, str(exc), "messages")
-        flow_name = trigger.flow if trigger is not None else DEFAULT_FLOW
-        entry.key = trigger.key if trigger is not None else None
-        flow = settings.flows.get(flow_name)
+        entry.identify(route.key, route.side_call)
+        flow = state.flows.get(route.flow)
         if flow is None:
-            known = ", ".join(sorted(settings.flows))
-            message = f"Unknown mock flow {flow_name!r}. Known flows: {known}."
+            known = ", ".join(sorted(state.flows))
+            message = f"Unknown mock flow {route.flow!r}. Known flows: {known}."
             return _reject(entry, 400, message, "messages", code="unknown_flow")
-        position = state.turns.advance(flow.name, len(flow.steps), entry.key, text)
-        step = flow.steps[position.step_index]
+        step_index = 0  # a side call belongs to no turn: it plays the first step
+        if not route.side_call:
+            position = state.turns.advance(flow.name, len(flow.steps), route.key, route.turn_text)
+            step_index = position.step_index
+            entry.request_in_turn = position.request_number
+        step = flow.steps[step_index]
         entry.flow = flow.name
-        entry.step, entry.steps = position.step_index + 1, len(flow.steps)
-        entry.request_in_turn = position.request_number
+        entry.step, entry.steps = step_index + 1, len(flow.steps)
         if step.fault is not None:
             entry.fault = describe_fault(step.fault)
         meta = wire.CompletionMeta(f"chatcmpl-mock{entry.seq}", int(time.time()), chat.model)
@@ -188,30 +239,79 @@ def create_app(settings: MockSettings) -> Starlette:
         return PlayedResponse(plan, entry)
 
     async def list_requests(request: Request) -> Response:
-        key = request.query_params.get("key")
-        flow = request.query_params.get("flow")
-        entries = state.journal.entries(key=key, flow=flow)
-        return JSONResponse(
-            {
-                "requests": [e.to_json() for e in entries],
-                "dropped": state.journal.dropped,
-                "capacity": settings.journal_capacity,
-            }
-        )
+        try:
+            query = parse_journal_query(request.query_params.multi_items())
+        except QueryError as exc:
+            return error_response(400, exc.message, param=exc.param)
+        settled = None
+        if query.settle_ms is not None:
+            settled = await wait_settled(state.journal, state.journal_changed, query)
+        entries = state.journal.entries(query.key, query.flow, query.side_calls)
+        return JSONResponse(state.journal.to_json(entries, settled))
 
     async def clear_requests(request: Request) -> Response:
         state.journal.clear()
         return Response(status_code=204)
 
     async def list_flows(request: Request) -> Response:
-        return JSONResponse(catalog_to_json(settings.flows))
+        return JSONResponse(catalog_to_json(state.flows))
+
+    async def add_flows(request: Request) -> Response:
+        limit = settings.max_flows_body_bytes
+        raw = await _read_bounded(request, limit, "flows", "flows_too_large")
+        if isinstance(raw, Response):
+            return raw
+        try:
+            text = raw.decode("utf-8")
+            new = await anyio.to_thread.run_sync(parse_flows, text, RUNTIME_SOURCE)
+        except UnicodeDecodeError:
+            return error_response(
+                400, "Bad flows: the body is not UTF-8 text.", code="invalid_flows"
+            )
+        except FlowFileError as exc:
+            where = f"line {exc.line}: " if exc.line is not None else ""
+            return error_response(400, f"Bad flows: {where}{exc.problem}", code="invalid_flows")
+        try:
+            addition = add_runtime_flows(
+                state.flows, new, max_flows=settings.max_runtime_flows, max_chars=limit
+            )
+        except RuntimeFlowsRefused as exc:
+            return error_response(exc.status, exc.message, code=exc.code)
+        state.flows = addition.flows
+        return JSONResponse(
+            {
+                "added": list(addition.added),
+                "unchanged": list(addition.unchanged),
+                "runtime_flows": runtime_count(state.flows),
+                "max_runtime_flows": settings.max_runtime_flows,
+            }
+        )
+
+    async def list_side_calls(request: Request) -> Response:
+        return JSONResponse(_side_calls_json(state.side_calls))
+
+    async def add_side_calls(request: Request) -> Response:
+        raw = await _read_bounded(
+            request, MAX_SIDE_CALLS_BODY_BYTES, "side-call rules", "side_calls_too_large"
+        )
+        if isinstance(raw, Response):
+            return raw
+        try:
+            patterns = parse_patterns_body(raw)
+            new = await anyio.to_thread.run_sync(compile_rules, patterns)
+            addition = state.side_calls.add(new)
+        except SideCallsRefused as exc:
+            return error_response(exc.status, exc.message, param=exc.param, code=exc.code)
+        state.side_calls = addition.rules
+        answer = {"added": list(addition.added), "unchanged": list(addition.unchanged)}
+        return JSONResponse({**answer, **_side_calls_json(state.side_calls)})
 
     async def models(request: Request) -> Response:
         model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "mock_llm"}
         return JSONResponse({"object": "list", "data": [model]})
 
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "flows": len(settings.flows)})
+        return JSONResponse({"status": "ok", "flows": len(state.flows)})
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -225,10 +325,24 @@ def create_app(settings: MockSettings) -> Starlette:
         Route("/_mock/requests", list_requests, methods=["GET"]),
         Route("/_mock/requests", clear_requests, methods=["DELETE"]),
         Route("/_mock/flows", list_flows, methods=["GET"]),
+        Route("/_mock/flows", add_flows, methods=["POST"]),
+        Route("/_mock/side-calls", list_side_calls, methods=["GET"]),
+        Route("/_mock/side-calls", add_side_calls, methods=["POST"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
     app.state.mock = state
     return app
+
+
+async def _route(messages: list[dict[str, Any]], rules: SideCallRules) -> Destination:
+    """The request's route; classified in a worker thread while there are side-call rules."""
+    if not rules:
+        return route_request(messages, rules)
+    return await anyio.to_thread.run_sync(route_request, messages, rules)
+
+
+def _side_calls_json(rules: SideCallRules) -> dict[str, Any]:
+    return {"patterns": list(rules.patterns), "max_patterns": MAX_PATTERNS}
 
 
 def _reject(
@@ -245,6 +359,17 @@ def _reject(
 
 def _preview(raw: bytes, limit: int = 2000) -> str:
     return raw[:limit].decode("utf-8", errors="replace")
+
+
+async def _read_bounded(request: Request, limit: int, what: str, code: str) -> bytes | Response:
+    """The body of a `POST /_mock/...` request, or the answer refusing it: 413 (`code`)
+    past `limit` bytes, a bare 400 for a client gone before its body was read."""
+    try:
+        return await _read_body(request, limit)
+    except _BodyTooLarge:
+        return error_response(413, f"The {what} body is larger than {limit} bytes.", code=code)
+    except ClientDisconnect:
+        return Response(status_code=400)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

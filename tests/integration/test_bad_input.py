@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from urllib.parse import urlsplit
+
 import httpx
 import pytest
 
 from mock_llm import build_settings, serve_mock
 
-from ..deadlines import DEADLINE_S
+from ..deadlines import DEADLINE_S, POLL_S
 from ..journal import settled_journal
 from ..sse import chat_body, read_sse
 
@@ -95,3 +98,51 @@ async def test_flows_listing_describes_every_flow(http: httpx.AsyncClient):
     names = {f["name"] for f in listing}
     assert {"scaffold-recover", "quick-stall", "default"} <= names
     assert all(f["description"] for f in listing if f["source"] == "builtin")
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ("key=k&settle_ms=abc", "settle_ms"),
+        ("key=k&settle_ms=-5", "settle_ms"),
+        ("key=k&settle_ms=99999999999999999999999", "settle_ms"),
+        ("key=k&settle_ms=10&timeout_ms=86400000", "timeout_ms"),
+        ("key=k&settle_ms=10&timeout_ms=1.5", "timeout_ms"),
+        ("settle_ms=10", "settle_ms"),
+        ("key=k&timeout_ms=10", "timeout_ms"),
+        ("key=k&settle=10", "settle"),
+        ("key=a&key=b", "key"),
+    ],
+)
+async def test_bad_journal_query_is_400_naming_the_parameter(
+    http: httpx.AsyncClient, query: str, param: str
+):
+    response = await http.get(f"/_mock/requests?{query}")
+    assert_openai_error(response, 400, param)
+    assert response.json()["error"]["param"] == param
+
+
+async def test_a_client_gone_before_its_body_was_read_is_journaled_as_disconnected():
+    """Such an entry must end: one left in progress with no key would hold every settle read."""
+    with serve_mock() as url:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
+            await read_sse(client, chat_body("[[mock:clean#done]]"))
+            host, port = urlsplit(url).hostname, urlsplit(url).port
+            async with asyncio.timeout(DEADLINE_S):
+                _, writer = await asyncio.open_connection(host, port)
+                writer.write(
+                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: mock\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+                )
+                await writer.drain()
+                while True:  # until the mock has the half-sent request in its journal
+                    if len((await client.get("/_mock/requests")).json()["requests"]) == 2:
+                        break
+                    await asyncio.sleep(POLL_S)
+                writer.close()
+                await writer.wait_closed()
+            params = {"key": "done", "settle_ms": 0, "timeout_ms": int(DEADLINE_S * 500)}
+            settled = (await client.get("/_mock/requests", params=params)).json()["settled"]
+            entries = (await client.get("/_mock/requests")).json()["requests"]
+    assert settled is True
+    assert [e["outcome"] for e in entries] == ["completed", "client_disconnected"]

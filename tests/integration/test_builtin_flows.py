@@ -7,6 +7,7 @@ statement that the wire replays every step exactly, whatever flows are added lat
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import httpx
 import pytest
@@ -119,3 +120,10 @@ async def test_non_streamed_flow_answers_every_step_whole(
             for c in message.get("tool_calls", [])
         ]
         assert calls == expected_tool_calls(step)
+
+
+async def test_listing_shows_each_builtin_flows_expect_block(http: httpx.AsyncClient):
+    listing = {f["name"]: f for f in (await http.get("/_mock/flows")).json()["flows"]}
+    for name, flow in FLOWS.items():
+        expect = asdict(flow.expect) if flow.expect is not None else None
+        assert listing[name]["expect"] == expect, name

@@ -1,16 +1,27 @@
-"""The journal over HTTP: exact counts under concurrency, early leavers, clearing, bounds."""
+"""The journal over HTTP: exact counts under concurrency, early leavers, clearing, bounds,
+the schema version and clock, and reads that wait for a turn to settle.
+
+A settle read's verdict never depends on how long anything took: a turn that cannot settle
+(a stream held open, a key never used) runs out its wait and says `settled: false`, and a
+turn that has ended says `settled: true` however late the read comes.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
+from contextlib import aclosing, asynccontextmanager
 
 import httpx
 
 from mock_llm import build_settings, serve_mock
+from mock_llm.journal import JOURNAL_VERSION
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
-from ..sse import chat_body, read_sse
+from ..sse import chat_body, data_events, read_sse
+
+WAIT_MS = int(DEADLINE_S * 1000 / 2)  # a settle read's own bound, inside the test's deadline
 
 
 async def test_fifty_concurrent_turns_are_counted_exactly_per_key(
@@ -42,7 +53,7 @@ async def test_client_that_leaves_early_is_recorded_as_disconnected(
     # The slow flow runs for seconds more, so `client_disconnected` (not `completed`) is the
     # proof the mock saw the client go, however long it took to notice.
     assert entry["outcome"] == "client_disconnected"
-    assert entry["timings"]["disconnected_at"] is not None
+    assert entry["disconnected_ms"] == entry["ended_ms"]
     assert entry["chunks_sent"] >= 5
 
 
@@ -56,7 +67,7 @@ async def test_entry_records_body_flow_step_and_timings(http: httpx.AsyncClient,
     assert entry["stream"] is True
     assert entry["status"] == 200
     assert entry["outcome"] == "completed"
-    assert entry["timings"]["first_chunk_ms"] <= entry["timings"]["ended_ms"]
+    assert entry["received_ms"] <= entry["first_chunk_ms"] <= entry["ended_ms"]
     assert entry["chunks_sent"] > 3
 
 
@@ -93,3 +104,83 @@ async def test_journal_is_bounded_and_counts_what_it_dropped():
     assert [e["key"] for e in listing["requests"]] == ["k2", "k3", "k4"]
     assert listing["dropped"] == 2
     assert listing["capacity"] == 3
+
+
+async def test_a_read_names_its_schema_version_and_clock(http: httpx.AsyncClient, key: str):
+    await read_sse(http, chat_body(f"[[mock:clean#{key}]]"))
+    [entry] = await settled_journal(http, key)
+    read = (await http.get("/_mock/requests", params={"key": key})).json()
+    assert read["version"] == JOURNAL_VERSION
+    assert isinstance(read["started_at"], float)
+    assert entry["ended_ms"] <= read["now_ms"]
+    assert "settled" not in read
+
+
+async def test_later_requests_arrive_later_on_the_one_clock(http: httpx.AsyncClient, key: str):
+    for _ in range(2):
+        await read_sse(http, chat_body(f"[[mock:three-steps#{key}]]"))
+    first, second = await settled_journal(http, key, count=2)
+    assert first["received_ms"] <= first["ended_ms"] <= second["received_ms"]
+
+
+async def settle_read(http: httpx.AsyncClient, key: str, **params: int) -> dict:
+    async with asyncio.timeout(DEADLINE_S):
+        response = await http.get("/_mock/requests", params={"key": key, **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@asynccontextmanager
+async def open_stream(http: httpx.AsyncClient, body: dict, events: int) -> AsyncGenerator[None]:
+    """A stream held open after its first `events` events; leaving closes it."""
+    async with (
+        asyncio.timeout(DEADLINE_S),
+        http.stream("POST", "/v1/chat/completions", json=body) as response,
+        aclosing(data_events(response)) as stream,
+    ):
+        for _ in range(events):
+            await anext(stream)
+        yield
+
+
+async def test_settle_read_of_a_finished_turn_is_settled(http: httpx.AsyncClient, key: str):
+    for _ in range(2):
+        await read_sse(http, chat_body(f"[[mock:scaffold-recover#{key}]]"))
+    read = await settle_read(http, key, settle_ms=50, timeout_ms=WAIT_MS)
+    assert read["settled"] is True
+    assert [e["outcome"] for e in read["requests"]] == ["completed", "completed"]
+
+
+async def test_settle_read_of_a_turn_still_streaming_runs_out_unsettled(
+    http: httpx.AsyncClient, key: str
+):
+    async with open_stream(http, chat_body(f"[[mock:slow#{key}]]"), events=3):
+        read = await settle_read(http, key, settle_ms=0, timeout_ms=100)
+    assert read["settled"] is False
+    assert [e["outcome"] for e in read["requests"]] == ["in_progress"]
+
+
+async def test_settle_read_answers_once_the_stream_it_waits_for_ends(
+    http: httpx.AsyncClient, mock_url: str, key: str
+):
+    async with httpx.AsyncClient(base_url=mock_url, timeout=DEADLINE_S) as reader:
+        async with open_stream(http, chat_body(f"[[mock:slow#{key}]]"), events=3):
+            read = asyncio.create_task(settle_read(reader, key, settle_ms=0, timeout_ms=WAIT_MS))
+        result = await read
+    assert result["settled"] is True
+    assert [e["outcome"] for e in result["requests"]] == ["client_disconnected"]
+
+
+async def test_settle_read_of_a_key_never_used_runs_out_empty(http: httpx.AsyncClient, key: str):
+    read = await settle_read(http, key, settle_ms=0, timeout_ms=0)
+    assert (read["settled"], read["requests"]) == (False, [])
+
+
+async def test_settle_read_keeps_the_flow_filter(http: httpx.AsyncClient, key: str):
+    await read_sse(http, chat_body(f"[[mock:clean#{key}]]"))
+    read = await settle_read(http, key, settle_ms=0, timeout_ms=WAIT_MS)
+    assert read["settled"] is True
+    response = await http.get(
+        "/_mock/requests", params={"key": key, "flow": "xss", "settle_ms": 0, "timeout_ms": 0}
+    )
+    assert (response.json()["settled"], response.json()["requests"]) == (False, [])

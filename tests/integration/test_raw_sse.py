@@ -69,8 +69,7 @@ async def test_stall_pauses_the_stream_mid_way_then_finishes_it_whole(
     [entry] = await settled_journal(http, key)
     assert (entry["outcome"], entry["chunks_sent"]) == ("fault", 6)
     assert entry["fault"] == "stall 0.3s after 2 chunks"
-    timings = entry["timings"]
-    assert timings["ended_ms"] - timings["first_chunk_ms"] >= 300 - 1  # less clock rounding
+    assert entry["ended_ms"] - entry["first_chunk_ms"] >= 300 - 1  # less clock rounding
 
 
 async def test_reasoning_field_can_be_chosen_per_server(key: str):

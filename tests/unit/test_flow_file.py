@@ -5,12 +5,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
 from mock_llm.flows import (
     Chunking,
     CutFault,
     ErrorEventFault,
+    Expect,
     HttpFault,
     MalformedFault,
     StallFault,
@@ -193,6 +196,24 @@ def test_anchors_and_x_keys_are_allowed():
         ),
         ("flows:\n  f:\n    steps:\n      - fault: cut\n", 4, "'fault' must be a mapping"),
         ("flows:\n  1: {steps: [{content: x}]}\n", 2, "keys must be strings"),
+        ("flows:\n  f:\n    ? [a, b]\n    : 1\n", 3, "keys must be strings, not a list"),
+        ("flows:\n  f: {steps: [{content: !!python/name:os.system x}]}\n", 2, "cannot read"),
+        ("flows:\n  f: {steps: [{delay_ms: !!int abc}]}\n", 2, "cannot read this value"),
+        ('flows:\n  f: {steps: [{content: "\\ud800"}]}\n', 2, "lone UTF-16 surrogate"),
+        ('flows:\n  f: {steps: [{content: "a\x00"}]}\n', 2, "#x0000 is not allowed"),
+        ("flows:\n  f: {steps: [{content: " + "[" * 5000 + "]" * 5000 + "}]}\n", None, "nests"),
+        (
+            "flows:\n  f:\n    steps:\n      - tool_calls:\n"
+            "          - {name: x, arguments: &a {k: [*a]}}\n",
+            5,
+            "'arguments' nests deeper than 100 levels",
+        ),
+        (
+            "flows:\n  f:\n    steps:\n      - tool_calls:\n"
+            "          - {name: x, arguments: {when: 2024-01-01}}\n",
+            5,
+            "'arguments' cannot be sent as JSON",
+        ),
     ],
 )
 def test_invalid_flow_file_names_file_line_and_problem(text: str, line: int | None, problem: str):
@@ -221,3 +242,77 @@ def test_non_utf8_flow_file_is_a_flow_file_error(tmp_path: Path):
     path.write_bytes(b"flows:\n  f: {steps: [{content: \xe9}]}\n")
     with pytest.raises(FlowFileError, match="cannot read the file"):
         load_flow_file(path)
+
+
+def test_json_is_read_as_the_same_schema_with_its_lines():
+    text = (
+        '{\n\t"flows": {\n\t\t"j": {"steps": [{"content": "caf\\u00e9 \\ud83d\\ude00"}]}\n\t}\n}\n'
+    )
+    assert parse_flows(text, source="body")["j"].steps[0].content == "caf\u00e9 \U0001f600"
+    with pytest.raises(FlowFileError) as caught:
+        parse_flows(text.replace('"content"', '"contnet"'), source="body")
+    assert caught.value.line == 3
+
+
+def test_tool_call_arguments_may_not_expand_past_the_node_budget():
+    bomb = "x-0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"x-{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 6)
+    )
+    text = bomb + "flows:\n  f:\n    steps:\n      - tool_calls: [{name: x, arguments: {k: *a5}}]\n"
+    with pytest.raises(FlowFileError, match="more than 10000 values"):
+        parse_flows(text, source="flows.yaml")
+
+
+EXPECT = "{shown: hi, recovery: false, stripped_chars: 0, error: null, requests: 1}"
+
+
+def with_expect(block: str) -> str:
+    return f"flows:\n  f:\n    expect: {block}\n    steps: [{{content: hi}}]\n"
+
+
+def test_an_expect_block_parses_into_the_model():
+    block = "{shown: '', recovery: true, stripped_chars: 192, error: malformed, requests: 2}"
+    assert parse(with_expect(block))["f"].expect == Expect("", True, 192, "malformed", 2)
+
+
+def test_a_flow_without_expect_states_no_outcome():
+    assert parse("flows:\n  f: {steps: [{content: hi}]}\n")["f"].expect is None
+
+
+@pytest.mark.parametrize(
+    ("block", "problem"),
+    [
+        ("{shown: hi}", "missing 'error', 'recovery', 'requests', 'stripped_chars'"),
+        (EXPECT.replace("requests: 1", "requests: 1, shwon: x"), "unknown key 'shwon'"),
+        (EXPECT.replace("recovery: false", "recovery: maybe"), "'recovery' must be true or false"),
+        (EXPECT.replace("stripped_chars: 0", "stripped_chars: -3"), "0 or more"),
+        (EXPECT.replace("stripped_chars: 0", "stripped_chars: '9'"), "whole number"),
+        (EXPECT.replace("error: null", "error: timeout"), "'error' must be malformed or null"),
+        (EXPECT.replace("requests: 1", "requests: 0"), "'requests' must be 1 or more"),
+        (EXPECT.replace("shown: hi", "shown: 7"), "'shown' must be a string"),
+        (EXPECT.replace("recovery: false", "recovery: true"), "needs 'requests' of 2 or more"),
+        (
+            EXPECT.replace("error: null", "error: malformed").replace("requests: 1", "requests: 2"),
+            "'recovery' must be true",
+        ),
+        ("[1]", "must be a mapping"),
+    ],
+)
+def test_invalid_expect_block_names_its_line_and_problem(block: str, problem: str):
+    with pytest.raises(FlowFileError) as caught:
+        parse_flows(with_expect(block), source="flows.yaml")
+    assert caught.value.line == 3
+    assert problem in caught.value.problem
+
+
+FLOW_ALPHABET = st.sampled_from(list("flows:steps-content{}[]&*!|>'\"#\n\t \\0a1?,%@`"))
+
+
+@given(st.text(alphabet=FLOW_ALPHABET, max_size=200) | st.text(max_size=200))
+def test_any_text_is_either_flows_or_a_flow_file_error(text: str):
+    """The parser serves HTTP too: whatever the text, it fails only with FlowFileError."""
+    try:
+        parse_flows("flows:\n  f:\n    steps:\n      - " + text, source="body")
+        parse_flows(text, source="body")
+    except FlowFileError:
+        pass

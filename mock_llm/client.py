@@ -1,0 +1,276 @@
+"""A small typed client for the mock's own endpoints: health, flows, side calls, the journal.
+
+It is for test suites and conformance kits that drive a chat app against the mock and then
+check what the mock saw; the chat endpoints themselves are for the app's own OpenAI client.
+Sync, on httpx, one connection pool per client (`with MockClient(url) as mock: ...`).
+
+Deliberate choices:
+- Answers become frozen dataclasses (`FlowSummary`, `JournalRead` of `JournalRecord`s,
+  `FlowsAdded`, `SideCallsAdded`, `Health`); a flow's `expect` block is the same `Expect`
+  the flow model uses.
+- A journal read of another schema version than this client's (JOURNAL_VERSION) is an
+  error, not a best effort: times in another version may mean something else. Fields a
+  newer mock adds within the same version are ignored, so additions stay compatible, and a
+  field this client knows but an older mock of the same version lacks (`side_call`) takes
+  its default.
+- Every error answer raises `MockClientError` with the status and the OpenAI-style error's
+  message, code and param, so a kit can report exactly what the mock refused and why.
+- A settle read's HTTP timeout covers the server-side wait (`timeout_ms`) plus the
+  client's own timeout, so the server, not the transport, decides when waiting is over.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from types import TracebackType
+from typing import Any, Self, TypeVar, cast
+
+import httpx
+
+from mock_llm.flows import Expect
+from mock_llm.journal import JOURNAL_VERSION
+from mock_llm.journal_query import DEFAULT_TIMEOUT_MS
+
+DEFAULT_TIMEOUT_S = 30.0
+T = TypeVar("T")
+
+
+class MockClientError(Exception):
+    """The mock refused a request, or answered in a shape this client does not read."""
+
+    def __init__(
+        self, status: int, message: str, code: str | None = None, param: str | None = None
+    ) -> None:
+        super().__init__(f"mock_llm answered {status}: {message}")
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str
+    flows: int
+
+
+@dataclass(frozen=True)
+class FlowSummary:
+    """One flow of `GET /_mock/flows`, without its steps (`step_count` says how many)."""
+
+    name: str
+    description: str
+    source: str
+    """`builtin`, the flow file's path, or `runtime` for a flow added over HTTP."""
+    canary: str | None
+    step_count: int
+    expect: Expect | None
+
+
+@dataclass(frozen=True)
+class FlowsAdded:
+    """The answer to `POST /_mock/flows`."""
+
+    added: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    runtime_flows: int
+    max_runtime_flows: int
+
+
+@dataclass(frozen=True)
+class SideCallsAdded:
+    """The answer to `POST /_mock/side-calls`."""
+
+    added: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    patterns: tuple[str, ...]
+    """Every rule in force afterwards, in the order they were added."""
+    max_patterns: int
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    """One journal entry; every `*_ms` field is on the mock's clock (ms since it started)."""
+
+    seq: int
+    path: str
+    key: str | None
+    flow: str | None
+    step: int | None
+    steps: int | None
+    request_in_turn: int | None
+    stream: bool
+    status: int
+    outcome: str
+    error: str | None
+    fault: str | None
+    chunks_sent: int
+    received_ms: float
+    first_chunk_ms: float | None
+    ended_ms: float | None
+    disconnected_ms: float | None
+    body: Any
+    side_call: bool = False
+    """Whether a side-call rule matched: a title or tags call made around the turn of `key`,
+    not one of its requests (a journal from before the field reads as False)."""
+
+
+@dataclass(frozen=True)
+class JournalRead:
+    """A journal read: the entries, oldest first, and the journal's clock and bounds.
+
+    `settled` is None for a plain read; for a settle read, whether the turn had settled
+    (False: the wait ran out, and `requests` is what there was then).
+    """
+
+    version: int
+    started_at: float
+    now_ms: float
+    requests: tuple[JournalRecord, ...]
+    dropped: int
+    capacity: int
+    settled: bool | None = None
+
+
+def _build(cls: type[T], data: object) -> T:
+    """`cls` from a JSON object whose keys are its fields (extra keys ignored)."""
+    if not isinstance(data, dict):
+        raise MockClientError(200, f"expected a JSON object for {cls.__name__}, got {data!r:.80}")
+    raw = cast(dict[str, Any], data)
+    names = {f.name for f in fields(cast(Any, cls))}
+    try:
+        return cls(**{k: v for k, v in raw.items() if k in names})
+    except TypeError as exc:
+        raise MockClientError(200, f"cannot read {cls.__name__}: {exc}") from exc
+
+
+class MockClient:
+    """The mock's own endpoints, typed. `base_url` is the mock's URL without `/v1`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._timeout = timeout
+        self._http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def health(self) -> Health:
+        return _build(Health, self._json(self._http.get("/healthz")))
+
+    def flows(self) -> list[FlowSummary]:
+        listing = cast(dict[str, Any], self._json(self._http.get("/_mock/flows")))
+        return [self._flow(cast(dict[str, Any], flow)) for flow in listing["flows"]]
+
+    def add_flows(self, flows: str | Mapping[str, Any]) -> FlowsAdded:
+        """Add flows at run time: flow-file YAML text, or its `{"flows": {...}}` mapping."""
+        if isinstance(flows, str):
+            content, kind = flows.encode(), "application/yaml"
+        else:
+            content, kind = json.dumps(flows, ensure_ascii=False).encode(), "application/json"
+        response = self._http.post("/_mock/flows", content=content, headers={"content-type": kind})
+        answer = cast(dict[str, Any], self._json(response))
+        return FlowsAdded(
+            added=tuple(answer["added"]),
+            unchanged=tuple(answer["unchanged"]),
+            runtime_flows=answer["runtime_flows"],
+            max_runtime_flows=answer["max_runtime_flows"],
+        )
+
+    def side_calls(self) -> tuple[str, ...]:
+        """The side-call rules in force, in the order they were added."""
+        listing = cast(dict[str, Any], self._json(self._http.get("/_mock/side-calls")))
+        return tuple(listing["patterns"])
+
+    def add_side_calls(self, patterns: Iterable[str]) -> SideCallsAdded:
+        """Add side-call rules (regular expressions); rules already there stay unchanged."""
+        body = {"patterns": list(patterns)}
+        answer = cast(dict[str, Any], self._json(self._http.post("/_mock/side-calls", json=body)))
+        return SideCallsAdded(
+            added=tuple(answer["added"]),
+            unchanged=tuple(answer["unchanged"]),
+            patterns=tuple(answer["patterns"]),
+            max_patterns=answer["max_patterns"],
+        )
+
+    def requests(
+        self,
+        key: str | None = None,
+        *,
+        flow: str | None = None,
+        settle_ms: int | None = None,
+        timeout_ms: int | None = None,
+        side_calls: str | None = None,
+    ) -> JournalRead:
+        """The journal (for `key`, `flow`); with `settle_ms`, once the KEY's turn settled.
+
+        `side_calls` is `include` (the mock's default), `exclude` (a turn's own requests)
+        or `only`.
+        """
+        params: dict[str, str | int] = {}
+        for name, value in (
+            ("key", key),
+            ("flow", flow),
+            ("settle_ms", settle_ms),
+            ("timeout_ms", timeout_ms),
+            ("side_calls", side_calls),
+        ):
+            if value is not None:
+                params[name] = value
+        wait_s = (timeout_ms if timeout_ms is not None else DEFAULT_TIMEOUT_MS) / 1000
+        timeout = self._timeout + (wait_s if settle_ms is not None else 0.0)
+        response = self._http.get("/_mock/requests", params=params, timeout=timeout)
+        read = cast(dict[str, Any], self._json(response))
+        if read.get("version") != JOURNAL_VERSION:
+            raise MockClientError(
+                response.status_code,
+                f"journal schema version {read.get('version')!r}; "
+                f"this client reads version {JOURNAL_VERSION}",
+            )
+        records = tuple(_build(JournalRecord, entry) for entry in read["requests"])
+        return _build(JournalRead, {**read, "requests": records})
+
+    def clear(self) -> None:
+        """Empty the journal (its sequence numbers go on)."""
+        self._json(self._http.delete("/_mock/requests"))
+
+    @staticmethod
+    def _flow(flow: dict[str, Any]) -> FlowSummary:
+        expect = flow.get("expect")
+        return FlowSummary(
+            name=flow["name"],
+            description=flow["description"],
+            source=flow["source"],
+            canary=flow["canary"],
+            step_count=len(flow["steps"]),
+            expect=_build(Expect, expect) if expect is not None else None,
+        )
+
+    @staticmethod
+    def _json(response: httpx.Response) -> object:
+        if response.is_success:
+            return response.json() if response.content else None
+        try:
+            error = cast(dict[str, Any], response.json())["error"]
+            message, code, param = error["message"], error.get("code"), error.get("param")
+        except (ValueError, KeyError, TypeError):
+            message, code, param = response.text[:200], None, None
+        raise MockClientError(response.status_code, message, code, param)
