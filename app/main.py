@@ -29,7 +29,12 @@ from app.storage import QueryLog
 from app.turn import TurnDeps
 from app.turn_log import TurnLog
 
-FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
+_HERE = Path(__file__).resolve().parent
+# The page: frontend/ next to app/ in a checkout; the wheel ships a copy as app/frontend/.
+FRONTEND = next(
+    (folder for folder in (_HERE / "frontend", _HERE.parent / "frontend") if folder.is_dir()),
+    _HERE.parent / "frontend",
+)
 
 
 CONTENT_SECURITY_POLICY = (

@@ -1,4 +1,4 @@
-"""A loopback port that is already taken, for testing how servers report it."""
+"""Loopback ports for tests: one already taken (how servers report it), one that refuses."""
 
 from __future__ import annotations
 
@@ -13,3 +13,11 @@ def taken_port() -> Generator[int]:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         yield taken.getsockname()[1]
+
+
+@contextmanager
+def refusing_port() -> Generator[int]:
+    """A loopback port held (bound, never listening): a connection to it is refused."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]

@@ -1,0 +1,44 @@
+"""The contract clauses the kit checks: ids, what each demands, and whether it is optional.
+
+Core clauses hold for every chat app that streams a model's answer and never skip. An
+optional clause needs a capability the target's profile must declare (a thinking display,
+a stop control, a readable log, document tools); a profile that does not declare it skips
+the clause with the reason, never guesses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Capability = Literal["thinking", "stop", "log", "tools"]
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str
+    title: str
+    needs: Capability | None = None  # None: a core clause
+
+    @property
+    def core(self) -> bool:
+        return self.needs is None
+
+
+CLAUSES: tuple[Clause, ...] = (
+    Clause("G1", "clean turns pass through unchanged, one upstream request, no correction"),
+    Clause("G2", "a scaffold-only round gets exactly one corrected recovery request"),
+    Clause("G3", "an empty recovery ends the turn with the malformed-reply error state"),
+    Clause("G4", "scaffolding mixed with content: the clean remainder, no recovery"),
+    Clause("G5", "scaffolding split across chunks at any offset is stripped the same"),
+    Clause("G6", "the standalone tokens <|tool_calls|> and <|tool_call|> are stripped"),
+    Clause("G7", "look-alikes are never stripped"),
+    Clause("G8", "a partial start token at stream end is shown; an unterminated span is cut"),
+    Clause("G9", "thinking (reasoning) text is shown raw, never filtered", needs="thinking"),
+    Clause("G10", "the per-turn log line ends scaffold_stripped=N, N exact", needs="log"),
+    Clause("G11", "stop generation closes the upstream stream", needs="stop"),
+    Clause("G12", "a round with a real tool call needs no recovery", needs="tools"),
+    Clause("NEVER", "raw scaffolding never appears in the page, not even for a moment"),
+)
+
+BY_ID = {clause.id: clause for clause in CLAUSES}

@@ -1,0 +1,68 @@
+"""The preflight: is everything the kit needs reachable, and is the app wired to this mock?
+
+Each failure ends the run with one line that says what is wrong and what to do, instead of
+every clause failing with the same timeout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+
+from conformance.upstream import MockUnreachable
+from mock_llm import MockClientError
+
+if TYPE_CHECKING:
+    from conformance.page import ChatPage
+    from conformance.plugin import Target
+
+EXIT_PREFLIGHT = 3
+
+
+def fail(message: str) -> None:
+    pytest.exit(f"conformance preflight: {message}", returncode=EXIT_PREFLIGHT)
+
+
+def check_reachable(target: Target) -> None:
+    try:
+        page = httpx.get(target.app_url, timeout=target.timeout_s, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        fail(f"the app's page at {target.app_url} cannot be reached: {exc}")
+    else:
+        if page.status_code >= 400:
+            fail(f"the app's page at {target.app_url} answered HTTP {page.status_code}")
+    try:
+        target.upstream.check()
+    except MockUnreachable as exc:
+        fail(str(exc))
+    if target.profile.has("log") and target.log_file is None:
+        fail("the profile declares a log, but no --app-log was given")
+
+
+def register_side_calls(target: Target) -> None:
+    """Tell the mock which requests are the app's side calls (titles, tags), per the profile."""
+    try:
+        target.upstream.add_side_calls(target.profile.side_calls)
+    except MockClientError as exc:
+        fail(f"the mock refused the profile's model_calls.side_calls: {exc.message}")
+
+
+def check_wiring(target: Target, chat: ChatPage, key: str) -> None:
+    """One clean turn with a fresh KEY must show up in the mock's journal."""
+    try:
+        chat.open()
+        chat.ask(f"Hello [[mock:clean#{key}]]")
+    except Exception as exc:
+        fail(f"a first turn on {target.app_url} did not finish: {type(exc).__name__}: {exc}")
+    if not target.upstream.requests(key):
+        fail(
+            f"the app at {target.app_url} is not talking to the mock at {target.mock_url}:"
+            f" a turn with KEY {key} never reached its journal"
+        )
+    if target.log_file is not None and target.profile.has("log"):
+        try:
+            target.log_file.read_bytes()
+        except OSError as exc:
+            fail(f"the app log {target.log_file} cannot be read after a turn: {exc.strerror}")

@@ -1,0 +1,319 @@
+"""A target's profile: how to drive its chat page, and what it can do (TOML, or the default).
+
+The kit never changes the app it checks; the profile describes the page instead. The
+default profile is the reference app's page (its `data-testid` hooks). A profile file for
+another app overrides what differs:
+
+    name = "my-chat"
+    [selectors]                       # CSS selectors (Playwright syntax is accepted too)
+    input = "#prompt"                 # a textarea, an input or a contenteditable editor
+    send = "button[aria-label=Send]"  # omit with send_with = "enter"
+    message = ".msg.assistant"        # one per answer; the last one is the turn's
+    answer = ".content"               # inside a message: the answer text
+    error = ".msg.assistant .error"   # the error state, inside a message or anywhere
+    stop = "button.stop"              # optional
+    thinking = "details.reasoning"    # optional
+    [input]
+    send_with = "click"               # click | enter
+    [done]                            # when a turn has finished, first rule that applies:
+    attribute = "data-state"          #   the message's attribute leaves `streaming_value`
+    streaming_value = "streaming"
+    appears = ".copy-button"                    # or a selector that appears in the message
+    disappears = ".typing-indicator"            # or one that disappears (then quiet_ms)
+    quiet_ms = 1500                             # fallback: no DOM change for this long
+    [[setup]]                         # before every test's first turn, in order; one of:
+    click_if_visible = "button:has-text('Got it')"   # a welcome dialog, if it shows
+    within_ms = 2000                  # (optional) how long it may take to show; 0 = look once
+    [[setup]]
+    select = "select#model"           # pick a model from a <select>
+    option = "mock"
+    [[setup]]
+    click = "button.model-picker"     # also: fill = SELECTOR with text = "..."
+    [[setup]]                         #       wait_for = SELECTOR (until visible)
+    click = "li:has-text('mock')"
+    [session]
+    storage_state = "signed-in.json"  # a Playwright storage state (a signed-in browser)
+    [capabilities]                    # optional clauses run only where declared true
+    thinking = false
+    stop = true
+    log = true
+    tools = false
+    [log]
+    turn_id_header = "X-Turn-Id"      # response header naming the turn (else: one at a time)
+    turn_id_frame = '"turn":"([^"]+)"'  # or: a regex over WebSocket frames, group 1 the id
+    line = 'turn={turn_id} .* scaffold_stripped=(\\d+)$'
+    [model_calls]                     # extra model calls per turn (titles, tags, follow-ups):
+    side_calls = ["(?i)generate a .*title", "(?i)### Task:"]  # regexes over system/last user
+
+Deliberate choices:
+- Every key is validated at load: an unknown key, a wrong type or a missing required
+  selector stops the run with the file and the key, rather than a test failing later
+  with a confusing timeout.
+- Capabilities are declared, never guessed: an undeclared optional clause skips with the
+  reason, and a core clause never skips.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from conformance.clauses import Capability
+
+SendWith = Literal["click", "enter"]
+SetupAction = Literal["click", "click_if_visible", "fill", "select", "wait_for"]
+_SETUP_VALUES: dict[str, str | None] = {
+    "click": None,
+    "click_if_visible": None,
+    "fill": "text",
+    "select": "option",
+    "wait_for": None,
+}
+MAX_SIDE_CALL_RULES = 32
+CAPABILITIES: tuple[Capability, ...] = ("thinking", "stop", "log", "tools")
+
+
+class ProfileError(ValueError):
+    """A profile file is unreadable or invalid; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Selectors:
+    input: str = "[data-testid=chat-input]"
+    send: str = "[data-testid=chat-send]"  # not used with send_with = "enter"
+    message: str = "[data-testid=message-assistant]"
+    answer: str = "[data-testid=answer]"
+    error: str = "[data-testid=chat-error]"
+    stop: str | None = "[data-testid=chat-stop]"
+    thinking: str | None = "[data-testid=thinking]"
+
+
+@dataclass(frozen=True)
+class DoneRule:
+    attribute: str | None = "data-state"
+    streaming_value: str = "streaming"
+    appears: str | None = None
+    disappears: str | None = None
+    quiet_ms: int = 1500
+
+
+@dataclass(frozen=True)
+class LogSpec:
+    turn_id_header: str | None = "X-Turn-Id"
+    turn_id_frame: str | None = None  # a regex over WebSocket frames; group 1 is the turn id
+    line: str = r"turn={turn_id} .* scaffold_stripped=(\d+)$"
+
+    def frame_pattern(self) -> re.Pattern[str] | None:
+        return None if self.turn_id_frame is None else re.compile(self.turn_id_frame)
+
+    def pattern(self, turn_id: str | None) -> re.Pattern[str]:
+        """The line regex for one turn (any turn id when the app names none)."""
+        ident = re.escape(turn_id) if turn_id is not None else r"\S+"
+        return re.compile(self.line.replace("{turn_id}", ident))
+
+
+@dataclass(frozen=True)
+class SetupStep:
+    """One set-up action before a test's first turn: `action` on `selector` (with `value`)."""
+
+    action: SetupAction
+    selector: str
+    value: str | None = None
+    within_ms: int = 0  # click_if_visible: how long it may take to show (0: look once)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str = "reference"
+    selectors: Selectors = field(default_factory=Selectors)
+    send_with: SendWith = "click"
+    done: DoneRule = field(default_factory=DoneRule)
+    setup: tuple[SetupStep, ...] = ()
+    storage_state: Path | None = None
+    capabilities: frozenset[Capability] = frozenset(CAPABILITIES)
+    log: LogSpec = field(default_factory=LogSpec)
+    side_calls: tuple[str, ...] = ()
+    source: str = "built-in (the reference app's page)"
+
+    def has(self, capability: Capability) -> bool:
+        return capability in self.capabilities
+
+
+DEFAULT_PROFILE = Profile()
+
+_SECTIONS = {"name", "selectors", "input", "done", "setup", "session", "capabilities", "log",
+             "model_calls"}  # fmt: skip
+
+
+def load_profile(path: Path) -> Profile:
+    """The profile in a TOML file, on top of the default; ProfileError names what is wrong."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from exc
+    return _build(data, path)
+
+
+def _build(data: Mapping[str, Any], path: Path) -> Profile:
+    where = _Where(path)
+    where.known(data, _SECTIONS, "")
+    selectors = _section(data, "selectors", where)
+    where.known(selectors, set(Selectors.__dataclass_fields__), "selectors.")
+    done = _section(data, "done", where)
+    where.known(done, set(DoneRule.__dataclass_fields__), "done.")
+    log = _section(data, "log", where)
+    where.known(log, set(LogSpec.__dataclass_fields__), "log.")
+    sending = _section(data, "input", where)
+    where.known(sending, {"send_with"}, "input.")
+    session = _section(data, "session", where)
+    where.known(session, {"storage_state"}, "session.")
+    calls = _section(data, "model_calls", where)
+    where.known(calls, {"side_calls"}, "model_calls.")
+    declared = _section(data, "capabilities", where)
+    where.known(declared, set(CAPABILITIES), "capabilities.")
+
+    base = DEFAULT_PROFILE
+    sel = replace(
+        base.selectors, **{k: where.text(v, f"selectors.{k}") for k, v in selectors.items()}
+    )
+    send_with = where.choice(
+        sending.get("send_with", "click"), ("click", "enter"), "input.send_with"
+    )
+    rule = DoneRule(
+        attribute=where.optional_text(done.get("attribute", base.done.attribute), "done.attribute"),
+        streaming_value=where.text(
+            done.get("streaming_value", "streaming"), "done.streaming_value"
+        ),
+        appears=where.optional_text(done.get("appears"), "done.appears"),
+        disappears=where.optional_text(done.get("disappears"), "done.disappears"),
+        quiet_ms=where.count(done.get("quiet_ms", base.done.quiet_ms), "done.quiet_ms"),
+    )
+    setup = data.get("setup", [])
+    if not isinstance(setup, list):
+        raise ProfileError(f"{path}: setup must be a list of [[setup]] tables")
+    steps = tuple(where.setup_step(step, i) for i, step in enumerate(cast(list[Any], setup)))
+    state = session.get("storage_state")
+    storage = None
+    if state is not None:
+        storage = (path.parent / where.text(state, "session.storage_state")).resolve()
+        if not storage.is_file():
+            raise ProfileError(f"{path}: session.storage_state {storage} is not a file")
+    capabilities: frozenset[Capability] = frozenset(
+        cap for cap in CAPABILITIES if where.flag(declared.get(cap, False), f"capabilities.{cap}")
+    )
+    line = where.regex(log.get("line", base.log.line), "log.line", "{turn_id}")
+    frame = log.get("turn_id_frame")
+    if frame is not None:
+        frame = where.regex(frame, "log.turn_id_frame", None)
+        if re.compile(frame).groups < 1:
+            raise ProfileError(f"{path}: log.turn_id_frame needs a group (...) for the turn id")
+    side_calls = calls.get("side_calls", [])
+    if not isinstance(side_calls, list) or len(cast(list[Any], side_calls)) > MAX_SIDE_CALL_RULES:
+        raise ProfileError(
+            f"{path}: model_calls.side_calls must be a list of at most {MAX_SIDE_CALL_RULES}"
+            " regular expressions"
+        )
+    rules = tuple(
+        where.text(rule, f"model_calls.side_calls[{i}]")
+        for i, rule in enumerate(cast(list[Any], side_calls))
+    )
+    return Profile(
+        name=where.text(data.get("name", path.stem), "name"),
+        selectors=sel,
+        send_with=cast(SendWith, send_with),
+        done=rule,
+        setup=steps,
+        storage_state=storage,
+        capabilities=capabilities,
+        log=LogSpec(
+            turn_id_header=where.optional_text(
+                log.get("turn_id_header", base.log.turn_id_header), "log.turn_id_header"
+            ),
+            turn_id_frame=frame,
+            line=line,
+        ),
+        side_calls=rules,
+        source=str(path),
+    )
+
+
+def _section(data: Mapping[str, Any], name: str, where: _Where) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ProfileError(f"{where.path}: [{name}] must be a table")
+    return cast(dict[str, Any], value)
+
+
+@dataclass(frozen=True)
+class _Where:
+    path: Path
+
+    def known(self, table: Mapping[str, Any], allowed: set[str], prefix: str) -> None:
+        unknown = sorted(set(table) - allowed)
+        if unknown:
+            known = ", ".join(sorted(allowed))
+            raise ProfileError(f"{self.path}: unknown key {prefix}{unknown[0]} (known: {known})")
+
+    def text(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ProfileError(f"{self.path}: {key} must be a non-empty string")
+        return value
+
+    def optional_text(self, value: Any, key: str) -> str | None:
+        return None if value is None or value == "" else self.text(value, key)
+
+    def choice(self, value: Any, options: tuple[str, ...], key: str) -> str:
+        if value not in options:
+            raise ProfileError(f"{self.path}: {key} must be one of {', '.join(options)}")
+        return cast(str, value)
+
+    def count(self, value: Any, key: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 60_000:
+            raise ProfileError(f"{self.path}: {key} must be a whole number of ms, 1 to 60000")
+        return value
+
+    def setup_step(self, step: Any, index: int) -> SetupStep:
+        key = f"setup[{index}]"
+        shapes = "click, click_if_visible, wait_for = SELECTOR; fill = SELECTOR with text = ...;"
+        shapes += " select = SELECTOR with option = ..."
+        if not isinstance(step, dict):
+            raise ProfileError(f"{self.path}: {key} must be a table ({shapes})")
+        table = cast(dict[str, Any], step)
+        actions = [name for name in _SETUP_VALUES if name in table]
+        if len(actions) != 1:
+            raise ProfileError(f"{self.path}: {key} must name exactly one action ({shapes})")
+        action = actions[0]
+        value_key = _SETUP_VALUES[action]
+        allowed = {action}
+        if value_key is not None:
+            allowed.add(value_key)
+        if action == "click_if_visible":
+            allowed.add("within_ms")
+        self.known(table, allowed, f"{key}.")
+        selector = self.text(table[action], f"{key}.{action}")
+        if value_key is None:
+            within = table.get("within_ms")
+            within_ms = 0 if within is None else self.count(within, f"{key}.within_ms")
+            return SetupStep(cast(SetupAction, action), selector, within_ms=within_ms)
+        if value_key not in table or not isinstance(table[value_key], str):
+            raise ProfileError(f"{self.path}: {key}.{value_key} must be a string")
+        return SetupStep(cast(SetupAction, action), selector, cast(str, table[value_key]))
+
+    def regex(self, value: Any, key: str, placeholder: str | None) -> str:
+        text = self.text(value, key)
+        try:
+            re.compile(text.replace(placeholder, "x") if placeholder else text)
+        except re.error as exc:
+            raise ProfileError(f"{self.path}: {key} is not a valid regex: {exc}") from exc
+        return text
+
+    def flag(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise ProfileError(f"{self.path}: {key} must be true or false")
+        return value

@@ -1,0 +1,99 @@
+// The kit's DOM recorder. Installed with Playwright's add_init_script, so it runs in every
+// frame after the document is created and before any of the page's own scripts.
+//
+// It reports, through the binding the kit exposes (window.__sgKitRecord), everything the
+// page ever shows: each inserted or removed node (elements as their markup, text nodes as
+// their text), each text change with its old value, each attribute change with its old
+// value, and after every batch the whole text of each observed root (so a marker split
+// across elements is caught too). Shadow roots are observed as they are attached, open or
+// closed (attachShadow is wrapped before the page can call it). Reports sent before the
+// binding is available are buffered; flush() hands them all over and resolves once the
+// kit has them. Every report carries this document's id, so a page reused for the next test
+// can tell a late report of the document it left from the new one's.
+(() => {
+  if (window.__sgKit) return;
+  const id = `${performance.timeOrigin}-${Math.random().toString(36).slice(2)}`;
+  const pending = [];
+  let sending = Promise.resolve();
+  const roots = new Set();
+
+  // Code is not content: script and style text is never what a page shows.
+  const CODE = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
+  const isCode = (node) => node.nodeType === Node.ELEMENT_NODE && CODE.has(node.nodeName);
+  const describe = (node) => {
+    if (isCode(node)) return "";
+    if (node.nodeType === Node.ELEMENT_NODE) return node.outerHTML;
+    return isCode(node.parentNode ?? document) ? "" : (node.textContent ?? "");
+  };
+
+  const send = () => {
+    if (pending.length === 0 || typeof window.__sgKitRecord !== "function") return sending;
+    const batch = pending.splice(0, pending.length).join("\n");
+    sending = sending.then(() => window.__sgKitRecord(id, batch));
+    return sending;
+  };
+
+  // The text of a root as one string (a marker split across elements shows whole here).
+  const wholeText = (root) => {
+    const parts = [];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!isCode(node.parentNode)) parts.push(node.textContent);
+    }
+    return parts.join("");
+  };
+
+  let lastChange = performance.now();
+  const handle = (records) => {
+    if (records.length) lastChange = performance.now();
+    const touched = new Set();
+    for (const record of records) {
+      touched.add(record.target.getRootNode());
+      if (record.type === "childList") {
+        for (const node of record.addedNodes) pending.push(describe(node));
+        for (const node of record.removedNodes) pending.push(describe(node));
+      } else if (record.type === "characterData") {
+        if (isCode(record.target.parentNode)) continue;
+        pending.push(record.oldValue ?? "", record.target.textContent ?? "");
+      } else {
+        const value = record.target.getAttribute(record.attributeName);
+        pending.push(record.oldValue ?? "", value ?? "");
+      }
+    }
+    for (const root of touched) pending.push(wholeText(root));
+    send();
+  };
+
+  const options = {
+    childList: true,
+    subtree: true,
+    characterData: true,
+    characterDataOldValue: true,
+    attributes: true,
+    attributeOldValue: true,
+  };
+  const observer = new MutationObserver(handle);
+  const observe = (root) => {
+    if (roots.has(root)) return;
+    roots.add(root);
+    observer.observe(root, options);
+  };
+  observe(document);
+
+  const attachShadow = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init) {
+    const root = attachShadow.call(this, init);
+    observe(root);
+    return root;
+  };
+
+  window.__sgKit = {
+    id,
+    quietFor: () => performance.now() - lastChange,
+    flush() {
+      handle(observer.takeRecords());
+      for (const root of roots) pending.push(wholeText(root));
+      return send();
+    },
+  };
+})();

@@ -1,0 +1,324 @@
+"""The guardrail contract, clause by clause, against the target's page, mock and log.
+
+Every test asks its question with a fresh KEY (`[[mock:FLOW#KEY]]`), so turns never mix,
+also under pytest-xdist against one shared mock. What a turn must show, and how many
+upstream requests it must make, comes from the flow's own `expect` block in the mock, never
+from a guardrail implementation. Each test is marked with its clause; optional clauses
+skip, with the reason, where the profile does not declare the capability.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.clauses import Capability
+from conformance.page import ChatPage, TurnView
+from conformance.plugin import Target
+from conformance.upstream import Expected
+from mock_llm import JournalRecord
+
+QUESTION = "When do backups run?"
+MALFORMED_REPLY = "The model returned a malformed reply — please try again."
+CORRECTION = (
+    "Your previous reply contained raw tool-call markup, which is not interpreted here."
+    " Answer the user's question directly in plain text — no tool syntax."
+)
+STOP_WITHIN_MS = 1000
+LOG_POLL_S = 0.05
+"""How often G10 looks at the log again while the turn's line has not been written yet."""
+MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
+SCAFFOLD_FLOWS = ("scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
+                  "scaffold-standalone", "unterminated")  # fmt: skip
+
+
+def needs(target: Target, capability: Capability) -> None:
+    if not target.profile.has(capability):
+        pytest.skip(f"the profile does not declare the {capability!r} capability")
+
+
+def expected(target: Target, flow: str) -> Expected:
+    want = target.upstream.expected(flow)
+    if want is None:
+        pytest.fail(f"the mock at {target.mock_url} has no expected outcome for flow {flow!r}")
+    return want
+
+
+def normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def ask(chat: ChatPage, flow: str, key: str) -> TurnView:
+    return chat.ask(f"{QUESTION} [[mock:{flow}#{key}]]")
+
+
+def assert_shown(view: TurnView, want: Expected, flow: str) -> None:
+    assert normalized(view.answer) == normalized(want.shown), (
+        f"flow {flow!r}: the page showed {view.answer!r}, the contract wants {want.shown!r}"
+    )
+
+
+def messages_of(entry: JournalRecord) -> list[dict[str, Any]]:
+    return entry.body["messages"]
+
+
+def system_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def count_problem(entries: list[JournalRecord], flow: str, wanted: int) -> str:
+    """What is wrong with a turn's request count, with a hint where extra calls could be side
+    calls (a title, tags) the profile has not named."""
+    problem = f"flow {flow!r}: {len(entries)} upstream requests, the contract wants {wanted}"
+    if len(entries) > wanted:
+        problem += (
+            "; if the app makes extra model calls per turn (titles, tags, follow-ups), name"
+            " them in the profile's [model_calls] side_calls"
+        )
+    return problem
+
+
+def assert_one_request_no_correction(entries: list[JournalRecord], flow: str) -> None:
+    assert len(entries) == 1, count_problem(entries, flow, 1)
+    assert CORRECTION not in json.dumps(messages_of(entries[0]), ensure_ascii=False), (
+        f"flow {flow!r}: a request carried the correction line although nothing was stripped"
+    )
+
+
+def assert_one_recovery(entries: list[JournalRecord], flow: str) -> None:
+    assert len(entries) == 2, count_problem(entries, flow, 2) + " (the round and one recovery)"
+    first, second = messages_of(entries[0]), messages_of(entries[1])
+    assert "tools" not in entries[1].body, f"flow {flow!r}: the recovery request offered tools"
+    systems = [i for i, m in enumerate(second) if m.get("role") == "system"]
+    assert len(systems) == 1, f"flow {flow!r}: the recovery has {len(systems)} system messages"
+    first_systems = [m for m in first if m.get("role") == "system"]
+    recovery_system = system_text(second[systems[0]])
+    assert CORRECTION in recovery_system, f"flow {flow!r}: the recovery lacks the correction line"
+    if first_systems:
+        assert recovery_system.startswith(system_text(first_systems[0]).rstrip()), (
+            f"flow {flow!r}: the recovery's system message does not extend the first request's"
+        )
+    rest = [m for m in second if m.get("role") != "system"]
+    assert rest == [m for m in first if m.get("role") != "system"], (
+        f"flow {flow!r}: the recovery changed the messages besides the system message"
+    )
+
+
+# --- G1, G4, G6, G7, G8: what the page shows, and one request -------------------------------------
+
+
+@pytest.mark.clause("G1", flow="clean")
+def test_g1_a_clean_turn_passes_through_unchanged(
+    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+):
+    key = conformance_key()
+    view = ask(conformance_chat, "clean", key)
+    assert view.state == "done", f"the clean turn ended in the error state: {view.error!r}"
+    assert_shown(view, expected(conformance_wired, "clean"), "clean")
+    assert_one_request_no_correction(conformance_wired.upstream.requests(key), "clean")
+
+
+@pytest.mark.parametrize(
+    ("clause", "flow"),
+    [
+        pytest.param("G4", "scaffold-mixed", marks=pytest.mark.clause("G4")),
+        pytest.param("G6", "scaffold-standalone", marks=pytest.mark.clause("G6")),
+        pytest.param("G7", "lookalike", marks=pytest.mark.clause("G7")),
+        pytest.param("G8", "partial-tail", marks=pytest.mark.clause("G8")),
+        pytest.param("G8", "unterminated", marks=pytest.mark.clause("G8")),
+    ],
+)
+def test_the_page_shows_exactly_the_clean_remainder_with_no_recovery(
+    clause: str,
+    flow: str,
+    conformance_chat: ChatPage,
+    conformance_wired: Target,
+    conformance_key: Callable[[], str],
+):
+    key = conformance_key()
+    view = ask(conformance_chat, flow, key)
+    assert view.state == "done", f"{clause}: flow {flow!r} ended in the error state: {view.error!r}"
+    assert_shown(view, expected(conformance_wired, flow), flow)
+    entries = conformance_wired.upstream.requests(key)
+    assert len(entries) == 1, count_problem(entries, flow, 1)
+
+
+# --- G2, G5: one recovery -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("clause", "flow"),
+    [
+        pytest.param("G2", "scaffold-recover", marks=pytest.mark.clause("G2")),
+        pytest.param("G5", "scaffold-split", marks=pytest.mark.clause("G5")),
+    ],
+)
+def test_a_scaffold_only_answer_gets_exactly_one_corrected_recovery(
+    clause: str,
+    flow: str,
+    conformance_chat: ChatPage,
+    conformance_wired: Target,
+    conformance_key: Callable[[], str],
+):
+    key = conformance_key()
+    view = ask(conformance_chat, flow, key)
+    assert view.state == "done", f"{clause}: flow {flow!r} ended in the error state: {view.error!r}"
+    assert_shown(view, expected(conformance_wired, flow), flow)
+    assert_one_recovery(conformance_wired.upstream.requests(key), flow)
+
+
+# --- G3: the terminal error -----------------------------------------------------------------------
+
+
+@pytest.mark.clause("G3", flow="scaffold-repeat")
+def test_g3_an_empty_recovery_ends_in_the_error_state_and_the_page_stays_usable(
+    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+):
+    key = conformance_key()
+    view = ask(conformance_chat, "scaffold-repeat", key)
+    assert view.state == "error", "G3: the turn did not end in the error state"
+    assert view.error == MALFORMED_REPLY, f"G3: the error shows {view.error!r}"
+    assert_one_recovery(conformance_wired.upstream.requests(key), "scaffold-repeat")
+    again = ask(conformance_chat, "clean", conformance_key())
+    assert again.state == "done", "G3: after the error, the next question got no answer"
+    assert_shown(again, expected(conformance_wired, "clean"), "clean")
+
+
+# --- never in the page ----------------------------------------------------------------------------
+
+
+@pytest.mark.clause("NEVER")
+@pytest.mark.parametrize("flow", SCAFFOLD_FLOWS)
+def test_raw_scaffolding_never_appears_in_the_page(
+    flow: str,
+    conformance_chat: ChatPage,
+    conformance_wired: Target,
+    conformance_key: Callable[[], str],
+):
+    want = expected(conformance_wired, flow)
+    ask(conformance_chat, flow, conformance_key())
+    conformance_chat.prove_live()
+    seen = conformance_chat.recorded()
+    for marker in MARKERS:
+        assert marker not in seen, (
+            f"flow {flow!r}: {marker!r} reached the page: {_around(seen, marker)}"
+        )
+    if want.canary:
+        assert want.canary not in seen, (
+            f"flow {flow!r}: the markup's canary {want.canary!r} reached the page:"
+            f" {_around(seen, want.canary)}"
+        )
+
+
+def _around(text: str, needle: str, width: int = 80) -> str:
+    at = text.index(needle)
+    return repr(text[max(0, at - width) : at + len(needle) + width])
+
+
+# --- optional clauses -----------------------------------------------------------------------------
+
+
+@pytest.mark.clause("G9", flow="thinking-scaffold")
+def test_g9_thinking_is_shown_raw(
+    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+):
+    needs(conformance_wired, "thinking")
+    view = ask(conformance_chat, "thinking-scaffold", conformance_key())
+    assert "<|tool_call_start|>" in view.thinking, (
+        f"G9: the thinking display was filtered: {view.thinking!r}"
+    )
+    assert_shown(view, expected(conformance_wired, "thinking-scaffold"), "thinking-scaffold")
+
+
+@pytest.mark.clause("G10")
+@pytest.mark.parametrize("flow", ["clean", "scaffold-recover", "scaffold-repeat", "scaffold-mixed"])
+def test_g10_the_log_line_counts_the_stripped_characters(
+    flow: str,
+    conformance_chat: ChatPage,
+    conformance_wired: Target,
+    conformance_key: Callable[[], str],
+):
+    needs(conformance_wired, "log")
+    target = conformance_wired
+    assert target.log_file is not None
+    offset = target.log_file.stat().st_size if target.log_file.exists() else 0
+    view = ask(conformance_chat, flow, conformance_key())
+    want = expected(target, flow).stripped_chars
+    pattern = target.profile.log.pattern(view.turn_id)
+    found = logged_line(target.log_file, offset, pattern, target.timeout_s)
+    assert found is not None, (
+        f"G10: no log line matching {pattern.pattern!r} was written for the turn"
+        f" within {target.timeout_s:g} s of its end"
+    )
+    assert int(found.group(1)) == want, (
+        f"G10: flow {flow!r} logged scaffold_stripped={found.group(1)}, the flow's markup"
+        f" adds up to {want}"
+    )
+
+
+def logged_line(
+    log: Path, offset: int, pattern: re.Pattern[str], within_s: float
+) -> re.Match[str] | None:
+    """The turn's log line among those written after `offset`, waiting for it: an app may
+    write it just after the page showed the answer. None if none shows within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while True:
+        with log.open("rb") as file:
+            file.seek(offset)
+            lines = file.read().decode("utf-8", errors="replace").splitlines()
+        found = [m for line in lines if (m := pattern.search(line))]
+        if found:
+            return found[-1]
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(LOG_POLL_S)
+
+
+@pytest.mark.clause("G11", flow="slow")
+def test_g11_stop_closes_the_upstream_stream(
+    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+):
+    needs(conformance_wired, "stop")
+    key = conformance_key()
+    message = conformance_chat.send(f"{QUESTION} [[mock:slow#{key}]]")
+    answer = message.locator(conformance_wired.profile.selectors.answer)
+    answer.first.wait_for(state="attached")
+    conformance_chat.page.wait_for_function(
+        "el => el.textContent.trim().length > 0", arg=answer.first.element_handle()
+    )
+    clicked_ms = conformance_wired.upstream.now_ms()
+    conformance_chat.stop()
+    entries = conformance_wired.upstream.requests(key)
+    assert len(entries) == 1, count_problem(entries, "slow", 1)
+    entry = entries[0]
+    assert entry.outcome == "client_disconnected", (
+        f"G11: after Stop the mock saw the stream end {entry.outcome!r}, not a disconnect"
+    )
+    assert entry.disconnected_ms is not None
+    late_ms = entry.disconnected_ms - clicked_ms
+    assert late_ms <= STOP_WITHIN_MS, (
+        f"G11: the mock saw the disconnect {late_ms:.0f} ms after Stop was clicked"
+        f" (the contract allows {STOP_WITHIN_MS} ms)"
+    )
+
+
+@pytest.mark.clause("G12", flow="tool-with-scaffold")
+def test_g12_a_round_with_a_real_tool_call_gets_no_recovery(
+    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+):
+    needs(conformance_wired, "tools")
+    key = conformance_key()
+    view = ask(conformance_chat, "tool-with-scaffold", key)
+    assert view.state == "done", f"G12: the turn ended in the error state: {view.error!r}"
+    for entry in conformance_wired.upstream.requests(key):
+        assert CORRECTION not in json.dumps(messages_of(entry), ensure_ascii=False), (
+            "G12: a round that carried a real tool call was answered with a recovery request"
+        )
+    assert not re.search(r"<\|tool_call", view.answer), f"G12: markup shown: {view.answer!r}"

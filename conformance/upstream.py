@@ -1,0 +1,118 @@
+"""What the kit reads from the mock: a turn's own requests once settled, and the flows' outcomes.
+
+A thin layer over mock_llm's typed client (`mock_llm.MockClient`), in the kit's terms.
+
+Deliberate choices:
+- A turn's requests are read by its KEY with the mock's server-side settle wait, so they
+  are counted once the turn has gone quiet, never mid-flight. A turn that never settles
+  within the turn timeout is a failure of its own, not a count.
+- Side calls (titles, tags, follow-ups an app asks the model for around a turn) are not the
+  turn's requests: the mock marks them from the profile's rules and the kit leaves them out.
+- Expected outcomes come from the flows themselves (their `expect` blocks), never from a
+  guardrail implementation; the kit reads them once per session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from mock_llm import JournalRecord, MockClient, MockClientError
+from mock_llm.flows import Expect
+
+SETTLE_MS = 300
+"""How long a turn's journal must stay unchanged before its requests are counted."""
+MAX_WAIT_MS = 60_000
+"""The longest settle wait the mock grants."""
+
+
+class MockUnreachable(RuntimeError):
+    """The mock did not answer as mock_llm does."""
+
+
+class TurnNotSettled(AssertionError):
+    """A turn's requests were still changing when the wait ran out."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A flow's expected outcome as the flow states it, with the canary its markup carries."""
+
+    expect: Expect
+    canary: str | None
+
+    @property
+    def shown(self) -> str:
+        return self.expect.shown
+
+    @property
+    def recovery(self) -> bool:
+        return self.expect.recovery
+
+    @property
+    def stripped_chars(self) -> int:
+        return self.expect.stripped_chars
+
+    @property
+    def error(self) -> bool:
+        return self.expect.error is not None
+
+    @property
+    def requests(self) -> int:
+        return self.expect.requests
+
+
+class Upstream:
+    def __init__(self, mock_url: str, timeout_s: float) -> None:
+        self.mock_url = mock_url.rstrip("/")
+        self._client = MockClient(self.mock_url, timeout=timeout_s)
+        self._wait_ms = min(int(timeout_s * 1000), MAX_WAIT_MS)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def check(self) -> None:
+        """MockUnreachable unless the URL answers as mock_llm with a journal it can read."""
+        try:
+            self._client.health()
+            self._client.requests("conformance-preflight")
+        except MockClientError as exc:
+            raise MockUnreachable(
+                f"{self.mock_url} is not a mock_llm this kit reads: {exc}"
+            ) from exc
+        except Exception as exc:
+            raise MockUnreachable(f"the mock at {self.mock_url} does not answer: {exc}") from exc
+
+    def requests(self, key: str, settle_ms: int = SETTLE_MS) -> list[JournalRecord]:
+        """The turn's own requests (no side calls) once none changed for `settle_ms`."""
+        read = self._client.requests(key, settle_ms=settle_ms, timeout_ms=self._wait_ms)
+        if read.settled is False:
+            raise TurnNotSettled(
+                f"the mock's requests for KEY {key} were still changing after"
+                f" {self._wait_ms / 1000:g} s"
+            )
+        return [record for record in read.requests if not record.side_call]
+
+    def now_ms(self) -> float:
+        """The mock's clock now (the clock of every `*_ms` field in its journal)."""
+        return self._client.requests("conformance-clock").now_ms
+
+    def everything(self, key: str) -> list[JournalRecord]:
+        """Every journal entry under `key` as it stands, side calls included (for evidence)."""
+        return list(self._client.requests(key).requests)
+
+    @cached_property
+    def _outcomes(self) -> dict[str, Expected]:
+        return {
+            flow.name: Expected(flow.expect, flow.canary)
+            for flow in self._client.flows()
+            if flow.expect is not None
+        }
+
+    def expected(self, flow: str) -> Expected | None:
+        """The outcome `flow` states, None when the mock has no such flow or it states none."""
+        return self._outcomes.get(flow)
+
+    def add_side_calls(self, patterns: tuple[str, ...]) -> None:
+        if patterns:
+            self._client.add_side_calls(patterns)
