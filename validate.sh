@@ -16,10 +16,11 @@ step() {
     local name=$1
     shift
     echo "==> $name: $*"
+    local started=$SECONDS
     if "$@"; then
-        results+=("ok    $name")
+        results+=("$(printf 'ok    %4ss  %s' $((SECONDS - started)) "$name")")
     else
-        results+=("FAIL  $name")
+        results+=("$(printf 'FAIL  %4ss  %s' $((SECONDS - started)) "$name")")
         failed=1
     fi
 }
@@ -35,13 +36,22 @@ step "stable collection" uv run --frozen python scripts/check_collection.py
 step "unit + integration" uv run --frozen pytest -n 2 tests/unit tests/integration \
     --cov --cov-report= "$@"
 step "e2e (chromium)" uv run --frozen pytest -n 2 tests/e2e --cov --cov-append --cov-report= "$@"
+# The README's kit command: the conformance kit against the mock and the reference app.
+step "conformance kit" uv run --frozen pytest -n 2 conformance --cov --cov-append --cov-report= \
+    "$@"
+# The kit's own self-test: every broken target fails exactly the clauses it breaks, and a
+# foreign page passes. Each test is a whole kit run (a subprocess with its browser) that
+# spends part of its time waiting on its turns, so three workers keep two cores busy.
+step "kit self-test (chromium)" uv run --frozen pytest -n 3 tests/conformance_selftest \
+    --cov --cov-append --cov-report= "$@"
+step "kit from the wheel" scripts/check_wheel.sh
 step "coverage >= 98%" uv run --frozen coverage report --fail-under=98
 
 echo
 echo "==> summary"
 printf '  %s\n' "${results[@]}"
 if [ "$failed" -ne 0 ]; then
-    echo "validate.sh: FAILED"
+    echo "validate.sh: FAILED after ${SECONDS}s"
     exit 1
 fi
-echo "validate.sh: all green"
+echo "validate.sh: all green in ${SECONDS}s"

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ("tests/unit", "tests/integration", "tests/e2e")
+SUITES = ("tests/unit", "tests/integration", "tests/e2e", "tests/conformance_selftest",
+          "conformance")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,182 @@
+"""The whole conformance kit against Foreign Chat, a correct app it was not written for.
+
+Foreign Chat (tests/conformance_selftest/foreign) shares nothing with the reference page:
+a contenteditable editor with a Send button that appears only once something is typed, a
+welcome dialog and a model picker before the first turn, answers over a WebSocket inserted
+as HTML, one URL per chat, class names only, a Copy button instead of a state attribute,
+its own tool on every request, a title call to the model after every turn, and a log line
+of its own format. Its profile (foreign/profile.toml) describes all of that with the
+documented keys only, and the full pass is the proof that a profile can.
+
+The mock and the app are served in-process on free ports; the kit runs in a subprocess as a
+user runs it (`python -m pytest --pyargs conformance ...`), bounded by KIT_DEADLINE_S as a
+hang guard, and its verdicts are read from its JUnit XML and its clause report. The mock's
+journal is read afterwards: every turn made one title call, journalled as a side call, and
+the turn's own requests are exactly what its flow expects, so the kit did not count it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conformance.clauses import CLAUSES
+from mock_llm import JournalRecord, MockClient, serve_mock
+
+from ..deadlines import DEADLINE_S
+from .foreign import PROFILE, TITLE_PROMPT, serve_foreign
+
+ROOT = Path(__file__).resolve().parents[2]
+KIT_DEADLINE_S = 600.0
+"""The longest the whole kit run may take, a hang guard (a healthy run takes one to two
+minutes, 22 tests one after the other)."""
+SETTLE_MS = 300
+KEPT_ENV = ("CONFORMANCE_CHROMIUM", "CONFORMANCE_TURN_TIMEOUT")
+"""The kit's environment variables passed on; the others would override this run's target."""
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S)]
+
+
+@dataclass(frozen=True)
+class KitRun:
+    returncode: int
+    output: str
+    wall_s: float
+    cases: dict[str, str]  # test name -> passed | failed | error | skipped
+    clauses: dict[str, str]  # test name -> its clause
+    verdicts: dict[str, str]  # clause -> the report's verdict
+    journal: dict[str, list[JournalRecord]]  # KEY -> its entries, settled
+    expected_requests: dict[str, int]  # flow -> the requests its expect block states
+
+    def explain(self) -> str:
+        return f"kit exit {self.returncode} after {self.wall_s:.0f} s:\n{self.output[-6000:]}"
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory: pytest.TempPathFactory) -> KitRun:
+    out = tmp_path_factory.mktemp("foreign-kit")
+    log, junit, report = out / "foreign.log", out / "junit.xml", out / "report.md"
+    with serve_mock() as mock_url, serve_foreign(mock_url, log) as app_url:
+        command = [
+            sys.executable, "-m", "pytest", "--pyargs", "conformance",
+            "--app-url", f"{app_url}/", "--mock-url", mock_url, "--app-log", str(log),
+            "--profile", str(PROFILE), "--conformance-report", str(report),
+            "--junitxml", str(junit), "--conformance-artifacts", str(out / "artifacts"),
+            "-p", "no:cacheprovider", "-n", "0", "-q",
+        ]  # fmt: skip
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith("CONFORMANCE_") or name in KEPT_ENV
+        }
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                command,
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=KIT_DEADLINE_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            output = (exc.stdout or b"").decode(errors="replace")  # bytes, even with text=True
+            pytest.fail(f"the kit run did not end within {KIT_DEADLINE_S:g} s:\n{output[-6000:]}")
+        wall_s = time.monotonic() - started
+        with MockClient(mock_url, timeout=DEADLINE_S) as mock:
+            keys = sorted({e.key for e in mock.requests().requests if e.key is not None})
+            journal = {
+                key: list(
+                    mock.requests(
+                        key, settle_ms=SETTLE_MS, timeout_ms=int(DEADLINE_S * 1000)
+                    ).requests
+                )
+                for key in keys
+            }
+            expected = {f.name: f.expect.requests for f in mock.flows() if f.expect is not None}
+    cases, clauses = read_junit(junit) if junit.exists() else ({}, {})
+    verdicts = read_report(report) if report.exists() else {}
+    return KitRun(
+        done.returncode,
+        done.stdout + done.stderr,
+        wall_s,
+        cases,
+        clauses,
+        verdicts,
+        journal,
+        expected,
+    )
+
+
+def read_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Each test's outcome, and its clause (from the kit's JUnit properties)."""
+    cases: dict[str, str] = {}
+    clauses: dict[str, str] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("name", "")
+        outcome = "passed"
+        for tag in ("failure", "error", "skipped"):
+            if case.find(tag) is not None:
+                outcome = "failed" if tag == "failure" else tag
+        cases[name] = outcome
+        for prop in case.iter("property"):
+            if prop.get("name") == "conformance_clause":
+                clauses[name] = prop.get("value", "")
+    return cases, clauses
+
+
+def read_report(path: Path) -> dict[str, str]:
+    """Clause -> verdict, from the report's table (`| id | title | verdict | tests |`)."""
+    verdicts: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) == 4:
+            verdicts[cells[0]] = cells[2]
+    return verdicts
+
+
+def test_the_kit_passes_foreign_chat_on_every_clause(kit: KitRun) -> None:
+    assert kit.cases, f"the kit wrote no JUnit results; {kit.explain()}"
+    not_passed = {name: outcome for name, outcome in kit.cases.items() if outcome != "passed"}
+    assert not not_passed, f"{not_passed}; {kit.explain()}"
+    assert kit.returncode == 0, kit.explain()
+    # The profile declares every capability, so no clause may skip, and every one was run.
+    assert {clause.id: kit.verdicts.get(clause.id) for clause in CLAUSES} == {
+        clause.id: "passed" for clause in CLAUSES
+    }, kit.explain()
+    assert set(kit.clauses.values()) == {clause.id for clause in CLAUSES}
+
+
+def test_every_title_call_was_a_side_call_the_kit_did_not_count(kit: KitRun) -> None:
+    assert kit.journal, "the mock journalled nothing"
+    checked = 0
+    for key, entries in kit.journal.items():
+        own = [e for e in entries if not e.side_call]
+        side = [e for e in entries if e.side_call]
+        assert own, f"KEY {key}: only side calls"
+        # one title call per turn, after it, under the turn's KEY, outside its flow
+        assert len(side) == 1, f"KEY {key}: {len(side)} side calls, want the one title call"
+        [title] = side
+        messages = title.body["messages"]
+        assert messages[0] == {"role": "system", "content": TITLE_PROMPT}
+        assert f"#{key}]]" in messages[-1]["content"], "the title call repeats the question"
+        assert (title.flow, title.request_in_turn) == ("side-call", None)
+        assert title.seq > max(e.seq for e in own)
+        # the side call did not advance the turn: its own requests are numbered 1..n
+        assert [e.request_in_turn for e in own] == list(range(1, len(own) + 1))
+        assert all("tools" in e.body for e in [own[0], title]), "the app's tool on every ask"
+        flow = own[0].flow
+        if flow in kit.expected_requests:  # the kit judged this turn by its flow's count
+            assert len(own) == kit.expected_requests[flow], f"KEY {key} ({flow})"
+            assert len(entries) == len(own) + 1
+            checked += 1
+    assert checked == len(kit.journal) - 1, "every turn but the stopped one (slow) is judged"

@@ -1,0 +1,349 @@
+"""The kit's teeth: run the whole conformance kit against every self-test target.
+
+Each target (targets/, one mode per module) breaks the clauses its module names and must
+pass every other one. For each mode, the target is served in-process against a mock shared
+by the module (the built-in flows only: the kit plays nothing else), and the kit runs in a
+subprocess, exactly as a user runs it (`python -m pytest --pyargs conformance --app-url ...`),
+with a JUnit file and the markdown report written to a temporary folder. Then:
+
+- the clauses with a failing test are exactly BREAKS[mode] | ALSO_FAILS[mode];
+- every failure says `conformance clause <ID> failed: <title>` and quotes its evidence (a
+  message of the kit's own, not a bare `assert`; for NEVER, the marker or canary it saw);
+- every other clause passes in the report, skipped only where the target's profile does not
+  declare the capability it needs (the `good` control fails and skips nothing).
+
+A static test checks that every clause has a target that fails it, and one more runs a
+baseline (`--expected-failures`) end to end against a broken target.
+
+The kit runs in a subprocess, never in-process: it keeps session state (its run id, its
+verdicts) and drives its own sync Playwright, which the pytest that runs this module must
+not share. Each run is bounded by KIT_RUN_DEADLINE_S, a hang guard; results are read from
+the files the run wrote, never from its timing. Needs chromium (the kit's default path), so
+this module is not part of the unit and integration run; see docs/conformance.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conformance.clauses import BY_ID, CLAUSES
+from conformance.evidence import folder_name
+from conformance.profile import load_profile
+from mock_llm import serve_mock
+
+from ..deadlines import DEADLINE_S
+from ..processes import child_env
+from .targets import ALSO_FAILS, BREAKS, MODES, PROFILES, serve_target
+
+ROOT = Path(__file__).resolve().parents[2]
+KIT_RUN_DEADLINE_S = 300.0
+"""The longest one whole kit run (22 tests, two or three turns each) may take: a hang
+guard for a run that stopped making progress, never a claim about how fast it is."""
+TEST_TIMEOUT_S = KIT_RUN_DEADLINE_S + 2 * DEADLINE_S
+"""pytest-timeout for a test with one kit run: past the run's own deadline, so that one
+reports first, with the run's output."""
+KEPT_ENV = ("CONFORMANCE_CHROMIUM", "CONFORMANCE_TURN_TIMEOUT")
+"""The kit's environment variables a run inherits; the others would override its target."""
+MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
+VERDICT_OF = {"passed": "passed", "failed": "failed", "error": "failed", "skipped": "skipped",
+              "xfailed": "expected failure"}  # fmt: skip
+"""The kit's verdict property for each JUnit outcome."""
+TRACED_MODE = "raw-relay"
+"""The one mode whose kit run keeps Playwright traces (it fails the most clauses); the
+others run with --conformance-trace off, which saves a sixth of a run's CPU time."""
+EVIDENCE_TEXTS = ("dom.txt", "journal.json", "log.txt")
+CLAUSE_FAILED = re.compile(r"conformance clause (?P<clause>\w+) failed: (?P<title>.+)")
+
+
+class KitMissed(AssertionError):
+    """The kit passed a clause the target breaks (or failed one it keeps)."""
+
+
+# --- one kit run ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One conformance test as the run's JUnit file has it."""
+
+    name: str
+    clause: str
+    flow: str
+    outcome: str  # passed | failed | error | skipped | xfailed
+    message: str  # the failure's whole text ('' unless failed or error)
+    verdict: str  # the kit's own verdict property (passed, failed, skipped, ...)
+
+
+@dataclass(frozen=True)
+class KitRun:
+    returncode: int
+    output: str
+    cases: list[Case]
+    report: dict[str, str]  # clause id -> its verdict in the markdown report
+    artifacts: Path  # where the run's failing tests left their evidence
+    traced: bool  # whether the run kept Playwright traces of its failures
+
+    def failing(self) -> set[str]:
+        return {case.clause for case in self.cases if case.outcome in ("failed", "error")}
+
+    def describe(self) -> str:
+        """The run's summary (its whole output when it has none), for an assertion message."""
+        lines = self.output.splitlines()
+        summary = [i for i, line in enumerate(lines) if "short test summary info" in line]
+        return "\n".join(lines[summary[-1] :] if summary else lines[-80:])
+
+
+def kit_command(*args: str) -> list[str]:
+    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q"]
+    command += ["-p", "no:cacheprovider", "-p", "no:randomly"]
+    if importlib.util.find_spec("xdist") is not None:
+        command += ["-n", "0"]
+    return [*command, *args]
+
+
+def run_kit(out: Path, target_url: str, mock_url: str, log_file: Path, profile: Path,
+            *extra: str, trace: str = "dom") -> KitRun:  # fmt: skip
+    """Run the whole kit against a served target; what it wrote to `out`, read back."""
+    out.mkdir(parents=True, exist_ok=True)
+    junit, report = out / "junit.xml", out / "report.md"
+    command = kit_command(
+        "--app-url", f"{target_url}/", "--mock-url", mock_url, "--app-log", str(log_file),
+        "--profile", str(profile), "--junitxml", str(junit),
+        "--conformance-report", str(report), "--conformance-artifacts", str(out / "artifacts"),
+        "--conformance-trace", trace, *extra,
+    )  # fmt: skip
+    home = out / "home"
+    home.mkdir(exist_ok=True)
+    with (out / "output.txt").open("w+", encoding="utf-8") as output:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=child_env(home, **{k: v for k, v in os.environ.items() if k in KEPT_ENV}),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the browser goes with it
+        )
+        try:
+            returncode = process.wait(timeout=KIT_RUN_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            output.seek(0)
+            pytest.fail(
+                f"the kit run did not end within {KIT_RUN_DEADLINE_S:g} s:\n{output.read()}"
+            )
+        output.seek(0)
+        text = output.read()
+    assert junit.is_file(), f"the kit run (exit {returncode}) wrote no JUnit file:\n{text}"
+    return KitRun(returncode, text, read_junit(junit), read_report(report), out / "artifacts",
+                  traced=trace != "off")  # fmt: skip
+
+
+def read_junit(path: Path) -> list[Case]:
+    cases: list[Case] = []
+    for testcase in ET.parse(path).getroot().iter("testcase"):
+        properties = {p.get("name"): p.get("value") or "" for p in testcase.iter("property")}
+        outcome, message = "passed", ""
+        for child in testcase:
+            if child.tag in ("failure", "error"):
+                outcome = "failed" if child.tag == "failure" else "error"
+                message = f"{child.get('message', '')}\n{child.text or ''}"
+                break
+            if child.tag == "skipped":
+                outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+        cases.append(
+            Case(
+                name=testcase.get("name", ""),
+                clause=properties.get("conformance_clause", ""),
+                flow=properties.get("conformance_flow", ""),
+                outcome=outcome,
+                message=message,
+                verdict=properties.get("conformance_verdict", ""),
+            )
+        )
+    return cases
+
+
+def read_report(path: Path) -> dict[str, str]:
+    """The verdict column of the markdown report, by clause id ({} if none was written)."""
+    if not path.is_file():
+        return {}
+    rows: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if len(cells) == 4 and cells[0] in BY_ID:
+            rows[cells[0]] = cells[2]
+    return rows
+
+
+# --- the mock and the targets -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mock:
+    url: str
+    canaries: dict[str, str]  # flow -> the canary its markup carries
+
+
+@pytest.fixture(scope="module")
+def mock() -> Iterator[Mock]:
+    with serve_mock() as url:
+        flows = httpx.get(f"{url}/_mock/flows", timeout=DEADLINE_S).json()["flows"]
+        yield Mock(url, {flow["name"]: flow["canary"] for flow in flows if flow.get("canary")})
+
+
+def kit_on(mode: str, mock: Mock, tmp_path: Path, *extra: str) -> KitRun:
+    """Serve target `mode` and run the kit against it (tracing only for TRACED_MODE)."""
+    log_file = tmp_path / f"{mode}.log"
+    trace = "dom" if mode == TRACED_MODE else "off"
+    with serve_target(mode, mock.url, log_file) as url:
+        return run_kit(tmp_path / "kit", url, mock.url, log_file, PROFILES[mode], *extra,
+                       trace=trace)  # fmt: skip
+
+
+# --- the evidence of a failure ----------------------------------------------------------------
+
+
+def check_failure(case: Case, mock: Mock, run: KitRun) -> None:
+    """A failure names its clause (header), quotes evidence (the kit's own message) and
+    leaves its artifacts."""
+    assert case.verdict == "failed", f"{case.name}: verdict property {case.verdict!r}"
+    header = CLAUSE_FAILED.search(case.message)
+    assert header is not None, f"{case.name}: no 'conformance clause ... failed':\n{case.message}"
+    assert header["clause"] == case.clause, f"{case.name}: header names {header['clause']}"
+    assert header["title"] == BY_ID[case.clause].title, f"{case.name}: {header['title']!r}"
+    body = case.message[header.end() :]
+    errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
+    assert errors, f"{case.name}: no error line after the header:\n{body}"
+    assert errors[0], f"{case.name}: an empty error line after the header:\n{body}"
+    assert not errors[0].startswith("assert "), (
+        f"{case.name}: a bare assert, no evidence quoted: {errors[0]!r}"
+    )
+    if case.clause == "NEVER":
+        quoted = [m for m in (*MARKERS, mock.canaries.get(case.flow)) if m and repr(m) in body]
+        assert quoted, f"{case.name}: NEVER failed without quoting a marker or the canary:\n{body}"
+        assert quoted[0] in check_evidence(case, run)["dom.txt"], case.name
+    else:
+        check_evidence(case, run)
+
+
+def check_evidence(case: Case, run: KitRun) -> dict[str, str]:
+    """The failed test's folder holds the recorded DOM, its turns' journal entries, the log
+    excerpt and, when the run traced, a Playwright trace; returns the text files by name."""
+    folders = [d for d in run.artifacts.iterdir() if d.name.endswith(folder_name(case.name))]
+    assert len(folders) == 1, f"{case.name}: evidence folders {folders}"
+    folder = folders[0]
+    texts = {name: (folder / name).read_text(encoding="utf-8") for name in EVIDENCE_TEXTS}
+    assert texts["dom.txt"].strip(), f"{case.name}: nothing recorded in dom.txt"
+    journal = json.loads(texts["journal.json"])
+    assert journal, f"{case.name}: no turn in journal.json"
+    assert all(journal.values()), f"{case.name}: a turn without entries in {journal}"
+    if not run.traced:
+        assert not (folder / "trace.zip").exists(), f"{case.name}: a trace with tracing off"
+        return texts
+    with zipfile.ZipFile(folder / "trace.zip") as trace:
+        assert any(name.endswith(".trace") for name in trace.namelist()), trace.namelist()
+    return texts
+
+
+def expected_verdict(mode: str, clause: str) -> str:
+    if clause in BREAKS[mode] or clause in ALSO_FAILS[mode]:
+        return "failed"
+    needs = BY_ID[clause].needs
+    if needs is not None and not load_profile(PROFILES[mode]).has(needs):
+        return "skipped"
+    return "passed"
+
+
+# --- the tests --------------------------------------------------------------------------------
+
+
+def test_every_clause_has_a_target_that_fails_it() -> None:
+    """The clause coverage: a clause no target fails is a check the kit could lose unseen.
+
+    A clause counts when a mode declares it in BREAKS or in ALSO_FAILS: the teeth test holds
+    both to the same account (G4, G6 and G8 are raw-relay's ALSO_FAILS only).
+    """
+    failed = {clause for mode in MODES for clause in (*BREAKS[mode], *ALSO_FAILS[mode])}
+    assert [c.id for c in CLAUSES if c.id not in failed] == []
+    for mode in MODES:
+        declared = (*BREAKS[mode], *ALSO_FAILS[mode])
+        assert set(declared) <= set(BY_ID), f"{mode}: unknown clause in {declared}"
+        assert not set(BREAKS[mode]) & set(ALSO_FAILS[mode]), mode
+        for clause in declared:  # a mode cannot fail a clause its profile skips
+            needs = BY_ID[clause].needs
+            assert needs is None or load_profile(PROFILES[mode]).has(needs), (mode, clause)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+@pytest.mark.parametrize("mode", MODES)
+def test_the_kit_fails_exactly_the_clauses_a_target_breaks(
+    mode: str, mock: Mock, tmp_path: Path
+) -> None:
+    run = kit_on(mode, mock, tmp_path)
+    want = set(BREAKS[mode]) | set(ALSO_FAILS[mode])
+
+    assert run.cases, f"the JUnit file has no test:\n{run.describe()}"
+    assert all(case.clause in BY_ID for case in run.cases), [c.name for c in run.cases]
+    got = run.failing()
+    if got != want:
+        raise KitMissed(
+            f"{mode}: the kit failed {sorted(got)}, the target breaks {sorted(want)}"
+            f" (missed {sorted(want - got)}, wrongly failed {sorted(got - want)})"
+            f"\n{run.describe()}"
+        )
+    assert run.returncode == (1 if want else 0), f"exit {run.returncode}:\n{run.describe()}"
+    verdicts = {clause.id: expected_verdict(mode, clause.id) for clause in CLAUSES}
+    for case in run.cases:
+        assert case.verdict == VERDICT_OF[case.outcome], case  # JUnit carries the verdict
+        if case.outcome in ("failed", "error"):
+            check_failure(case, mock, run)
+        elif case.outcome != "passed":  # a skip only where the profile lacks the capability
+            assert (case.outcome, verdicts[case.clause]) == ("skipped", "skipped"), case
+    assert run.report == verdicts, run.describe()
+
+
+BASELINE_MODE = "over-strip"
+"""The target the baseline test runs against: it fails G7 alone (and passes G1)."""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2 * TEST_TIMEOUT_S)
+def test_a_baseline_of_the_failing_clauses_passes_and_a_stale_entry_fails(
+    mock: Mock, tmp_path: Path
+) -> None:
+    """Only the baseline's clauses run (-k): the subject is the baseline, not the clauses."""
+    assert set(BREAKS[BASELINE_MODE]) | set(ALSO_FAILS[BASELINE_MODE]) == {"G7"}
+    exact, stale = tmp_path / "exact.txt", tmp_path / "stale.txt"
+    exact.write_text("G7  # over-strip eats look-alikes\n", encoding="utf-8")
+    stale.write_text("G7\nG1  # passes: stale\n", encoding="utf-8")
+
+    known = kit_on(BASELINE_MODE, mock, tmp_path / "exact",
+                   "--expected-failures", str(exact), "-k", "lookalike")  # fmt: skip
+    assert known.returncode == 0, known.describe()
+    assert [(c.clause, c.outcome) for c in known.cases] == [("G7", "xfailed")], known.cases
+    assert known.report["G7"] == "expected failure"
+
+    old = kit_on(BASELINE_MODE, mock, tmp_path / "stale",
+                 "--expected-failures", str(stale), "-k", "lookalike or g1_")  # fmt: skip
+    assert old.returncode == 1, old.describe()
+    outcomes = {c.clause: c.outcome for c in old.cases}
+    assert outcomes == {"G1": "failed", "G7": "xfailed"}, old.cases
+    [g1] = [c for c in old.cases if c.clause == "G1"]
+    assert "stale baseline: clause G1" in g1.message, g1.message
+    assert (old.report["G1"], old.report["G7"]) == ("stale baseline", "expected failure")
