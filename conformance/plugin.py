@@ -405,12 +405,17 @@ class BrowserSession:
             chat.page.close()
 
 
+def new_context(browser: Browser, profile: Profile) -> BrowserContext:
+    """A browser context for the profile's page: signed in when it names a storage state."""
+    storage = profile.storage_state
+    return browser.new_context(storage_state=str(storage) if storage else None)
+
+
 @pytest.fixture(scope="session")
 def conformance_session(
     conformance_target: Target, conformance_browser: Browser, conformance_kit: KitConfig
 ) -> Generator[BrowserSession]:
-    storage = conformance_target.profile.storage_state
-    context = conformance_browser.new_context(storage_state=str(storage) if storage else None)
+    context = new_context(conformance_browser, conformance_target.profile)
     try:
         yield BrowserSession(context, conformance_target, conformance_kit.trace)
     finally:
