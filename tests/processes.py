@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import subprocess
+import sys
 import threading
+from collections.abc import Generator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from .deadlines import DEADLINE_S
@@ -37,3 +42,37 @@ def first_lines(process: subprocess.Popen[str], count: int) -> list[str]:
         return [lines.get(timeout=DEADLINE_S) for _ in range(count)]
     except queue.Empty:
         raise AssertionError(f"the child printed no startup line within {DEADLINE_S:g} s") from None
+
+
+MOCK_STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
+
+
+@dataclass
+class MockProcess:
+    """A `python -m mock_llm` child: its URL, and its stderr once it has stopped."""
+
+    process: subprocess.Popen[str]
+    url: str = ""
+    stderr: str = ""
+
+
+@contextmanager
+def mock_process(home: Path, *args: str) -> Generator[MockProcess]:
+    """`python -m mock_llm --port 0 ARGS`, serving until the block ends (then terminated)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mock_llm", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(home),
+    )
+    child = MockProcess(process)
+    try:
+        [line] = first_lines(process, 1)
+        match = MOCK_STARTUP.match(line)
+        assert match, line
+        child.url = match.group(1)
+        yield child
+    finally:
+        process.terminate()
+        _, child.stderr = process.communicate(timeout=DEADLINE_S)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 import sys
@@ -10,38 +9,23 @@ from pathlib import Path
 
 import httpx
 
-from ..processes import child_env, first_lines
-
-STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
+from ..deadlines import DEADLINE_S
+from ..processes import child_env, mock_process
 
 
 def test_module_serves_and_prints_its_url(tmp_path: Path):
     flows = tmp_path / "mine.yaml"
     flows.write_text("flows:\n  mine: {steps: [{content: from my file}]}\n", encoding="utf-8")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mock_llm", "--port", "0", "--flows", str(flows)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(tmp_path),
-    )
-    try:
-        [line] = first_lines(process, 1)
-        match = STARTUP.match(line)
-        assert match, line
-        url = match.group(1)
+    with mock_process(tmp_path, "--flows", str(flows)) as mock:
         response = httpx.post(
-            f"{url}/v1/chat/completions",
+            f"{mock.url}/v1/chat/completions",
             json={"model": "m", "messages": [{"role": "user", "content": "[[mock:mine]]"}]},
-            timeout=10,
+            timeout=DEADLINE_S,
         )
         assert response.json()["choices"][0]["message"]["content"] == "from my file"
-    finally:
-        process.terminate()
-        _, err = process.communicate(timeout=10)
     # uvicorn re-raises the SIGTERM it handled once shut down, as a terminated process should
-    assert process.returncode in (0, -signal.SIGTERM), err
-    assert "Traceback" not in err
+    assert mock.process.returncode in (0, -signal.SIGTERM), mock.stderr
+    assert "Traceback" not in mock.stderr
 
 
 def test_module_refuses_to_start_with_a_bad_flow_file(tmp_path: Path):

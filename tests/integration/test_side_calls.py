@@ -9,9 +9,6 @@ checked on mocks of their own.
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +21,9 @@ from mock_llm.side_calls import MAX_BODY_BYTES, MAX_PATTERN_CHARS, MAX_PATTERNS
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
-from ..processes import child_env, first_lines
+from ..processes import mock_process
 from ..sse import chat_body, read_sse
 
-STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
 TITLE_RULE = r"^### Task:"
 FLOWS = builtin_flows()
 SIDE_ANSWER = FLOWS["side-call"].steps[0].content
@@ -249,25 +245,12 @@ async def test_a_rule_that_backtracks_for_ages_does_not_hang_the_server(key: str
 
 
 def test_the_side_call_option_declares_a_rule(tmp_path: Path):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mock_llm", "--port", "0", "--side-call", TITLE_RULE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(tmp_path),
-    )
-    try:
-        [line] = first_lines(process, 1)
-        match = STARTUP.match(line)
-        assert match, line
-        url = match.group(1)
+    with mock_process(tmp_path, "--side-call", TITLE_RULE) as mock:
+        url = mock.url
         listed = httpx.get(f"{url}/_mock/side-calls", timeout=DEADLINE_S).json()["patterns"]
         body = title_body(question("cli"), stream=False)
         answer = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=DEADLINE_S)
         [entry] = httpx.get(f"{url}/_mock/requests", timeout=DEADLINE_S).json()["requests"]
-    finally:
-        process.terminate()
-        process.communicate(timeout=DEADLINE_S)
     assert listed == [TITLE_RULE]
     assert answer.json()["choices"][0]["message"]["content"] == SIDE_ANSWER
     assert (entry["side_call"], entry["key"]) == (True, "cli")
