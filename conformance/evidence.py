@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance.page import ChatPage
     from conformance.plugin import Target
 
 LOG_TAIL_LINES = 200
@@ -26,20 +26,23 @@ def folder_name(nodeid: str) -> str:
 
 def keep_evidence(
     nodeid: str,
-    chat: ChatPage,
     target: Target,
-    keys: list[str],
-    save_trace: Callable[[str], None] | None,
+    *,
+    dom: Callable[[], str],
+    keys: Sequence[str],
+    trace: Callable[[Path], object] | None,
 ) -> None:
-    """Write the evidence of a failed test; `save_trace(path)` writes its Playwright trace."""
+    """Write the evidence of a failed test: `dom()` is what its page showed, `keys` its
+    turns, and `trace(path)` writes its Playwright trace."""
     folder = target.artifacts / folder_name(nodeid)
     folder.mkdir(parents=True, exist_ok=True)
-    if save_trace is not None:
-        save_trace(str(folder / "trace.zip"))
+    if trace is not None:
+        trace(folder / "trace.zip")
     try:
-        (folder / "dom.txt").write_text(chat.recorded(), encoding="utf-8")
+        shown = dom()
     except Exception as exc:  # a closed page must not hide the other evidence
-        (folder / "dom.txt").write_text(f"(the page could not be read: {exc})", encoding="utf-8")
+        shown = f"(the page could not be read: {exc})"
+    (folder / "dom.txt").write_text(shown, encoding="utf-8")
     journal = {
         key: [dataclasses.asdict(entry) for entry in target.upstream.everything(key)]
         for key in keys

@@ -22,6 +22,7 @@ Deliberate choices:
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Playwright
 
     from conformance.page import ChatPage
+    from conformance.plays import Play, Plays
     from conformance.upstream import Upstream
 
 DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
@@ -371,11 +373,11 @@ class BrowserSession:
     """The worker's browser context and its chat page, reused test after test.
 
     One context per worker keeps the page's files in the browser's cache and one page keeps
-    its scripts compiled: a test then costs a navigation, not a new browser context and a
-    cold page load. Each test still starts from a fresh document (`ChatPage.open`), its own
-    KEYs and its own recording; a test that fails leaves the page behind and the next one
-    gets a new page, so a page in a bad state never decides another test. With tracing on,
-    each test is one trace chunk, written only when the test fails.
+    its scripts compiled: a turn then costs a navigation, not a new browser context and a
+    cold page load. Each play and each page-driving test still starts from a fresh document
+    (`ChatPage.open`), its own KEYs and its own recording; after a failure the page is
+    dropped and the next one gets a new page, so a page in a bad state never decides another
+    test. With tracing on, each play or page-driving test is one trace chunk.
     """
 
     def __init__(self, context: BrowserContext, target: Target, trace: str) -> None:
@@ -383,6 +385,7 @@ class BrowserSession:
         self.target = target
         self.tracing = trace != "off"
         self._chat: ChatPage | None = None
+        self._chunk_open = False
         if self.tracing:
             context.tracing.start(snapshots=True, screenshots=trace == "screenshots")
 
@@ -395,14 +398,29 @@ class BrowserSession:
             self._chat = ChatPage(page, target.profile, target.app_url, target.timeout_s * 1000)
         return self._chat
 
-    def save_trace(self, path: str) -> None:
-        """End the test's trace chunk into `path`."""
-        self.context.tracing.stop_chunk(path=path)
+    def begin_chunk(self, title: str) -> bool:
+        """Start a trace chunk; False (and nothing started) when tracing is off or a chunk
+        is already open."""
+        if not self.tracing or self._chunk_open:
+            return False
+        self.context.tracing.start_chunk(title=title)
+        self._chunk_open = True
+        return True
+
+    def end_chunk(self, path: Path | None) -> None:
+        """End the open trace chunk, written to `path` (dropped when None)."""
+        self.context.tracing.stop_chunk(path=str(path) if path is not None else None)
+        self._chunk_open = False
 
     def discard_page(self) -> None:
         if self._chat is not None:
             chat, self._chat = self._chat, None
             chat.page.close()
+
+    def close(self) -> None:
+        if self.tracing:
+            self.context.tracing.stop()
+        self.context.close()
 
 
 def new_context(browser: Browser, profile: Profile) -> BrowserContext:
@@ -416,10 +434,11 @@ def conformance_session(
     conformance_target: Target, conformance_browser: Browser, conformance_kit: KitConfig
 ) -> Generator[BrowserSession]:
     context = new_context(conformance_browser, conformance_target.profile)
+    session = BrowserSession(context, conformance_target, conformance_kit.trace)
     try:
-        yield BrowserSession(context, conformance_target, conformance_kit.trace)
+        yield session
     finally:
-        context.close()
+        session.close()
 
 
 @pytest.fixture(scope="session")
@@ -435,44 +454,96 @@ _counter = iter(range(1, 1_000_000_000))
 _KEYS = pytest.StashKey[list[str]]()
 
 
+def new_key() -> str:
+    """A KEY no other turn of this run (or of another run on the same mock) uses."""
+    return f"sg{RUN_ID}p{os.getpid()}n{next(_counter)}"
+
+
 @pytest.fixture
 def conformance_key(request: pytest.FixtureRequest) -> Callable[[], str]:
-    """Makes KEYs no other turn of this run (or of another run on the same mock) uses."""
+    """Makes fresh KEYs for a test that drives the page itself (kept for its evidence)."""
     keys = request.node.stash.setdefault(_KEYS, [])
 
     def make() -> str:
-        keys.append(f"sg{RUN_ID}p{os.getpid()}n{next(_counter)}")
+        keys.append(new_key())
         return keys[-1]
 
     return make
+
+
+def _failed(request: pytest.FixtureRequest) -> bool:
+    """Whether the test failed (set-up failures included: no call report yet)."""
+    report = request.node.stash.get(_CALL_REPORT, None)
+    return report is None or report.failed
+
+
+@pytest.fixture(scope="session")
+def conformance_plays(
+    conformance_wired: Target,
+    conformance_session: BrowserSession,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Plays:
+    """The worker's plays: each flow played once, on first use."""
+    from conformance.plays import Plays
+
+    traces = tmp_path_factory.mktemp("plays")
+    return Plays(conformance_wired, conformance_session, new_key, traces)
+
+
+@pytest.fixture
+def conformance_play(
+    conformance_plays: Plays, conformance_wired: Target, request: pytest.FixtureRequest
+) -> Generator[Callable[[str], Play]]:
+    """`play(flow)`: the flow's play, shared with every other test judged on it. A play
+    that could not be finished fails the test with its error; a failing test leaves the
+    evidence of the plays it used."""
+    from conformance.evidence import keep_evidence
+    from conformance.plays import PlayFailed
+
+    used: list[Play] = []
+
+    def play(flow: str) -> Play:
+        played = conformance_plays.get(flow)
+        used.append(played)
+        if played.error is not None:
+            raise PlayFailed(f"flow {flow!r}: the turn could not be played: {played.error}")
+        return played
+
+    yield play
+    if _failed(request):
+        traces = [p.trace for p in used if p.trace is not None]
+        keep_evidence(
+            request.node.nodeid,
+            conformance_wired,
+            dom=lambda: "\n".join(p.recorded for p in used),
+            keys=[key for p in used for key in p.keys],
+            trace=(lambda path: shutil.copyfile(traces[0], path)) if traces else None,
+        )
 
 
 @pytest.fixture
 def conformance_chat(
     conformance_wired: Target, conformance_session: BrowserSession, request: pytest.FixtureRequest
 ) -> Generator[ChatPage]:
-    """The chat page, freshly loaded, with a recording that starts with this test."""
+    """The chat page, freshly loaded, with a recording that starts with this test: for a
+    test that drives the page itself rather than judging a play."""
     from conformance.evidence import keep_evidence
 
     session = conformance_session
-    if session.tracing:
-        session.context.tracing.start_chunk(title=request.node.nodeid)
+    traced = session.begin_chunk(request.node.nodeid)
     chat = session.chat()
-    failed = True  # until the test's own report says otherwise (set-up failures included)
     try:
         chat.open()
         yield chat
-        report = request.node.stash.get(_CALL_REPORT, None)
-        failed = report is None or report.failed
     finally:
-        if failed:
+        if _failed(request):
             keep_evidence(
                 request.node.nodeid,
-                chat,
                 conformance_wired,
-                request.node.stash.get(_KEYS, []),
-                session.save_trace if session.tracing else None,
+                dom=chat.recorded,
+                keys=request.node.stash.get(_KEYS, []),
+                trace=session.end_chunk if traced else None,
             )
             session.discard_page()
-        elif session.tracing:
-            session.context.tracing.stop_chunk()
+        elif traced:
+            session.end_chunk(None)

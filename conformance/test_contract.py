@@ -1,10 +1,12 @@
 """The guardrail contract, clause by clause, against the target's page, mock and log.
 
-Every test asks its question with a fresh KEY (`[[mock:FLOW#KEY]]`), so turns never mix,
-also under pytest-xdist against one shared mock. What a turn must show, and how many
-upstream requests it must make, comes from the flow's own `expect` block in the mock, never
-from a guardrail implementation. Each test is marked with its clause; optional clauses
-skip, with the reason, where the profile does not declare the capability.
+Every turn asks its question with a fresh KEY (`[[mock:FLOW#KEY]]`), so turns never mix,
+also under pytest-xdist against one shared mock. Each flow is played once per worker and
+every clause that looks at it judges that one play (conformance/plays.py); only Stop (G11)
+drives the page itself. What a turn must show, and how many upstream requests it must make,
+comes from the flow's own `expect` block in the mock, never from a guardrail
+implementation. Each test is marked with its clause; optional clauses skip, with the
+reason, where the profile does not declare the capability.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ import pytest
 
 from conformance.clauses import Capability
 from conformance.page import ChatPage, TurnView
+from conformance.plays import Play, question
 from conformance.plugin import Target
 from conformance.upstream import Expected
 from mock_llm import JournalRecord
 
-QUESTION = "When do backups run?"
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 CORRECTION = (
     "Your previous reply contained raw tool-call markup, which is not interpreted here."
@@ -54,8 +56,7 @@ def normalized(text: str) -> str:
     return " ".join(text.split())
 
 
-def ask(chat: ChatPage, flow: str, key: str) -> TurnView:
-    return chat.ask(f"{QUESTION} [[mock:{flow}#{key}]]")
+PlayFlow = Callable[[str], Play]
 
 
 def assert_shown(view: TurnView, want: Expected, flow: str) -> None:
@@ -116,13 +117,13 @@ def assert_one_recovery(entries: list[JournalRecord], flow: str) -> None:
 
 @pytest.mark.clause("G1", flow="clean")
 def test_g1_a_clean_turn_passes_through_unchanged(
-    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+    conformance_play: PlayFlow, conformance_wired: Target
 ):
-    key = conformance_key()
-    view = ask(conformance_chat, "clean", key)
+    play = conformance_play("clean")
+    view = play.view
     assert view.state == "done", f"the clean turn ended in the error state: {view.error!r}"
     assert_shown(view, expected(conformance_wired, "clean"), "clean")
-    assert_one_request_no_correction(conformance_wired.upstream.requests(key), "clean")
+    assert_one_request_no_correction(play.requests(), "clean")
 
 
 @pytest.mark.parametrize(
@@ -136,17 +137,13 @@ def test_g1_a_clean_turn_passes_through_unchanged(
     ],
 )
 def test_the_page_shows_exactly_the_clean_remainder_with_no_recovery(
-    clause: str,
-    flow: str,
-    conformance_chat: ChatPage,
-    conformance_wired: Target,
-    conformance_key: Callable[[], str],
+    clause: str, flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
-    key = conformance_key()
-    view = ask(conformance_chat, flow, key)
+    play = conformance_play(flow)
+    view = play.view
     assert view.state == "done", f"{clause}: flow {flow!r} ended in the error state: {view.error!r}"
     assert_shown(view, expected(conformance_wired, flow), flow)
-    entries = conformance_wired.upstream.requests(key)
+    entries = play.requests()
     assert len(entries) == 1, count_problem(entries, flow, 1)
 
 
@@ -161,17 +158,13 @@ def test_the_page_shows_exactly_the_clean_remainder_with_no_recovery(
     ],
 )
 def test_a_scaffold_only_answer_gets_exactly_one_corrected_recovery(
-    clause: str,
-    flow: str,
-    conformance_chat: ChatPage,
-    conformance_wired: Target,
-    conformance_key: Callable[[], str],
+    clause: str, flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
-    key = conformance_key()
-    view = ask(conformance_chat, flow, key)
+    play = conformance_play(flow)
+    view = play.view
     assert view.state == "done", f"{clause}: flow {flow!r} ended in the error state: {view.error!r}"
     assert_shown(view, expected(conformance_wired, flow), flow)
-    assert_one_recovery(conformance_wired.upstream.requests(key), flow)
+    assert_one_recovery(play.requests(), flow)
 
 
 # --- G3: the terminal error -----------------------------------------------------------------------
@@ -179,14 +172,17 @@ def test_a_scaffold_only_answer_gets_exactly_one_corrected_recovery(
 
 @pytest.mark.clause("G3", flow="scaffold-repeat")
 def test_g3_an_empty_recovery_ends_in_the_error_state_and_the_page_stays_usable(
-    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+    conformance_play: PlayFlow, conformance_wired: Target
 ):
-    key = conformance_key()
-    view = ask(conformance_chat, "scaffold-repeat", key)
+    play = conformance_play("scaffold-repeat")  # its play asks a clean question after it
+    view = play.view
     assert view.state == "error", "G3: the turn did not end in the error state"
     assert view.error == MALFORMED_REPLY, f"G3: the error shows {view.error!r}"
-    assert_one_recovery(conformance_wired.upstream.requests(key), "scaffold-repeat")
-    again = ask(conformance_chat, "clean", conformance_key())
+    assert_one_recovery(play.requests(), "scaffold-repeat")
+    again = play.follow_up
+    assert again is not None, (
+        f"G3: after the error, the next question failed: {play.follow_up_error}"
+    )
     assert again.state == "done", "G3: after the error, the next question got no answer"
     assert_shown(again, expected(conformance_wired, "clean"), "clean")
 
@@ -197,15 +193,12 @@ def test_g3_an_empty_recovery_ends_in_the_error_state_and_the_page_stays_usable(
 @pytest.mark.clause("NEVER")
 @pytest.mark.parametrize("flow", SCAFFOLD_FLOWS)
 def test_raw_scaffolding_never_appears_in_the_page(
-    flow: str,
-    conformance_chat: ChatPage,
-    conformance_wired: Target,
-    conformance_key: Callable[[], str],
+    flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
     want = expected(conformance_wired, flow)
-    ask(conformance_chat, flow, conformance_key())
-    conformance_chat.prove_live()
-    seen = conformance_chat.recorded()
+    play = conformance_play(flow)
+    assert play.recorder_live, "the DOM recorder is not live: it missed the kit's own marker"
+    seen = play.recorded
     for marker in MARKERS:
         assert marker not in seen, (
             f"flow {flow!r}: {marker!r} reached the page: {_around(seen, marker)}"
@@ -226,11 +219,9 @@ def _around(text: str, needle: str, width: int = 80) -> str:
 
 
 @pytest.mark.clause("G9", flow="thinking-scaffold")
-def test_g9_thinking_is_shown_raw(
-    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
-):
+def test_g9_thinking_is_shown_raw(conformance_play: PlayFlow, conformance_wired: Target):
     needs(conformance_wired, "thinking")
-    view = ask(conformance_chat, "thinking-scaffold", conformance_key())
+    view = conformance_play("thinking-scaffold").view
     assert "<|tool_call_start|>" in view.thinking, (
         f"G9: the thinking display was filtered: {view.thinking!r}"
     )
@@ -240,19 +231,15 @@ def test_g9_thinking_is_shown_raw(
 @pytest.mark.clause("G10")
 @pytest.mark.parametrize("flow", ["clean", "scaffold-recover", "scaffold-repeat", "scaffold-mixed"])
 def test_g10_the_log_line_counts_the_stripped_characters(
-    flow: str,
-    conformance_chat: ChatPage,
-    conformance_wired: Target,
-    conformance_key: Callable[[], str],
+    flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
     needs(conformance_wired, "log")
     target = conformance_wired
     assert target.log_file is not None
-    offset = target.log_file.stat().st_size if target.log_file.exists() else 0
-    view = ask(conformance_chat, flow, conformance_key())
+    play = conformance_play(flow)
     want = expected(target, flow).stripped_chars
-    pattern = target.profile.log.pattern(view.turn_id)
-    found = logged_line(target.log_file, offset, pattern, target.timeout_s)
+    pattern = target.profile.log.pattern(play.view.turn_id)
+    found = logged_line(target.log_file, play.log_offset, pattern, target.timeout_s)
     assert found is not None, (
         f"G10: no log line matching {pattern.pattern!r} was written for the turn"
         f" within {target.timeout_s:g} s of its end"
@@ -287,7 +274,7 @@ def test_g11_stop_closes_the_upstream_stream(
 ):
     needs(conformance_wired, "stop")
     key = conformance_key()
-    message = conformance_chat.send(f"{QUESTION} [[mock:slow#{key}]]")
+    message = conformance_chat.send(question("slow", key))
     answer = message.locator(conformance_wired.profile.selectors.answer)
     answer.first.wait_for(state="attached")
     conformance_chat.page.wait_for_function(
@@ -311,13 +298,13 @@ def test_g11_stop_closes_the_upstream_stream(
 
 @pytest.mark.clause("G12", flow="tool-with-scaffold")
 def test_g12_a_round_with_a_real_tool_call_gets_no_recovery(
-    conformance_chat: ChatPage, conformance_wired: Target, conformance_key: Callable[[], str]
+    conformance_play: PlayFlow, conformance_wired: Target
 ):
     needs(conformance_wired, "tools")
-    key = conformance_key()
-    view = ask(conformance_chat, "tool-with-scaffold", key)
+    play = conformance_play("tool-with-scaffold")
+    view = play.view
     assert view.state == "done", f"G12: the turn ended in the error state: {view.error!r}"
-    for entry in conformance_wired.upstream.requests(key):
+    for entry in play.requests():
         assert CORRECTION not in json.dumps(messages_of(entry), ensure_ascii=False), (
             "G12: a round that carried a real tool call was answered with a recovery request"
         )

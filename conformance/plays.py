@@ -1,0 +1,156 @@
+"""Each flow played once per worker, and what it showed kept for every clause judged on it.
+
+Several clauses look at one flow from different sides: G2 at what the page shows for
+`scaffold-recover` and at its requests, NEVER at everything its page ever showed, G10 at its
+log line. A play asks the flow's question once and keeps all of that, so the kit's 22 checks
+need 12 turns, not 23, and two clauses judged on one flow always judge the same turn.
+
+A play is a fresh document, the question with its own KEY (for a flow in FOLLOW_UPS, the
+next question on the same page too), the recorder's positive control and everything the
+page showed. The turn's requests are read from the mock, with its settle wait, the first
+time a clause asks for them.
+
+Deliberate choices:
+- The plays are per worker (a session fixture): under pytest-xdist a flow plays once on
+  each worker that runs a test of it; nothing is shared between processes.
+- A play that raised (a turn that never finished, a page that broke) is kept as its error:
+  every clause judged on it fails with that error, it is not played again, and the next
+  play gets a new page.
+- With tracing on, each play is one trace chunk, written to the worker's temporary folder
+  and copied into the evidence of each test that fails on it.
+- The recorder's positive control runs in every play and is kept as a flag: only the clause
+  that reads the recording (NEVER) fails when the recorder was not live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conformance.page import TurnView
+    from conformance.plugin import BrowserSession, Target
+    from mock_llm import JournalRecord
+
+QUESTION = "When do backups run?"
+FOLLOW_UPS = {"scaffold-repeat": "clean"}
+"""Flows whose play asks a second question on the same page once the first has ended (G3:
+after the terminal error, the page still answers)."""
+
+
+def question(flow: str, key: str) -> str:
+    """The question that plays `flow` under `key` (the mock's trigger grammar)."""
+    return f"{QUESTION} [[mock:{flow}#{key}]]"
+
+
+class PlayFailed(AssertionError):
+    """The flow's turn could not be played to its end, so no clause can be judged on it."""
+
+
+@dataclass
+class Play:
+    """One played flow: what the page showed, and the turn's requests once read."""
+
+    flow: str
+    keys: tuple[str, ...]  # the question's KEY, then the follow-up's
+    views: tuple[TurnView, ...]  # the question's view, then the follow-up's
+    recorded: str  # everything the page showed, from the fresh document to the end
+    recorder_live: bool
+    log_offset: int  # the app log's size before the question was sent
+    trace: Path | None
+    error: str | None  # why the question's turn could not be played to its end
+    follow_up_error: str | None  # why the follow-up's could not
+    read_requests: Callable[[str], list[JournalRecord]] = field(repr=False)
+    _requests: dict[str, list[JournalRecord]] = field(
+        default_factory=dict[str, list["JournalRecord"]], repr=False
+    )
+
+    @property
+    def key(self) -> str:
+        return self.keys[0]
+
+    @property
+    def view(self) -> TurnView:
+        return self.views[0]
+
+    @property
+    def follow_up(self) -> TurnView | None:
+        """The follow-up's view (None when it could not be played: see follow_up_error)."""
+        return self.views[1] if len(self.views) > 1 else None
+
+    def requests(self, key: str | None = None) -> list[JournalRecord]:
+        """The turn's own requests (the question's, or the follow-up's `key`), read once."""
+        key = key or self.key
+        if key not in self._requests:
+            self._requests[key] = self.read_requests(key)
+        return self._requests[key]
+
+
+class Plays:
+    """The worker's plays by flow, each played on first use."""
+
+    def __init__(
+        self,
+        target: Target,
+        session: BrowserSession,
+        new_key: Callable[[], str],
+        traces: Path,
+    ) -> None:
+        self._target = target
+        self._session = session
+        self._new_key = new_key
+        self._traces = traces
+        self._played: dict[str, Play] = {}
+
+    def get(self, flow: str) -> Play:
+        if flow not in self._played:
+            self._played[flow] = self._play(flow)
+        return self._played[flow]
+
+    def _log_size(self) -> int:
+        log = self._target.log_file
+        return log.stat().st_size if log is not None and log.exists() else 0
+
+    def _play(self, flow: str) -> Play:
+        session = self._session
+        flows = (flow, *([FOLLOW_UPS[flow]] if flow in FOLLOW_UPS else []))
+        keys = tuple(self._new_key() for _ in flows)
+        offset = self._log_size()
+        traced = session.begin_chunk(f"play {flow}")
+        trace = self._traces / f"{len(self._played) + 1:02d}-{flow}.zip" if traced else None
+        chat = session.chat()
+        views: list[TurnView] = []
+        live, error, follow_up_error = False, None, None
+        try:
+            chat.open()
+            views.append(chat.ask(question(flow, keys[0])))
+        except Exception as exc:
+            error = _describe(exc)
+        if error is None and len(flows) > 1:
+            try:
+                views.append(chat.ask(question(flows[1], keys[1])))
+            except Exception as exc:
+                follow_up_error = _describe(exc)
+        if error is None:
+            try:
+                chat.prove_live()
+                live = True
+            except Exception:
+                live = False
+        try:
+            recorded = chat.recorded()
+        except Exception as exc:  # a broken page must not hide the play's own error
+            recorded = f"(the page could not be read: {exc})"
+        if traced:
+            session.end_chunk(trace)
+        if error is not None or follow_up_error is not None:
+            session.discard_page()
+        read = self._target.upstream.requests
+        return Play(flow, keys, tuple(views), recorded, live, offset, trace, error,
+                    follow_up_error, read)  # fmt: skip
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
