@@ -69,7 +69,7 @@ step "unit + integration" uv run --frozen pytest -n 2 tests/unit tests/integrati
     --cov --cov-report= "$@"
 step "e2e (chromium)" uv run --frozen pytest -n 2 tests/e2e --cov --cov-append --cov-report= "$@"
 # The README's kit command: the conformance kit against the mock and the reference app.
-step "conformance kit" uv run --frozen pytest -n 2 conformance --cov --cov-append --cov-report= \
+step "conformance kit" uv run --frozen pytest conformance --cov --cov-append --cov-report= \
     "$@"
 # The kit's own self-test: every broken target fails exactly the clauses it breaks, and a
 # foreign page passes. Each test is a whole kit run (a subprocess with its browser) that

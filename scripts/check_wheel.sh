@@ -14,4 +14,4 @@ wheel=$(ls "$work"/dist/*.whl)
 uv venv --quiet --python 3.11 "$work/venv"
 uv pip install --quiet --python "$work/venv/bin/python" "$wheel[conformance]"
 cd "$work"
-"$work/venv/bin/python" -m pytest --pyargs conformance -p no:cacheprovider -n 2 -q "$@"
+"$work/venv/bin/python" -m pytest --pyargs conformance -p no:cacheprovider -q "$@"
