@@ -76,6 +76,8 @@ def text_size(flow: Flow) -> int:
         size += len(flow.expect.shown)
     for step in flow.steps:
         size += len(step.content) + len(step.reasoning)
+        if step.extract is not None:
+            size += len(step.extract.fallback) + len(step.extract.preamble)
         size += sum(len(c.name) + len(c.arguments) + len(c.id or "") for c in step.tool_calls)
     return size
 
@@ -139,6 +141,7 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "ttft_ms": step.ttft_ms,
         "reasoning_field": step.reasoning_field,
         "fault": describe_fault(step.fault) if step.fault is not None else None,
+        "extract": asdict(step.extract) if step.extract is not None else None,
     }
 
 

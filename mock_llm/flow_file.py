@@ -29,12 +29,14 @@ from typing import Any, TypeVar, cast
 import yaml
 
 from mock_llm.flows import (
+    EXTRACT_SENTENCES_MAX,
     FINISH_REASONS,
     REASONING_FIELDS,
     Chunking,
     CutFault,
     ErrorEventFault,
     Expect,
+    Extract,
     Fault,
     FinishReason,
     Flow,
@@ -204,11 +206,17 @@ _STEP_KEYS = {
     "ttft_ms",
     "reasoning_field",
     "fault",
+    "extract",
 }
 
 
 def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
     fields = _mapping(ctx, node, what, allowed=_STEP_KEYS)
+    if "extract" in fields and "content" in fields:
+        raise ctx.fail(
+            fields.key_nodes["extract"],
+            f"{what}: 'extract' builds the content from the request; drop 'content'",
+        )
     tool_calls: tuple[ToolCall, ...] = ()
     if "tool_calls" in fields:
         tc_node = fields["tool_calls"]
@@ -232,6 +240,7 @@ def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
         ttft_ms=_opt(ctx, fields, "ttft_ms", _non_negative, 0.0),
         reasoning_field=reasoning_field,
         fault=_opt(ctx, fields, "fault", _fault, None),
+        extract=_opt(ctx, fields, "extract", _extract, None),
     )
 
 
@@ -463,6 +472,27 @@ def _choice(options: tuple[str, ...]) -> Parser[Any]:
         return cast(str, value)
 
     return parse
+
+
+def _extract(ctx: _Ctx, node: yaml.Node, key: str) -> Extract:
+    """`extract: true`, or a mapping of `sentences` (1 to 10), `fallback` and `preamble`."""
+    if isinstance(node, yaml.ScalarNode):
+        if _scalar(ctx, node, key) is True:
+            return Extract()
+        raise ctx.fail(node, f"'{key}' must be true or a mapping (sentences, fallback, preamble)")
+    fields = _mapping(ctx, node, f"'{key}'", allowed={"sentences", "fallback", "preamble"})
+    spec = Extract()
+    sentences = _opt(ctx, fields, "sentences", _integer, spec.sentences)
+    if not 1 <= sentences <= EXTRACT_SENTENCES_MAX:
+        raise ctx.fail(
+            fields["sentences"],
+            f"'sentences' must be from 1 to {EXTRACT_SENTENCES_MAX}, not {sentences}",
+        )
+    return Extract(
+        sentences=sentences,
+        fallback=_opt(ctx, fields, "fallback", _string, spec.fallback),
+        preamble=_opt(ctx, fields, "preamble", _string, spec.preamble),
+    )
 
 
 def _chunking(ctx: _Ctx, node: yaml.Node, key: str) -> Chunking:

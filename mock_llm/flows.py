@@ -100,9 +100,23 @@ class ErrorEventFault:
 Fault = HttpFault | CutFault | StallFault | MalformedFault | ErrorEventFault
 
 
+EXTRACT_SENTENCES_MAX = 10
+
+
+@dataclass(frozen=True)
+class Extract:
+    """A step whose content is built from the request (`extractive.py`): at most `sentences`
+    sentences of its context that match the question, after `preamble`; `fallback` when
+    none does."""
+
+    sentences: int = 3
+    fallback: str = "The notes I was given do not say; ask about something they cover."
+    preamble: str = "From the notes:"
+
+
 @dataclass(frozen=True)
 class Step:
-    """One response of a flow."""
+    """One response of a flow. With `extract`, the content is built per request instead."""
 
     content: str = ""
     reasoning: str = ""
@@ -113,6 +127,7 @@ class Step:
     ttft_ms: float = 0.0
     reasoning_field: ReasoningField | None = None
     fault: Fault | None = None
+    extract: Extract | None = None
 
     @property
     def resolved_finish_reason(self) -> FinishReason:

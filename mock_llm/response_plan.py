@@ -20,10 +20,11 @@ becomes an HTTP 500 with the error body.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from mock_llm import wire
+from mock_llm.extractive import extract_answer
 from mock_llm.flows import (
     CutFault,
     ErrorEventFault,
@@ -96,7 +97,9 @@ def describe_fault(fault: Fault) -> str:
 def plan_response(
     step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
 ) -> ResponsePlan:
-    """The whole response to `step`."""
+    """The whole response to `step` (an `extract` step's content built from the request)."""
+    if step.extract is not None:
+        step = replace(step, content=extract_answer(request.messages, step.extract))
     if isinstance(step.fault, HttpFault):
         return _http_fault(step, step.fault)
     if request.stream:

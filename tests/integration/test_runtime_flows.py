@@ -162,3 +162,19 @@ async def test_flows_past_the_runtime_limit_are_409(small: httpx.AsyncClient, ke
     assert (await small.post("/_mock/flows", content=body("a"))).status_code == 200
     response = await small.post("/_mock/flows", content=body("a", "b", "c"))
     assert_openai_error(response, 409, "runtime_flow_limit", "would make 3 flows")
+
+
+async def test_an_extract_flow_answers_from_the_context_the_request_carried(
+    http: httpx.AsyncClient, key: str
+):
+    flows = f"flows:\n  ex-{key}:\n    steps:\n      - {{extract: {{sentences: 1}}, chunking: 5}}\n"
+    assert (await http.post("/_mock/flows", content=flows)).status_code == 200
+    body = chat_body(f"How long does the UPS hold? [[mock:ex-{key}#{key}]]")
+    note = '<excerpt path="/homelab/ups.md">The UPS holds the rack for 40 minutes.</excerpt>'
+    body["messages"].insert(0, {"role": "system", "content": f"Use the notes.\n{note}"})
+    result = await read_sse(http, body)
+    assert result.done
+    assert result.joined("content") == (
+        "From the notes:\n- The UPS holds the rack for 40 minutes. (source: /homelab/ups.md)"
+    )
+    assert (await listed(http, f"ex-{key}"))["steps"][0]["extract"]["sentences"] == 1

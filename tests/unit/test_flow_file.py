@@ -14,6 +14,7 @@ from mock_llm.flows import (
     CutFault,
     ErrorEventFault,
     Expect,
+    Extract,
     HttpFault,
     MalformedFault,
     StallFault,
@@ -214,6 +215,12 @@ def test_anchors_and_x_keys_are_allowed():
             5,
             "'arguments' cannot be sent as JSON",
         ),
+        ("flows:\n  f: {steps: [{extract: true, content: x}]}\n", 2, "drop 'content'"),
+        ("flows:\n  f: {steps: [{extract: yes please}]}\n", 2, "true or a mapping"),
+        ("flows:\n  f: {steps: [{extract: {sentences: 0}}]}\n", 2, "from 1 to 10, not 0"),
+        ("flows:\n  f: {steps: [{extract: {sentences: 11}}]}\n", 2, "from 1 to 10, not 11"),
+        ("flows:\n  f: {steps: [{extract: {top: 3}}]}\n", 2, "unknown key 'top'"),
+        ("flows:\n  f: {steps: [{extract: {fallback: 3}}]}\n", 2, "'fallback' must be a string"),
     ],
 )
 def test_invalid_flow_file_names_file_line_and_problem(text: str, line: int | None, problem: str):
@@ -224,6 +231,16 @@ def test_invalid_flow_file_names_file_line_and_problem(text: str, line: int | No
     assert error.line == line
     assert problem in error.problem
     assert str(error).startswith(f"flows.yaml:{line}: " if line else "flows.yaml: ")
+
+
+def test_an_extract_step_reads_true_or_its_options():
+    flows = parse_flows(
+        "flows:\n  a: {steps: [{extract: true}]}\n"
+        "  b: {steps: [{extract: {sentences: 1, fallback: no idea, preamble: Notes say}}]}\n",
+        source="flows.yaml",
+    )
+    assert flows["a"].steps[0].extract == Extract()
+    assert flows["b"].steps[0].extract == Extract(1, "no idea", "Notes say")
 
 
 def test_load_flow_file_reads_from_disk(tmp_path: Path):

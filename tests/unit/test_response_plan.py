@@ -14,13 +14,14 @@ from mock_llm.flows import (
     Chunking,
     CutFault,
     ErrorEventFault,
+    Extract,
     HttpFault,
     MalformedFault,
     StallFault,
     Step,
     ToolCall,
 )
-from mock_llm.response_plan import FaultFired, Pause, Send
+from mock_llm.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
 
 from .conftest import META, plan, sent_chunks, sent_events
 
@@ -345,3 +346,22 @@ def test_non_streaming_response_is_the_assembled_stream(step: Step):
 
 def test_sse_frame_is_one_data_line():
     assert wire.sse_frame({"a": "é"}) == 'data: {"a":"é"}\n\n'.encode()
+
+
+EXCERPT_REQUEST = [
+    {"role": "system", "content": '<doc path="/homelab/ups.md">The UPS holds 40 minutes.</doc>'},
+    {"role": "user", "content": "How long does the UPS hold?"},
+]
+UPS_ANSWER = "From the notes:\n- The UPS holds 40 minutes. (source: /homelab/ups.md)"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_extract_step_answers_from_the_request_it_is_given(stream: bool):
+    step = Step(extract=Extract(), chunking=Chunking("char"))
+    shape = RequestShape(stream=stream, include_usage=False, messages=EXCERPT_REQUEST)
+    p = plan_response(step, META, "reasoning_content", shape)
+    if stream:
+        assert accumulate(sent_chunks(p))["message"]["content"] == UPS_ANSWER
+    else:
+        body = json.loads(b"".join(a.data for a in p.actions if isinstance(a, Send)))
+        assert body["choices"][0]["message"]["content"] == UPS_ANSWER
