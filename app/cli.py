@@ -2,8 +2,10 @@
 
 The embedded demo starts the mock LLM in-process (so the whole thing runs offline and the
 mock's journal shows every upstream request), uses the bundled sample notes, and keeps its
-database in ./data. Set SG_LLM_BASE_URL (and the other SG_ variables, see README) to talk to
-a real model instead; nothing else changes.
+database in ./data. Its mock answers a question with no trigger from the notes the app sent
+it (demo_flows.yaml: the mock's extractive responder), so plain questions get real answers.
+Set SG_LLM_BASE_URL (and the other SG_ variables, see README) to talk to a real model
+instead; nothing else changes.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import os
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
+from pathlib import Path
 
 import uvicorn
 
 from app.config import SettingsError, load_settings
 from app.main import create_app
-from mock_llm import bind_socket, serve_mock, socket_url
+from mock_llm import bind_socket, build_settings, serve_mock, socket_url
+
+DEMO_FLOWS = Path(__file__).with_name("demo_flows.yaml")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ExitStack() as stack:
         mock_url = None
         if settings.embedded:
-            mock_url = stack.enter_context(serve_mock())
+            mock_url = stack.enter_context(serve_mock(build_settings((DEMO_FLOWS,))))
             settings = dataclasses.replace(settings, llm_base_url=f"{mock_url}/v1")
         try:
             sock = bind_socket(args.host, args.port)

@@ -20,8 +20,11 @@ fallback text (a deflection).
 
 The score is plain and deterministic: the question's words (lowercased, a few stop words
 left out, a trailing plural `s` dropped) that a sentence contains, each weighted by how rare
-it is among the context's sentences (inverse document frequency). Ties keep the context's
-order. The same request always gets the same answer.
+it is among the context's sentences (inverse document frequency). Between equal scores, a
+sentence from a note whose name holds more of the question's words comes first, then the
+context's order. The same request always gets the same answer. Markdown is read as prose
+(`prose_units`): wrapped lines joined, list items and table rows on their own, headings,
+fenced code and table headers left out, links shown as their text.
 
 Bounded: at most MAX_CONTEXT_CHARS of context and MAX_QUESTION_CHARS of question are read,
 whatever the request holds, so a huge request costs linear time at most.
@@ -47,8 +50,13 @@ MAX_SENTENCE_CHARS = 400
 
 _TAG = re.compile(r"<(?P<close>/?)(?P<tag>[A-Za-z][\w-]*)\b(?P<attrs>[^<>]*)>")
 _NOTE_ATTR = re.compile(r"\b(?:path|source|file|name|title)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_MARKUP = re.compile(r"^[\s>#*|+-]+|[*_`|]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_FENCE = re.compile(r"^(?:```|~~~)")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+_ITEM = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+|\|)")
+_LEAD = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+)+")
+_INLINE = re.compile(r"[*`]+")
+_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
 _WORD = re.compile(r"\w+")
 _STOP_WORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
@@ -75,14 +83,15 @@ def extract_answer(messages: Sequence[Mapping[str, Any]], spec: Extract) -> str:
     vocabulary = [set(_terms(s.text)) for s in sentences]
     frequency = Counter(term for words in vocabulary for term in words)
     weight = {t: math.log(1 + len(sentences) / frequency[t]) for t in terms if frequency[t]}
+    named = {note: len(set(_terms(note)) & terms) for note in {s.note for s in sentences} if note}
     scored = [
-        (sum(weight.get(t, 0.0) for t in words & terms), -s.position, s)
+        (sum(weight.get(t, 0.0) for t in words & terms), named.get(s.note or "", 0), -s.position, s)
         for s, words in zip(sentences, vocabulary, strict=True)
     ]
-    best = sorted((row for row in scored if row[0] > 0), key=lambda row: row[:2], reverse=True)
+    best = sorted((row for row in scored if row[0] > 0), key=lambda row: row[:3], reverse=True)
     if not best:
         return spec.fallback
-    quoted = [_quote(s) for _, _, s in best[: spec.sentences]]
+    quoted = [_quote(s) for *_, s in best[: spec.sentences]]
     return "\n".join([spec.preamble, *quoted])
 
 
@@ -93,13 +102,56 @@ def context_sentences(messages: Sequence[Mapping[str, Any]]) -> list[Sentence]:
     for text, note in _passages(messages):
         text = text[:budget]
         budget -= len(text)
-        for piece in _SENTENCE_END.split(text):
-            cleaned = " ".join(_MARKUP.sub(" ", piece).split())
-            if len(_WORD.findall(cleaned)) >= 2:
-                sentences.append(Sentence(cleaned, note, len(sentences)))
+        for unit in prose_units(text):
+            for piece in _SENTENCE_END.split(unit):
+                if len(_WORD.findall(piece)) >= 2:
+                    sentences.append(Sentence(piece, note, len(sentences)))
         if budget <= 0:
             break
     return sentences
+
+
+def prose_units(text: str) -> list[str]:
+    """`text`'s paragraphs (wrapped lines joined), list items and table rows, as plain text.
+
+    Markdown is read the way a person reads it: a paragraph's lines are one text, each list
+    item and table row stands alone (a row's cells joined by commas), and what is not prose
+    is left out: headings, fenced code, a table's header row and its rule.
+    """
+    units: list[str] = []
+    current: list[str] = []
+    lines = text.splitlines()
+
+    def flush() -> None:
+        joined = " ".join(" ".join(current).split())
+        if joined:
+            units.append(joined)
+        current.clear()
+
+    in_fence = False
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if _FENCE.match(stripped):
+            flush()
+            in_fence = not in_fence
+            continue
+        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        if in_fence or stripped.startswith("#") or _TABLE_RULE.match(stripped):
+            flush()
+            continue
+        if not stripped:
+            flush()
+            continue
+        if stripped.startswith("|") and _TABLE_RULE.match(following):
+            flush()  # a header row: labels, not facts
+            continue
+        if _ITEM.match(stripped):
+            flush()
+            if stripped.startswith("|"):
+                stripped = ", ".join(cell.strip() for cell in stripped.strip("|").split("|"))
+        current.append(_LINK.sub(r"\1", _INLINE.sub("", _LEAD.sub("", stripped))))
+    flush()
+    return units
 
 
 def _passages(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | None]]:

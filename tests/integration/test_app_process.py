@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -22,29 +23,55 @@ PAGE = re.compile(r"app: notes chat on (http://127\.0\.0\.1:\d+)/ ")
 MOCK = re.compile(r"app: embedded mock LLM on (http://127\.0\.0\.1:\d+) ")
 
 
-def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Path):
-    env = child_env(tmp_path, SG_DATA_DIR=str(tmp_path / "data"))
-    process = subprocess.Popen(
+def start_demo(tmp_path: Path) -> subprocess.Popen[str]:
+    """`python -m app` with nothing configured (the embedded demo), data under tmp_path."""
+    return subprocess.Popen(
         [sys.executable, "-m", "app", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=child_env(tmp_path, SG_DATA_DIR=str(tmp_path / "data")),
     )
+
+
+def chat_frames(page_url: str, body: dict[str, str]) -> list[dict[str, Any]]:
+    """The SSE frames of one turn on the running app."""
+    with httpx.stream("POST", f"{page_url}/api/chat", json=body, timeout=20) as response:
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    return [json.loads(line[len("data: ") :]) for line in lines]
+
+
+def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Path):
+    process = start_demo(tmp_path)
     try:
         page_line, mock_line = first_lines(process, 2)
         page, mock = PAGE.match(page_line), MOCK.match(mock_line)
         assert page, page_line
         assert mock, mock_line
         body = {"message": "When do backups run? [[mock:tool-then-answer#demo]]"}
-        with httpx.stream("POST", f"{page.group(1)}/api/chat", json=body, timeout=20) as r:
-            lines = [line for line in r.iter_lines() if line.startswith("data: ")]
-            frames = [json.loads(line[len("data: ") :]) for line in lines]
+        frames = chat_frames(page.group(1), body)
         assert frames[0]["mode"] == "grounded"
         assert frames[-1]["type"] == "done"
         assert len(settled_journal_sync(mock.group(1), "demo", count=2)) == 2
         assert (tmp_path / "data" / "scaffold-guard.sqlite3").is_file()
         assert "chat turn=" in (tmp_path / "data" / "chat.log").read_text(encoding="utf-8")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=15)
+    assert "Traceback" not in err
+
+
+def test_the_embedded_demo_answers_a_plain_question_from_the_notes(tmp_path: Path):
+    process = start_demo(tmp_path)
+    try:
+        page = PAGE.match(first_lines(process, 2)[0])
+        assert page
+        body = {"message": "When do backups run?"}
+        frames = chat_frames(page.group(1), body)
+        answer = "".join(f["text"] for f in frames if f["type"] == "delta")
+        assert answer.startswith("From your notes:\n- Backups run nightly at 02:00"), answer
+        assert "(source: /homelab/backups.md)" in answer
+        assert frames[-1]["type"] == "done"
     finally:
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=15)

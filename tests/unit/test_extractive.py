@@ -14,6 +14,7 @@ from mock_llm.extractive import (
     context_sentences,
     document_blocks,
     extract_answer,
+    prose_units,
 )
 from mock_llm.flows import Extract
 
@@ -160,3 +161,37 @@ def test_any_request_gets_the_fallback_or_quotes_of_its_own_context(
     assert preamble == Extract().preamble
     assert 1 <= len(quoted) <= sentences
     assert all(line.startswith("- ") for line in quoted)
+
+
+def test_a_paragraph_wrapped_over_lines_is_one_sentence():
+    assert prose_units("Backups run nightly\nat 02:00 from the NAS.\n\nNext one.") == [
+        "Backups run nightly at 02:00 from the NAS.",
+        "Next one.",
+    ]
+
+
+def test_headings_fenced_code_and_table_headers_are_not_prose():
+    text = (
+        "## Hosts\n\n```bash\nrestic backup /etc\n```\n\n"
+        "| Host | IP |\n| --- | --- |\n| nas01 | 10.10.20.20 |\n"
+    )
+    assert prose_units(text) == ["nas01, 10.10.20.20"]
+
+
+def test_list_items_stand_alone_and_links_read_as_their_text():
+    text = "- First item\n  wraps here.\n- See [the storage note](storage.md) too.\n1. Third."
+    assert prose_units(text) == [
+        "First item wraps here.",
+        "See the storage note too.",
+        "Third.",
+    ]
+
+
+def test_between_equal_scores_the_note_the_question_names_comes_first():
+    system = (
+        '<doc path="/x/hypervisor.md">Guests run backups.</doc>'
+        '<doc path="/x/backups.md">Backups run at two.</doc>'
+    )
+    assert ask("When do backups run?", system=system, sentences=1).endswith(
+        "(source: /x/backups.md)"
+    )
