@@ -16,17 +16,22 @@ unset PYTHONDONTWRITEBYTECODE
 
 results=()
 failed=0
+# record NAME STARTED RC: one summary line for a finished step.
+record() {
+    if [ "$3" -eq 0 ]; then
+        results+=("$(printf 'ok    %4ss  %s' $((SECONDS - $2)) "$1")")
+    else
+        results+=("$(printf 'FAIL  %4ss  %s' $((SECONDS - $2)) "$1")")
+        failed=1
+    fi
+}
 step() {
     local name=$1
     shift
     echo "==> $name: $*"
-    local started=$SECONDS
-    if "$@"; then
-        results+=("$(printf 'ok    %4ss  %s' $((SECONDS - started)) "$name")")
-    else
-        results+=("$(printf 'FAIL  %4ss  %s' $((SECONDS - started)) "$name")")
-        failed=1
-    fi
+    local started=$SECONDS rc=0
+    "$@" || rc=$?
+    record "$name" "$started" "$rc"
 }
 
 # A step started in the background, for a single-process step that can share the two cores
@@ -46,13 +51,7 @@ finish_background() {
     echo "==> $bg_name (finished):"
     cat "$bg_log"
     rm -f "$bg_log"
-    local took=$((SECONDS - bg_started))
-    if [ "$rc" -eq 0 ]; then
-        results+=("$(printf 'ok    %4ss  %s' "$took" "$bg_name (alongside the next step)")")
-    else
-        results+=("$(printf 'FAIL  %4ss  %s' "$took" "$bg_name (alongside the next step)")")
-        failed=1
-    fi
+    record "$bg_name (alongside the next step)" "$bg_started" "$rc"
 }
 
 step "environment" uv sync --frozen

@@ -32,10 +32,9 @@ from pathlib import Path
 
 from verdicts import exit_status, verdict
 
-import app
+from app.config import BUNDLED_NOTES
 from app.rag.retrieval import NotesIndex, query_terms, sources
 
-SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
 TARGET_RECALL_AT_3 = 0.9
 SEARCH_LIMIT = 10
 
@@ -125,10 +124,10 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--misses", action="store_true", help="list the questions missed at 3")
     args = parser.parse_args(argv)
-    with NotesIndex(SAMPLE_NOTES, ":memory:", refresh_interval_s=3600) as index:
+    with NotesIndex(BUNDLED_NOTES, ":memory:", refresh_interval_s=3600) as index:
         index.refresh()
         ours = app_ranker(index)
-        naive = naive_ranker(SAMPLE_NOTES)
+        naive = naive_ranker(BUNDLED_NOTES)
         results = {
             "app search": score(ours, QUESTIONS),
             "naive word count (baseline)": score(naive, QUESTIONS),

@@ -24,6 +24,15 @@ def folder_name(nodeid: str) -> str:
     return re.sub(r"[^\w.-]+", "_", nodeid).strip("_")[:150]
 
 
+def page_text(read: Callable[[], str]) -> str:
+    """What `read()` returns, or why it could not (a closed or broken page must not hide
+    the rest of a failure's evidence)."""
+    try:
+        return read()
+    except Exception as exc:
+        return f"(the page could not be read: {exc})"
+
+
 def keep_evidence(
     nodeid: str,
     target: Target,
@@ -38,11 +47,7 @@ def keep_evidence(
     folder.mkdir(parents=True, exist_ok=True)
     if trace is not None:
         trace(folder / "trace.zip")
-    try:
-        shown = dom()
-    except Exception as exc:  # a closed page must not hide the other evidence
-        shown = f"(the page could not be read: {exc})"
-    (folder / "dom.txt").write_text(shown, encoding="utf-8")
+    (folder / "dom.txt").write_text(page_text(dom), encoding="utf-8")
     journal = {
         key: [dataclasses.asdict(entry) for entry in target.upstream.everything(key)]
         for key in keys

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conformance.evidence import page_text
+
 if TYPE_CHECKING:
     from conformance.page import TurnView
     from conformance.plugin import BrowserSession, Target
@@ -139,10 +141,7 @@ class Plays:
                 live = True
             except Exception:
                 live = False
-        try:
-            recorded = chat.recorded()
-        except Exception as exc:  # a broken page must not hide the play's own error
-            recorded = f"(the page could not be read: {exc})"
+        recorded = page_text(chat.recorded)
         if traced:
             session.end_chunk(trace)
         if error is not None or follow_up_error is not None:

@@ -38,6 +38,11 @@ def sent_chunks(p: ResponsePlan) -> list[dict[str, Any]]:
     return [json.loads(e) for e in sent_events(p) if e != "[DONE]"]
 
 
+def sent_body(p: ResponsePlan) -> dict[str, Any]:
+    """The JSON body a non-streaming plan sends."""
+    return json.loads(b"".join(a.data for a in p.actions if isinstance(a, Send)))
+
+
 @pytest.fixture
 def meta() -> wire.CompletionMeta:
     return META

@@ -7,29 +7,26 @@ from the sample notes (retrieval, then the grounded or deflect prompt) and play 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import app
 from app.cli import DEMO_FLOWS
+from app.config import BUNDLED_NOTES
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
 from app.rag.retrieval import NotesIndex, is_grounded
 from mock_llm.flow_file import load_flow_file
-from mock_llm.response_plan import RequestShape, Send, plan_response
+from mock_llm.response_plan import RequestShape, plan_response
 
-from .conftest import META
+from .conftest import META, sent_body
 
-SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
 DEFAULT = load_flow_file(DEMO_FLOWS)["default"]
 
 
 @pytest.fixture(scope="module")
 def index() -> Iterator[NotesIndex]:
-    with NotesIndex(SAMPLE_NOTES, ":memory:", refresh_interval_s=3600) as idx:
+    with NotesIndex(BUNDLED_NOTES, ":memory:", refresh_interval_s=3600) as idx:
         yield idx
 
 
@@ -43,8 +40,7 @@ def demo_answer(index: NotesIndex, question: str) -> str:
     ]
     shape = RequestShape(stream=False, include_usage=False, messages=messages)
     plan = plan_response(DEFAULT.steps[0], META, "reasoning_content", shape)
-    body = json.loads(b"".join(a.data for a in plan.actions if isinstance(a, Send)))
-    return body["choices"][0]["message"]["content"]
+    return sent_body(plan)["choices"][0]["message"]["content"]
 
 
 def test_a_plain_question_is_answered_with_the_notes_own_sentences_and_their_note(

@@ -23,7 +23,7 @@ from mock_llm.flows import (
 )
 from mock_llm.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
 
-from .conftest import META, plan, sent_chunks, sent_events
+from .conftest import META, plan, sent_body, sent_chunks, sent_events
 
 READ = ToolCall("read", '{"path": "/homelab/backup-notes.md"}')
 
@@ -277,8 +277,7 @@ def test_http_fault_without_retry_after_sends_no_header():
 
 def completion_body(step: Step) -> tuple[int, dict[str, Any]]:
     p = plan(step, stream=False)
-    data = b"".join(a.data for a in p.actions if isinstance(a, Send))
-    return p.status, json.loads(data)
+    return p.status, sent_body(p)
 
 
 def test_completion_with_only_tool_calls_has_null_content():
@@ -363,5 +362,4 @@ def test_an_extract_step_answers_from_the_request_it_is_given(stream: bool):
     if stream:
         assert accumulate(sent_chunks(p))["message"]["content"] == UPS_ANSWER
     else:
-        body = json.loads(b"".join(a.data for a in p.actions if isinstance(a, Send)))
-        assert body["choices"][0]["message"]["content"] == UPS_ANSWER
+        assert sent_body(p)["choices"][0]["message"]["content"] == UPS_ANSWER
