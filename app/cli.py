@@ -41,7 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         mock_url = None
         if settings.embedded:
             mock_url = stack.enter_context(serve_mock(build_settings((DEMO_FLOWS,))))
-            settings = dataclasses.replace(settings, llm_base_url=f"{mock_url}/v1")
+            settings = dataclasses.replace(
+                settings, llm_base_url=f"{mock_url}/v1", embedded_mock_url=mock_url
+            )
         try:
             sock = bind_socket(args.host, args.port)
         except OSError as exc:

@@ -68,6 +68,9 @@ class Settings:
     log_file: Path
     grounding_threshold: float | None
     scaffold_profiles: tuple[str, ...] = ()
+    embedded_mock_url: str | None = None
+    """The in-process mock's base URL when `python -m app` started one (not an env setting):
+    the page then shows the demo banner, its failure examples and links to the journal."""
 
     @property
     def scaffold_registry(self) -> Registry:

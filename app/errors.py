@@ -5,16 +5,48 @@ copy that is safe to show a user: no stack trace, no URL, no upstream or model t
 turn (app.turn) maps errors to its terminal `error` frame by type: an `AppError` shows its
 own message, anything else shows a generic line and its traceback goes to the log.
 
-Deliberate choice: the cause of an error (an httpx or SDK exception, an sqlite error) stays
-chained on `__cause__` for the log, and never reaches `message`.
+Deliberate choices: the cause of an error (an httpx or SDK exception, an sqlite error)
+stays chained on `__cause__` for the log, and never reaches `message`. The one piece of
+upstream text a user may see is an LLMError's `upstream`: the model service's own message
+when it rejected the request (HTTP 4xx: an unknown model, a bad parameter), because only
+that message says what to fix; it is kept apart from `message`, cut to one short line and
+stripped of control and bidi characters (`one_line`), and the page shows it as text.
 """
 
 from __future__ import annotations
 
-__all__ = ["MALFORMED_REPLY", "AppError", "LLMError", "MalformedReplyError", "NotesError"]
+import re
+import unicodedata
+
+__all__ = [
+    "MALFORMED_REPLY",
+    "UPSTREAM_MESSAGE_CHARS",
+    "AppError",
+    "LLMError",
+    "MalformedReplyError",
+    "NotesError",
+    "one_line",
+]
 
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 """The exact copy of contract clause G3."""
+
+UPSTREAM_MESSAGE_CHARS = 300
+"""The longest upstream message an error frame carries (longer ones end with an ellipsis)."""
+
+_SPACES = re.compile(r"\s+")
+
+
+def one_line(text: str, limit: int = UPSTREAM_MESSAGE_CHARS) -> str:
+    """`text` as one short line: control, format (bidi, zero-width) and other invisible
+    characters dropped, runs of white space made one space, cut to `limit` characters."""
+    visible = "".join(
+        " " if char.isspace() else char
+        for char in text
+        if char.isspace() or unicodedata.category(char)[0] != "C"
+    )
+    flat = _SPACES.sub(" ", visible).strip()
+    return flat if len(flat) <= limit else f"{flat[: limit - 1].rstrip()}…"
 
 
 class AppError(Exception):
@@ -36,12 +68,14 @@ class LLMError(AppError):
         retryable: bool = False,
         reason: str = "model error",
         retry_after_s: float | None = None,
+        upstream: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.reason = reason  # a short label for logs and RetryNotice, e.g. "HTTP 429 rate limited"
         self.retry_after_s = retry_after_s  # parsed Retry-After, None if absent or unusable
+        self.upstream = upstream  # the service's own message for a 4xx, made one_line()
 
 
 class NotesError(AppError):

@@ -14,7 +14,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 Mode = Literal["grounded", "deflected"]
 
@@ -64,16 +64,25 @@ class RecoveryFrame(TypedDict):
 
 
 class DoneFrame(TypedDict):
+    """The turn's end. `finish_reason` is the last model request's (`length`: cut by the
+    model's token limit, which the page says), or None when the model sent none."""
+
     type: Literal["done"]
     turn: str
     mode: Mode
     sources: list[str]
+    finish_reason: str | None
 
 
 class ErrorFrame(TypedDict):
+    """The turn's end when it failed: `detail` is the app's own copy. `upstream`, only when
+    the model service rejected the request (HTTP 4xx), is that service's own message, cut
+    to a line and stripped of control characters, for the page to show beside `detail`."""
+
     type: Literal["error"]
     turn: str
     detail: str
+    upstream: NotRequired[str]
 
 
 Frame = (

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import chat as chat_api
 from app.api import history as history_api
+from app.api import info as info_api
 from app.config import Settings
 from app.rag.llm import LLMConfig, chat_stream_retried, make_client
 from app.rag.retrieval import NotesIndex
@@ -122,6 +123,7 @@ def create_app(settings: Settings, log_echo: TextIO | None = None) -> FastAPI:
     app.state.turn_deps = deps
     app.include_router(chat_api.router)
     app.include_router(history_api.router)
+    app.include_router(info_api.router)
     app.mount("/static", StaticFiles(directory=FRONTEND), name="static")
 
     @app.get("/", include_in_schema=False)

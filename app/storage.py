@@ -6,6 +6,12 @@ never interpolated) and idempotent by turn id (`INSERT ... ON CONFLICT DO NOTHIN
 database runs in WAL mode with a busy timeout, and each write is one `BEGIN IMMEDIATE`
 transaction on a single connection guarded by a lock, so concurrent turns never see
 "database is locked". Callers run these blocking calls in a worker thread.
+
+A row also keeps what the page needs to show the turn again after a reload: the browser
+session it belongs to (an opaque id the page makes per tab), the tool calls as their chips
+(the `tool` frames' fields) and the model's finish reason (`length`: the answer was cut).
+A database made before those columns existed gains them when it is opened (old rows get no
+session, no tools and no finish reason); nothing is ever dropped or rewritten.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS query_log (
@@ -31,10 +37,35 @@ CREATE TABLE IF NOT EXISTS query_log (
     tool_calls  INTEGER NOT NULL,
     retries     INTEGER NOT NULL,
     first_token_ms INTEGER,
-    total_ms    INTEGER NOT NULL
+    total_ms    INTEGER NOT NULL,
+    session_id  TEXT,
+    tools       TEXT NOT NULL DEFAULT '[]',
+    finish_reason TEXT
 );
-CREATE INDEX IF NOT EXISTS query_log_created ON query_log (created_at DESC);
 """
+ADDED_COLUMNS = (
+    ("session_id", "TEXT"),
+    ("tools", "TEXT NOT NULL DEFAULT '[]'"),
+    ("finish_reason", "TEXT"),
+)
+"""Columns newer than the first schema, added in place to a database made before them."""
+INDEXES = """
+CREATE INDEX IF NOT EXISTS query_log_created ON query_log (created_at DESC);
+CREATE INDEX IF NOT EXISTS query_log_session ON query_log (session_id, created_at);
+"""
+COLUMNS = (
+    "turn_id", "created_at", "question", "mode", "answer", "sources", "rounds", "tool_calls",
+    "retries", "first_token_ms", "total_ms", "session_id", "tools", "finish_reason",
+)  # fmt: skip
+
+
+class ToolChip(TypedDict):
+    """One tool call as the page shows it: the `tool` frame's fields (app.frames)."""
+
+    name: str
+    arguments: str
+    path: str | None
+    ok: bool
 
 
 @dataclass(frozen=True)
@@ -50,6 +81,9 @@ class TurnRow:
     first_token_ms: int | None
     total_ms: int
     created_at: float = field(default_factory=time.time)
+    session: str | None = None
+    tools: Sequence[ToolChip] = ()
+    finish_reason: str | None = None
 
 
 class QueryLog:
@@ -62,6 +96,14 @@ class QueryLog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(SCHEMA)
+        self._add_missing_columns()
+        self._db.executescript(INDEXES)
+
+    def _add_missing_columns(self) -> None:
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(query_log)")}
+        for name, declaration in ADDED_COLUMNS:
+            if name not in present:
+                self._db.execute(f"ALTER TABLE query_log ADD COLUMN {name} {declaration}")
 
     def record(self, row: TurnRow) -> bool:
         """Write the row; False when a row for this turn id already exists."""
@@ -69,9 +111,8 @@ class QueryLog:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 cursor = self._db.execute(
-                    "INSERT INTO query_log (turn_id, created_at, question, mode, answer, sources,"
-                    " rounds, tool_calls, retries, first_token_ms, total_ms)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    f"INSERT INTO query_log ({', '.join(COLUMNS)})"
+                    f" VALUES ({', '.join('?' * len(COLUMNS))})"
                     " ON CONFLICT (turn_id) DO NOTHING",
                     (
                         row.turn_id,
@@ -85,6 +126,9 @@ class QueryLog:
                         row.retries,
                         row.first_token_ms,
                         row.total_ms,
+                        row.session,
+                        json.dumps(list(row.tools)),
+                        row.finish_reason,
                     ),
                 )
                 self._db.execute("COMMIT")
@@ -93,22 +137,20 @@ class QueryLog:
                 raise
             return cursor.rowcount == 1
 
-    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The newest turns first."""
+    def recent(self, limit: int = 20, session: str | None = None) -> list[dict[str, Any]]:
+        """The newest turns first; only `session`'s when it is given."""
+        where, args = ("WHERE session_id = ? ", (session,)) if session is not None else ("", ())
         with self._lock:
             rows = self._db.execute(
-                "SELECT turn_id, created_at, question, mode, answer, sources, rounds,"
-                " tool_calls, retries, first_token_ms, total_ms"
-                " FROM query_log ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                (limit,),
+                f"SELECT {', '.join(COLUMNS)} FROM query_log {where}"
+                "ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (*args, limit),
             ).fetchall()
-        keys: tuple[str, ...] = (
-            "turn_id", "created_at", "question", "mode", "answer", "sources", "rounds",
-            "tool_calls", "retries", "first_token_ms", "total_ms",
-        )  # fmt: skip
-        result: list[dict[str, Any]] = [dict(zip(keys, row, strict=True)) for row in rows]
+        result: list[dict[str, Any]] = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
         for item in result:
             item["sources"] = json.loads(item["sources"])
+            item["tools"] = json.loads(item["tools"])
+            del item["session_id"]  # a tab's id is not shown to other tabs
         return result
 
     def count(self) -> int:

@@ -32,15 +32,15 @@ from typing import Protocol
 import anyio
 
 from app.config import Settings
-from app.errors import AppError, NotesError
-from app.frames import Frame, Mode, ToolFrame
+from app.errors import AppError, LLMError, NotesError
+from app.frames import ErrorFrame, Frame, Mode
 from app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
 from app.rag.guardrail import scrub
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
 from app.rag.retrieval import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
 from app.rag.scaffolding import Registry
 from app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
-from app.storage import QueryLog, TurnRow
+from app.storage import QueryLog, ToolChip, TurnRow
 from app.turn_log import TurnStats, format_turn_line
 
 UNEXPECTED_ERROR = "Something went wrong on our side — please try again."
@@ -76,6 +76,14 @@ def error_detail(exc: Exception) -> str:
     return exc.message if isinstance(exc, AppError) else UNEXPECTED_ERROR
 
 
+def error_frame(turn_id: str, exc: Exception) -> ErrorFrame:
+    """The `error` frame for `exc`, with the model service's own message when it sent one."""
+    frame: ErrorFrame = {"type": "error", "turn": turn_id, "detail": error_detail(exc)}
+    if isinstance(exc, LLMError) and exc.upstream:
+        frame["upstream"] = exc.upstream
+    return frame
+
+
 async def _search(deps: TurnDeps, question: str) -> list[Hit]:
     try:
         return await anyio.to_thread.run_sync(deps.index.search, question)
@@ -83,7 +91,11 @@ async def _search(deps: TurnDeps, question: str) -> list[Hit]:
         raise NotesError(NOTES_UNAVAILABLE) from exc
 
 
-async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator[Frame]:
+async def run_turn(
+    deps: TurnDeps, turn_id: str, question: str, session: str | None = None
+) -> AsyncIterator[Frame]:
+    """The turn's frames. `session` (the page's id for its tab) is kept on the turn's row,
+    so the page can show the conversation again after a reload."""
     started = time.perf_counter()
     record = AgentRecord()
     mode: Mode | None = None
@@ -104,6 +116,7 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
             {"role": "user", "content": question},
         ]
         answer: list[str] = []
+        chips: list[ToolChip] = []
         first_token_ms: int | None = None
         events = run_agent(
             deps.chat,
@@ -134,7 +147,9 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
                         "reason": event.reason,
                     }
                 else:
-                    yield _tool_frame(event, deps.settings.scaffold_registry)
+                    chip = _tool_chip(event, deps.settings.scaffold_registry)
+                    chips.append(chip)
+                    yield {"type": "tool", **chip}
         finally:
             await events.aclose()
         cited = _cited(sources(hits) if grounded else [], record.notes_read)
@@ -149,16 +164,25 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
             retries=record.retries,
             first_token_ms=first_token_ms,
             total_ms=_elapsed_ms(started),
+            session=session,
+            tools=chips,
+            finish_reason=record.finish_reason,
         )
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(deps.query_log.record, row)
         outcome = "done"
-        yield {"type": "done", "turn": turn_id, "mode": mode, "sources": cited}
+        yield {
+            "type": "done",
+            "turn": turn_id,
+            "mode": mode,
+            "sources": cited,
+            "finish_reason": record.finish_reason,
+        }
     except Exception as exc:
         outcome, cause = "error", f" cause={type(exc).__name__}"
         if not isinstance(exc, AppError):
             deps.logger.error("chat turn=%s failed unexpectedly", turn_id, exc_info=exc)
-        yield {"type": "error", "turn": turn_id, "detail": error_detail(exc)}
+        yield error_frame(turn_id, exc)
     finally:
         stats = TurnStats(
             turn_id=turn_id,
@@ -176,11 +200,11 @@ async def run_turn(deps: TurnDeps, turn_id: str, question: str) -> AsyncIterator
         deps.logger.info(format_turn_line(stats))
 
 
-def _tool_frame(event: ToolEvent, registry: Registry) -> ToolFrame:
-    """A tool chip's frame: what the model sent is scrubbed of markup like any answer text."""
+def _tool_chip(event: ToolEvent, registry: Registry) -> ToolChip:
+    """A tool call as the page shows it (the `tool` frame's fields, and the row's): what the
+    model sent is scrubbed of markup like any answer text."""
     path = event.outcome.path
     return {
-        "type": "tool",
         "name": scrub(event.call.name, registry),
         "arguments": scrub(event.call.arguments, registry),
         "path": None if path is None else scrub(path, registry),

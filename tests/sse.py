@@ -127,11 +127,12 @@ class Turn:
         return self.frames[-1]
 
 
-async def ask(client: httpx.AsyncClient, message: str) -> Turn:
-    """POST a question to the app and read every frame of its answer."""
+async def ask(client: httpx.AsyncClient, message: str, session: str | None = None) -> Turn:
+    """POST a question to the app (in `session` when given) and read every frame of its answer."""
+    body = {"message": message} if session is None else {"message": message, "session": session}
     async with (
         asyncio.timeout(DEADLINE_S),
-        client.stream("POST", "/api/chat", json={"message": message}) as response,
+        client.stream("POST", "/api/chat", json=body) as response,
     ):
         turn = Turn(response.status_code, response.headers)
         if response.status_code != 200:

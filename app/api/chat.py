@@ -1,6 +1,14 @@
-"""POST /api/chat: one question in, the turn's frames out as server-sent events."""
+"""POST /api/chat: one question in, the turn's frames out as server-sent events.
+
+The body is `{"message": str}`, and optionally `"session"`: an id the page makes for its
+tab (letters, digits, `-` and `_`, 8 to 64 of them), kept on the turn's row so
+`GET /api/history?session=ID` gives the conversation back after a reload. It names a
+conversation, it is not a credential: the notes chat has no accounts.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -11,13 +19,17 @@ from app.api.sse import encode_all
 from app.turn import new_turn_id, run_turn
 
 MAX_MESSAGE_CHARS = 4000
+SESSION_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 router = APIRouter()
+
+SessionId = Annotated[str, Field(pattern=SESSION_PATTERN)]
 
 
 class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     message: str = Field(max_length=MAX_MESSAGE_CHARS)
+    session: SessionId | None = None
 
     @field_validator("message")
     @classmethod
@@ -33,7 +45,7 @@ class ChatRequest(BaseModel):
 async def chat(body: ChatRequest, deps: TurnDepsDep) -> StreamingResponse:
     turn_id = new_turn_id()
     return StreamingResponse(
-        encode_all(run_turn(deps, turn_id, body.message)),
+        encode_all(run_turn(deps, turn_id, body.message, body.session)),
         media_type="text/event-stream",
         headers={"X-Turn-Id": turn_id, "Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )

@@ -1,4 +1,8 @@
-"""GET /api/history (recent completed turns) and GET /healthz."""
+"""GET /api/history (recent completed turns, or one tab's conversation) and GET /healthz.
+
+Each turn comes with what the page needs to show it again: question, answer, sources,
+tool chips, finish reason and time (`created_at`, seconds since the epoch).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,20 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Query
 
+from app.api.chat import SESSION_PATTERN
 from app.api.deps import QueryLogDep
 
 router = APIRouter()
 
 
 @router.get("/api/history")
-async def history(log: QueryLogDep, limit: int = Query(default=20, ge=1, le=200)) -> dict[str, Any]:
-    turns = await anyio.to_thread.run_sync(log.recent, limit)
+async def history(
+    log: QueryLogDep,
+    limit: int = Query(default=20, ge=1, le=200),
+    session: str | None = Query(default=None, pattern=SESSION_PATTERN),
+) -> dict[str, Any]:
+    """The newest turns first; with `session`, only that tab's."""
+    turns = await anyio.to_thread.run_sync(log.recent, limit, session)
     return {"turns": turns}
 
 

@@ -107,6 +107,7 @@ class AgentRecord:
     content_chars: int = 0  # answer characters shown (after the guardrail's filter)
     scaffold_stripped: int = 0  # characters the filter took out, over every request
     recoveries: int = 0
+    finish_reason: str | None = None  # the last request's (`length`: cut by the token limit)
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,7 @@ async def run_agent(
             async for item in pieces:
                 yield item
         end = one.end
+        record.finish_reason = end.finish_reason
         if recovering:
             if not one.visible:
                 raise MalformedReplyError()

@@ -53,7 +53,7 @@ from openai.types.chat import (
     ChatCompletionToolUnionParam,
 )
 
-from app.errors import LLMError
+from app.errors import LLMError, one_line
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
 
 __all__ = [
@@ -155,8 +155,29 @@ def _status_error(exc: openai.APIStatusError) -> LLMError:
         reason = f"HTTP {status} rejected"
     retryable = status in RETRYABLE_STATUSES or status >= 500
     return LLMError(
-        message, status=status, retryable=retryable, reason=reason, retry_after_s=retry_after
+        message,
+        status=status,
+        retryable=retryable,
+        reason=reason,
+        retry_after_s=retry_after,
+        upstream=_upstream_message(exc) if 400 <= status < 500 else None,
     )
+
+
+def _upstream_message(exc: openai.APIStatusError) -> str | None:
+    """The service's own words from its error body (`{"error": {"message": ...}}`, or a
+    top-level `message` or `detail` string), as one short line; None when it sent none."""
+    body: object = exc.body
+    if isinstance(body, dict):
+        fields = cast(dict[str, object], body)
+        inner = fields.get("error")
+        if isinstance(inner, dict):
+            fields = cast(dict[str, object], inner)
+        for key in ("message", "detail"):
+            text = fields.get(key)
+            if isinstance(text, str) and text.strip():
+                return one_line(text) or None
+    return None
 
 
 def _timeout_error() -> LLMError:

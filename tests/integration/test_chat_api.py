@@ -6,12 +6,15 @@ import asyncio
 import json
 import re
 from contextlib import aclosing
+from dataclasses import replace
+from pathlib import Path
 
 import httpx
 import pytest
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
+from ..servers import app_settings, serve_app
 from ..sse import ask, data_events
 from .conftest import AppUnderTest
 
@@ -42,7 +45,13 @@ async def test_deflected_turn_answers_without_tools(
 ):
     turn = await ask(app_http, f"{OFF_TOPIC} [[mock:clean#{key}]]")
     assert turn.frames[0]["mode"] == "deflected"
-    assert turn.last == {"type": "done", "turn": turn.turn_id, "mode": "deflected", "sources": []}
+    assert turn.last == {
+        "type": "done",
+        "turn": turn.turn_id,
+        "mode": "deflected",
+        "sources": [],
+        "finish_reason": "stop",
+    }
     [request] = await settled_journal(http, key, count=1)
     assert "tools" not in request["body"]
     assert request["body"]["messages"][-1]["role"] == "user"
@@ -191,3 +200,78 @@ async def test_healthz_answers(app_http: httpx.AsyncClient):
     response = await app_http.get("/healthz")
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
+
+
+async def test_a_sessions_turns_come_back_oldest_last_with_what_the_page_shows(
+    app_http: httpx.AsyncClient, key: str
+):
+    session = f"tab-{key}"
+    first = await ask(app_http, f"{BACKUPS} [[mock:clean#{key}a]]", session)
+    second = await ask(app_http, f"{BACKUPS} [[mock:tool-then-answer#{key}b]]", session)
+    await ask(app_http, f"{BACKUPS} [[mock:clean#{key}c]]")  # another tab's (no session)
+
+    response = await app_http.get("/api/history", params={"session": session})
+
+    turns = response.json()["turns"]
+    assert [t["turn_id"] for t in turns] == [second.turn_id, first.turn_id]
+    assert turns[0]["answer"] == second.text
+    assert turns[0]["tools"] == [
+        {k: frame[k] for k in ("name", "arguments", "path", "ok")} for frame in second.of("tool")
+    ]
+    assert turns[0]["finish_reason"] == "stop"
+    assert "session_id" not in turns[0]
+
+
+async def test_an_answer_cut_by_the_token_limit_is_marked_length(
+    app_http: httpx.AsyncClient, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:length#{key}]]")
+    assert turn.last["type"] == "done"
+    assert turn.last["finish_reason"] == "length"
+
+
+async def test_an_unknown_flow_shows_the_mocks_own_message_beside_the_apps_copy(
+    app_http: httpx.AsyncClient, key: str
+):
+    turn = await ask(app_http, f"{BACKUPS} [[mock:scafold-split#{key}]]")
+    assert turn.last["type"] == "error"
+    assert turn.last["detail"] == "The model service rejected the request (HTTP 400)."
+    assert turn.last["upstream"].startswith("Unknown mock flow 'scafold-split'. Known flows: ")
+
+
+@pytest.mark.parametrize(
+    "session",
+    ["short", "has space in it", "x" * 65, "semi;colon-0000"],
+    ids=["too-short", "space", "too-long", "punctuation"],
+)
+async def test_a_malformed_session_id_is_refused_with_422(
+    app_http: httpx.AsyncClient, session: str
+):
+    chat = await app_http.post("/api/chat", json={"message": "hi", "session": session})
+    listing = await app_http.get("/api/history", params={"session": session})
+    assert (chat.status_code, listing.status_code) == (422, 422)
+    assert "session" in chat.text
+
+
+async def test_info_names_the_model_and_no_demo_with_a_real_model(
+    app_http: httpx.AsyncClient, notes_app: AppUnderTest
+):
+    info = (await app_http.get("/api/info")).json()
+    assert info == {"model": notes_app.settings.llm_model, "demo": None}
+
+
+async def test_info_offers_the_failure_examples_when_the_model_is_the_embedded_mock(
+    mock_url: str, tmp_path: Path
+):
+    settings = replace(app_settings(mock_url, tmp_path), embedded_mock_url=mock_url)
+    with serve_app(settings) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
+            demo = (await client.get("/api/info")).json()["demo"]
+            flows = (await client.get(f"{mock_url}/_mock/flows")).json()["flows"]
+    assert demo["journal_url"] == f"{mock_url}/_mock/requests"
+    labels = [example["label"] for example in demo["examples"]]
+    assert labels == [
+        "Split markup", "Markup twice", "Markup in prose", "Thinking with markup",
+        "A tool call", "Upstream 503", "Dropped stream", "Hostile HTML",
+    ]  # fmt: skip
+    assert {example["flow"] for example in demo["examples"]} <= {flow["name"] for flow in flows}

@@ -25,7 +25,7 @@ import httpx2
 import openai
 import pytest
 
-from app.errors import LLMError
+from app.errors import UPSTREAM_MESSAGE_CHARS, LLMError
 from app.rag.llm import (
     MSG_CUT,
     MSG_ERROR_EVENT,
@@ -925,3 +925,25 @@ def test_config_repr_never_shows_the_api_key() -> None:
 def test_config_rejects_unusable_numbers(overrides: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="must be"):
         LLMConfig(base_url="http://x/v1", model=MODEL, **overrides)
+
+
+async def test_a_rejection_carries_the_services_own_message_as_one_short_line(
+    client: openai.AsyncOpenAI, key: str
+) -> None:
+    _, error = await drain(chat_stream(client, MODEL, ask("scafold-split", key), None))
+
+    assert error is not None
+    assert error.status == 400
+    assert error.upstream is not None
+    assert error.upstream.startswith("Unknown mock flow 'scafold-split'. Known flows: ")
+    assert len(error.upstream) <= UPSTREAM_MESSAGE_CHARS
+    assert "Unknown mock flow" not in error.message  # the app's copy stays its own
+
+
+async def test_a_server_error_carries_no_upstream_message(
+    client: openai.AsyncOpenAI, key: str
+) -> None:
+    _, error = await drain(chat_stream(client, MODEL, ask("status-503", key), None))
+
+    assert error is not None
+    assert error.upstream is None

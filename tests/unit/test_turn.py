@@ -18,7 +18,7 @@ import pytest
 from app.config import Settings, load_settings
 from app.errors import MALFORMED_REPLY, LLMError
 from app.frames import Frame
-from app.rag.types import Hit, StreamPiece, ToolCall
+from app.rag.types import Hit, RoundEnd, StreamPiece, ToolCall
 from app.storage import QueryLog
 from app.turn import NOTES_UNAVAILABLE, UNEXPECTED_ERROR, TurnDeps, run_turn
 
@@ -54,9 +54,11 @@ class Harness:
     log: Lines
     query_log: QueryLog
 
-    async def turn(self, question: str = "When do backups run?") -> list[Frame]:
+    async def turn(
+        self, question: str = "When do backups run?", session: str | None = None
+    ) -> list[Frame]:
         async with asyncio.timeout(DEADLINE_S):
-            return [frame async for frame in run_turn(self.deps, "t1", question)]
+            return [frame async for frame in run_turn(self.deps, "t1", question, session)]
 
 
 @pytest.fixture
@@ -107,6 +109,7 @@ async def test_a_clean_grounded_turn_is_start_delta_done_and_one_row(make) -> No
         "turn": "t1",
         "mode": "grounded",
         "sources": ["/homelab/backups.md"],
+        "finish_reason": "stop",
     }
     [row] = harness.query_log.recent(10)
     assert row["answer"] == "Nightly at 02:00."
@@ -241,3 +244,53 @@ async def test_a_tool_chip_never_carries_markup_from_the_models_arguments(make) 
     assert tool["arguments"] == json.dumps({"path": "/homelab/backups.md"})
     assert tool["path"] == "/homelab/backups.md"
     assert "<|" not in json.dumps(tool)
+
+
+async def test_a_turns_row_keeps_its_session_its_tool_chips_and_its_finish_reason(make) -> None:
+    harness = make(FakeChat([tool_round(call(1)), answer("Nightly.")]))
+
+    frames = await harness.turn(session="tab-0123456789")
+
+    [row] = harness.query_log.recent(10, session="tab-0123456789")
+    [tool] = [f for f in frames if f["type"] == "tool"]
+    assert row["tools"] == [{k: tool[k] for k in ("name", "arguments", "path", "ok")}]
+    assert row["finish_reason"] == "stop"
+    assert harness.query_log.recent(10, session="another-tab-0000") == []
+
+
+async def test_an_answer_cut_by_the_length_limit_says_so_in_its_done_frame_and_row(make) -> None:
+    harness = make(FakeChat([[StreamPiece("content", "Backups run nigh"), RoundEnd((), "length")]]))
+
+    frames = await harness.turn()
+
+    assert frames[-1]["type"] == "done"
+    assert frames[-1]["finish_reason"] == "length"
+    assert harness.query_log.recent(10)[0]["finish_reason"] == "length"
+
+
+async def test_an_upstream_rejection_carries_the_services_own_message_beside_the_apps(
+    make,
+) -> None:
+    error = LLMError(
+        "The model service rejected the request (HTTP 400).",
+        status=400,
+        upstream="Unknown mock flow 'scafold-split'",
+    )
+    harness = make(FakeChat([[error]]))
+
+    frames = await harness.turn()
+
+    assert frames[-1] == {
+        "type": "error",
+        "turn": "t1",
+        "detail": "The model service rejected the request (HTTP 400).",
+        "upstream": "Unknown mock flow 'scafold-split'",
+    }
+
+
+async def test_an_error_without_upstream_text_sends_no_upstream_field(make) -> None:
+    harness = make(FakeChat([[LLMError("The model service could not be reached.")]]))
+
+    frames = await harness.turn()
+
+    assert "upstream" not in frames[-1]

@@ -77,3 +77,14 @@ def test_tracker_forgets_least_recently_used_turns_beyond_capacity():
     assert len(tracker) == 2
     assert tracker.advance("f", 3, "a", "").step_index == 2
     assert tracker.advance("f", 3, "b", "").step_index == 0
+
+
+def test_a_keyless_trigger_retyped_before_its_flow_ended_continues_the_earlier_turn():
+    # Pins what docs/mock_llm.md says (issue 11 corrected it): the mock cannot tell a new
+    # question from another request of the same turn, so only a fresh KEY starts over.
+    clock = FakeClock()
+    tracker = TurnTracker(quiet_reset_s=5, clock=clock)
+    assert tracker.advance("tool-then-answer", 2, None, "t").step_index == 0  # no tools: done
+    clock.now += 1
+    assert tracker.advance("tool-then-answer", 2, None, "t").step_index == 1  # typed again
+    assert tracker.advance("tool-then-answer", 2, "fresh", "t").step_index == 0
