@@ -22,6 +22,16 @@ Deliberate choices:
   `mock_llm.trigger.strip_triggers` decides what a trigger is (typos, unclosed ones and any
   case included), on the mock's own constants, so the two sides cannot disagree.
 - The porter stemmer is on, so "backups" finds "backup" and "renewing" finds "renewal".
+- Each section also indexes alias words (`alias_words`), words it means without writing
+  them on their own, in a column of their own weighted like the body and never shown
+  (`Hit.text` is the body). A word that mixes letters and digits adds its letter runs, so
+  a host `nas01` is found by "NAS" (the tokenizer keeps `nas01` whole) and `pve2` by
+  "pve". A written IP address (`10.10.20.20`, `10.10.20.0/24`, `fd00::20`) adds the word
+  "ip", so "IP" in a question finds where addresses are, not only where the word is
+  written (table headers, `ip=` in a command). The two go together: "nas" is then in a
+  quarter of the sample sections, and a rarely written "ip" would outweigh it and rank
+  tables of other hosts' addresses first ("What is the IP of the NAS?"). Questions are not
+  split, so "nas01" in a question still matches `nas01` itself.
 - Change detection is (mtime_ns, size) first and a SHA-256 of the content second, so a
   `touch` does not re-index a note.
 - Which files are notes is `app.rag.notes_folder.walk_notes`'s call, shared with the
@@ -41,6 +51,7 @@ Deliberate choices:
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 import re
 import sqlite3
@@ -63,16 +74,18 @@ A hit's score is its BM25 score divided by the IDF mass of the question's words 
 `NotesIndex.search`), so it measures how much of the question the section accounts for,
 and a word no note contains weighs the most. Chosen by scoring 49 questions the bundled
 sample notes answer and 49 they do not (tests/unit/test_retrieval.py pins a sample of
-both sides):
-- On-topic questions scored 0.59 to 1.9 ("when do backups run?" 1.61, "how is DNS set up
-  for the local zone" 1.12, "what is the retention policy for backups" 0.59). The one
-  miss was "what is the guest wifi subnet" at 0.41: the notes spell it "Wi-Fi".
+both sides). The figures below were measured again when the alias words (module
+docstring) came in; they moved by 0.02 at most:
+- On-topic questions scored about 0.6 to 1.9 ("when do backups run?" 1.62, "how is DNS set
+  up for the local zone" 1.11, "what is the retention policy for backups" 0.60). The one
+  miss was "what is the guest wifi subnet" at 0.39: the notes spell it "Wi-Fi".
 - Off-topic questions mostly match nothing ("what is the capital of France": no hits) or
   match one common word next to words the notes never use ("write me a poem about cats"
-  0.29, "what time is it in Tokyo" 0.53). Misses: "what is the speed of light" at 0.59
-  ("lights" in the Home Assistant note), and one-word questions whose word is in the notes
-  ("what's your name" 1.55, "what is 2+2" 1.28): a lexical score cannot tell those from
-  "what VLANs are there".
+  0.30, "what time is it in Tokyo" 0.53). Misses: "what is the speed of light" at 0.60
+  ("lights" in the Home Assistant note), one-word questions whose word is in the notes
+  ("what's your name" 1.57, "what is 2+2" 1.28) and general questions made of the notes'
+  words ("what is an IP address" 1.50, 0.64 before every written address counted as
+  "ip"): a lexical score cannot tell those from "what VLANs are there".
 0.55 sits in the gap between the bulk of both sides. Words only match as the porter
 stemmer sees them, so a much larger or differently worded notes folder may want its own
 value.
@@ -83,10 +96,11 @@ MAX_SECTION_CHARS = 1500
 DEFAULT_REFRESH_INTERVAL_S = 2.0
 HEADING_WEIGHT = 3.0
 BODY_WEIGHT = 1.0
+ALIAS_WEIGHT = 1.0
 MAX_QUERY_TERMS = 32
 MAX_TERM_CHARS = 64
 
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
 _TITLE_SEPARATOR = " / "
 
 _STOP_WORDS_TEXT = """
@@ -102,6 +116,14 @@ _STOP_WORDS_TEXT = """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 _WORD = re.compile(r"[^\W_]+")
+_LETTER_OR_DIGIT_RUN = re.compile(r"[^\W\d_]+|\d+")
+# What may be a written IP address (a /prefix or :port after it is left alone); `ipaddress`
+# has the last word, so 300.1.1.1, a time such as 02:00:00 or a MAC address is not one.
+_ADDRESS = re.compile(
+    r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]*\w)"
+    r"|(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])"
+)
+IP_ALIAS = "ip"
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
@@ -218,6 +240,39 @@ def _split_long(body: str, max_chars: int) -> list[str]:
     return [p.strip("\n") for p in pieces if p.strip()]
 
 
+def alias_words(text: str) -> list[str]:
+    """Words a text means without writing them on their own; see the module docstring.
+
+    `IP_ALIAS` once per written IPv4 or IPv6 address, then, in the rest of the text, the
+    letter runs of every word that mixes letters and digits ("nas01" -> "nas", "X11SCH-F"
+    -> "x", "sch"), lower-cased.
+    """
+    aliases: list[str] = []
+
+    def address(match: re.Match[str]) -> str:
+        if not _is_ip_address(match.group()):
+            return match.group()
+        aliases.append(IP_ALIAS)
+        return " "  # so the hex of "fd00::20" does not add "fd"
+
+    rest = _ADDRESS.sub(address, text)
+    for word in _WORD.findall(rest):
+        runs = _LETTER_OR_DIGIT_RUN.findall(word)
+        if len(runs) > 1:
+            aliases.extend(run.lower() for run in runs if not run.isdigit())
+    return aliases
+
+
+def _is_ip_address(candidate: str) -> bool:
+    if not any(c.isdigit() for c in candidate):
+        return False  # "bad::cafe" is a valid IPv6 address, but more likely words
+    try:
+        ipaddress.ip_address(candidate)
+    except ValueError:
+        return False
+    return True
+
+
 # --- queries -----------------------------------------------------------------------------
 
 
@@ -294,20 +349,22 @@ CREATE TABLE IF NOT EXISTS notes_sections (
     ord INTEGER NOT NULL,
     heading TEXT NOT NULL,
     trail TEXT NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    aliases TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS notes_sections_path ON notes_sections(path);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
-    trail, body,
+    trail, body, aliases,
     content='notes_sections', content_rowid='id',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS notes_sections_ai AFTER INSERT ON notes_sections BEGIN
-    INSERT INTO notes_fts(rowid, trail, body) VALUES (new.id, new.trail, new.body);
+    INSERT INTO notes_fts(rowid, trail, body, aliases)
+        VALUES (new.id, new.trail, new.body, new.aliases);
 END;
 CREATE TRIGGER IF NOT EXISTS notes_sections_ad AFTER DELETE ON notes_sections BEGIN
-    INSERT INTO notes_fts(notes_fts, rowid, trail, body)
-        VALUES ('delete', old.id, old.trail, old.body);
+    INSERT INTO notes_fts(notes_fts, rowid, trail, body, aliases)
+        VALUES ('delete', old.id, old.trail, old.body, old.aliases);
 END;
 INSERT OR REPLACE INTO notes_meta(key, value) VALUES ('schema_version', '{_SCHEMA_VERSION}');
 """
@@ -322,7 +379,8 @@ DROP TABLE IF EXISTS notes_meta;
 """
 
 _SEARCH = f"""
-SELECT s.path, s.heading, s.body, bm25(notes_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS rank
+SELECT s.path, s.heading, s.body,
+    bm25(notes_fts, {HEADING_WEIGHT}, {BODY_WEIGHT}, {ALIAS_WEIGHT}) AS rank
 FROM notes_fts JOIN notes_sections AS s ON s.id = notes_fts.rowid
 WHERE notes_fts MATCH ?
 ORDER BY rank, s.path, s.ord
@@ -451,10 +509,17 @@ class NotesIndex:
             for change in changes:
                 conn.execute("DELETE FROM notes_sections WHERE path = ?", (change.rel,))
                 conn.executemany(
-                    "INSERT INTO notes_sections(path, ord, heading, trail, body) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO notes_sections(path, ord, heading, trail, body, aliases) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
                     [
-                        (change.rel, n, s.heading, s.trail, s.body)
+                        (
+                            change.rel,
+                            n,
+                            s.heading,
+                            s.trail,
+                            s.body,
+                            " ".join(alias_words(f"{s.trail}\n{s.body}")),
+                        )
                         for n, s in enumerate(change.sections)
                     ],
                 )
