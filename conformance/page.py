@@ -43,6 +43,10 @@ class TurnView:
     turn_id: str | None  # the app's own id for the turn, from the response header, if any
 
 
+CLEAR_SESSION_STORAGE = "() => { try { sessionStorage.clear(); } catch { /* about:blank */ } }"
+"""Empties the current document's tab storage, if it has any (about:blank has none)."""
+
+
 class DomRecording:
     """Everything a page ever shows, from the kit's recorder (install before the first goto).
 
@@ -118,8 +122,16 @@ class ChatPage:
             self._turn_ids.append(found[1])
 
     def open(self) -> None:
-        """Load the chat page afresh (also on a page a previous test used) and run set-up."""
+        """Load the chat page afresh (also on a page a previous test used), as a new tab
+        would, and run set-up.
+
+        The tab's sessionStorage is emptied first: a page that keeps its tab's conversation
+        there (the reference page does) would show an earlier play's answers again, and
+        NEVER judges everything a play's page shows. A new tab would do the same, but opening
+        one costs about a second per play here (a new renderer), the whole run 15 s more.
+        """
         self.recording.restart()
+        self.page.evaluate(CLEAR_SESSION_STORAGE)
         self.page.goto(self.app_url)
         for step in self.profile.setup:
             target = self.page.locator(step.selector).first
@@ -152,9 +164,11 @@ class ChatPage:
         """Type and send `question`; the new assistant message (attached, maybe streaming)."""
         selectors = self.profile.selectors
         messages = self.page.locator(selectors.message)
-        before = messages.count()
         box = self.page.locator(selectors.input).first
         box.fill(question)  # focuses the input first, a textarea or a contenteditable editor
+        # Counted once the box took the question: fill() waits until the box is enabled, and
+        # a page that puts earlier turns back after a reload enables it once they are there.
+        before = messages.count()
         if self.profile.send_with == "enter":
             box.press("Enter")
         else:

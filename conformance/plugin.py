@@ -375,7 +375,8 @@ class BrowserSession:
     One context per worker keeps the page's files in the browser's cache and one page keeps
     its scripts compiled: a turn then costs a navigation, not a new browser context and a
     cold page load. Each play and each page-driving test still starts from a fresh document
-    (`ChatPage.open`), its own KEYs and its own recording; after a failure the page is
+    in the state of a new tab (`ChatPage.open`: the tab's sessionStorage is emptied first),
+    its own KEYs and its own recording; after a failure the page is
     dropped and the next one gets a new page, so a page in a bad state never decides another
     test. With tracing on, each play or page-driving test is one trace chunk.
     """

@@ -1,13 +1,17 @@
-// The chat page: send a question, stream the turn's frames into an assistant message.
+// The chat page's controller: send a question, stream the turn's frames into an assistant
+// message, keep the conversation in view.
 //
 // Frames (see docs/architecture.md): start, thinking, tool, retry (a transport retry, or
-// reason "recovery": the guardrail's one recovery request), delta, then done or error. The assistant message carries data-state="streaming" | "done" | "error"; tests
-// and the conformance kit rely on that and on the data-testid hooks in index.html.
+// reason "recovery": the guardrail's one recovery request), delta, then done or error. The
+// assistant message carries data-state="streaming" | "done" | "error"; tests and the
+// conformance kit rely on that and on the data-testid hooks in index.html.
+import { demoBanner } from "./demo.js";
+import { existingSessionId, recentQuestions, restoreConversation, sessionId } from "./history.js";
+import { follower } from "./scroll.js";
 import { readFrames } from "./stream.js";
-import { renderMarkdown } from "./render.js";
+import { assistantView, userMessage } from "./view.js";
 
-const $ = (selector, root = document) => root.querySelector(selector);
-const RECOVERY_SEPARATOR = "\n\n— asked again —\n\n";
+const $ = (selector) => document.querySelector(selector);
 
 const form = $("[data-testid=chat-form]");
 const input = $("[data-testid=chat-input]");
@@ -15,133 +19,28 @@ const sendButton = $("[data-testid=chat-send]");
 const stopButton = $("[data-testid=chat-stop]");
 const log = $("[data-testid=chat-log]");
 const announcer = $("[data-testid=announcer]");
-const historyList = $("[data-testid=history]");
-const historyEmpty = $("[data-testid=history-empty]");
-const template = $("#assistant-template");
+const historyToggle = $("[data-testid=history-toggle]");
+const follow = follower(log);
+const recent = recentQuestions({
+  list: $("[data-testid=history]"),
+  empty: $("[data-testid=history-empty]"),
+  dialog: $("[data-testid=past-turn]"),
+  askAgain(question) {
+    input.value = question; // in the box, to edit or send
+    input.focus();
+  },
+});
+let demo = { journalLink: () => null };
 
 let current = null; // the turn being streamed: {controller, view}
-
-function addUserMessage(text) {
-  const article = document.createElement("article");
-  article.className = "message user";
-  article.dataset.testid = "message-user";
-  const p = document.createElement("p");
-  p.textContent = text;
-  article.append(p);
-  log.append(article);
-}
-
-/** The DOM of one assistant message, and how to update it. */
-function assistantView() {
-  const root = template.content.firstElementChild.cloneNode(true);
-  log.append(root);
-  const parts = {
-    thinking: $(".thinking", root),
-    thinkingText: $(".thinking-text", root),
-    tools: $(".tools", root),
-    retry: $(".retry", root),
-    answer: $(".answer", root),
-    error: $(".error", root),
-    sources: $(".sources", root),
-    status: $(".status", root),
-  };
-  let answerText = "";
-  let renderQueued = false;
-
-  function render() {
-    renderQueued = false;
-    parts.answer.replaceChildren(renderMarkdown(answerText));
-  }
-
-  return {
-    root,
-    get answerText() {
-      return answerText;
-    },
-    appendAnswer(text) {
-      answerText += text;
-      if (!renderQueued) {
-        renderQueued = true;
-        requestAnimationFrame(render);
-      }
-    },
-    appendThinking(text) {
-      parts.thinking.hidden = false;
-      parts.thinkingText.textContent += text;
-    },
-    addTool(frame) {
-      parts.tools.hidden = false;
-      const chip = document.createElement("li");
-      chip.className = frame.ok ? "chip" : "chip refused";
-      chip.dataset.testid = "tool-call";
-      chip.dataset.tool = frame.name;
-      const where = frame.path ?? argumentSummary(frame.arguments);
-      chip.textContent = `${frame.name}${where ? ` ${where}` : ""}${frame.ok ? "" : " (refused)"}`;
-      parts.tools.append(chip);
-    },
-    showRetry(frame) {
-      parts.retry.hidden = false;
-      if (frame.reason === "recovery") {
-        // The guardrail's one recovery: the failed round showed nothing; its thinking stays,
-        // and the recovery's thinking starts apart from it.
-        parts.retry.textContent = "The model's reply was not usable; asking it again…";
-        if (parts.thinkingText.textContent) parts.thinkingText.textContent += RECOVERY_SEPARATOR;
-        return;
-      }
-      parts.retry.textContent =
-        `The model service did not answer (${frame.reason}); ` +
-        `trying again in ${Number(frame.delay_s).toFixed(1)} s (attempt ${frame.attempt}).`;
-    },
-    finish(frame) {
-      render();
-      parts.retry.hidden = true;
-      const sources = frame.sources ?? [];
-      if (sources.length > 0) {
-        const list = $("ul", parts.sources);
-        for (const path of sources) {
-          const item = document.createElement("li");
-          item.textContent = path;
-          list.append(item);
-        }
-        parts.sources.hidden = false;
-      }
-      setState("done");
-    },
-    fail(detail) {
-      render();
-      parts.retry.hidden = true;
-      parts.error.hidden = false;
-      parts.error.textContent = detail;
-      setState("error");
-    },
-    stopped() {
-      render();
-      parts.retry.hidden = true;
-      parts.status.textContent = "Stopped.";
-      root.dataset.stopped = "true";
-      setState("done");
-    },
-  };
-
-  function setState(state) {
-    root.dataset.state = state;
-    root.setAttribute("aria-busy", "false");
-  }
-}
-
-function argumentSummary(argumentsText) {
-  try {
-    const args = JSON.parse(argumentsText);
-    return args.path ?? args.pattern ?? "";
-  } catch {
-    return "";
-  }
-}
 
 function setBusy(busy) {
   sendButton.disabled = busy;
   stopButton.disabled = !busy;
   form.setAttribute("aria-busy", String(busy));
+  for (const button of document.querySelectorAll("[data-testid=demo-example]")) {
+    button.disabled = busy;
+  }
 }
 
 function announce(text) {
@@ -161,8 +60,11 @@ async function errorDetail(response) {
 
 async function ask(question) {
   if (current !== null) return; // one turn at a time
-  addUserMessage(question);
-  const view = assistantView();
+  const view = assistantView(() => follow.grew());
+  log.append(userMessage(question), view.root);
+  const link = demo.journalLink(question);
+  if (link) view.setMeta("", link);
+  follow.jumpToEnd();
   const controller = new AbortController();
   current = { controller, view };
   setBusy(true);
@@ -171,7 +73,7 @@ async function ask(question) {
     const response = await fetch("/api/chat", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ message: question }),
+      body: JSON.stringify({ message: question, session: sessionId() }),
       signal: controller.signal,
     });
     if (!response.ok) {
@@ -189,7 +91,7 @@ async function ask(question) {
         announce(`Answer: ${view.answerText}`);
         ended = true;
       } else if (frame.type === "error") {
-        view.fail(frame.detail);
+        view.fail(frame.detail, frame.upstream);
         announce(`Error: ${frame.detail}`);
         ended = true;
       }
@@ -209,34 +111,7 @@ async function ask(question) {
     current = null;
     setBusy(false);
     input.focus();
-    loadHistory();
-  }
-}
-
-async function loadHistory() {
-  try {
-    const response = await fetch("/api/history?limit=20");
-    if (!response.ok) return;
-    const { turns } = await response.json();
-    historyList.replaceChildren(
-      ...turns.map((turn) => {
-        const item = document.createElement("li");
-        const button = document.createElement("button");
-        button.type = "button";
-        button.className = "history-item";
-        button.textContent = turn.question;
-        button.title = `${turn.mode}, ${new Date(turn.created_at * 1000).toLocaleString()}`;
-        button.addEventListener("click", () => {
-          input.value = turn.question;
-          input.focus();
-        });
-        item.append(button);
-        return item;
-      }),
-    );
-    historyEmpty.hidden = turns.length > 0;
-  } catch {
-    // history is a convenience: the chat works without it
+    recent.refresh();
   }
 }
 
@@ -259,5 +134,29 @@ stopButton.addEventListener("click", () => {
   current?.controller.abort();
 });
 
-loadHistory();
-input.focus();
+historyToggle.addEventListener("click", () => {
+  const open = historyToggle.getAttribute("aria-expanded") !== "true";
+  historyToggle.setAttribute("aria-expanded", String(open));
+  document.body.classList.toggle("history-open", open);
+});
+
+async function start() {
+  const banner = demoBanner({
+    banner: $("[data-testid=demo-banner]"),
+    examples: $("[data-testid=demo-examples]"),
+    journal: $("[data-testid=demo-journal]"),
+    ask,
+  });
+  const session = existingSessionId();
+  if (session !== null) {
+    input.disabled = true; // until this tab's earlier turns are back above it
+    await restoreConversation(log, session);
+    follow.jumpToEnd();
+    input.disabled = false;
+  }
+  input.focus();
+  recent.refresh();
+  demo = await banner;
+}
+
+start();

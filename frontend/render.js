@@ -3,7 +3,8 @@
 // Deliberate choices:
 // - Raw HTML in the model's markdown is shown as text, never interpreted (marked's html
 //   renderer escapes it); DOMPurify then sanitizes what marked produced, as a second wall.
-// - Images are never fetched: they become a plain link the reader can choose to open.
+// - Images are never fetched, nor linked: an image shows as its alt text, marked as an image
+//   ("[image: status badge]"), so a model cannot make the page load or offer a tracking URL.
 // - Links keep only http:, https: and mailto: targets (javascript:, data:, vbscript: and
 //   anything else lose their href) and open in a new tab without a referrer.
 import { Marked } from "./vendor/marked.esm.js";
@@ -26,8 +27,8 @@ const marked = new Marked({
       return escapeHtml(token.text);
     },
     image(token) {
-      const label = escapeHtml(token.text || "image");
-      return `<a href="${escapeHtml(token.href)}" class="image-link">[image: ${label}]</a>`;
+      const label = escapeHtml(token.text || "no description");
+      return `<span class="image-alt">[image: ${label}]</span>`;
     },
   },
 });

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, ViewportSize
 
 from mock_llm import build_settings, serve_mock
 
@@ -30,6 +30,11 @@ from ..servers import TEST_FLOWS, app_settings, serve_app
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 ARTIFACTS = Path(__file__).parents[2] / "test-results"
 TIMEOUT_MS = int(DEADLINE_S * 1000)
+SIZES: dict[str, ViewportSize] = {
+    "desktop": {"width": 1280, "height": 800},
+    "phone": {"width": 390, "height": 844},
+}
+"""The screens the layout and the accessibility audit are checked on."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,11 @@ class Stack:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     with serve_mock(build_settings((TEST_FLOWS,))) as mock_url:
-        settings = app_settings(mock_url, tmp_path_factory.mktemp("e2e-data"))
+        # As `python -m app` runs its embedded demo: the page shows the demo banner.
+        settings = replace(
+            app_settings(mock_url, tmp_path_factory.mktemp("e2e-data")),
+            embedded_mock_url=mock_url,
+        )
         with serve_app(settings) as app_url:
             yield Stack(app_url, mock_url)
 

@@ -9,8 +9,8 @@ ASSISTANT = "[data-testid=message-assistant]"
 
 def ask(page: Page, question: str) -> Locator:
     """Type a question, press Enter; the new assistant message."""
-    before = page.locator(ASSISTANT).count()
-    page.fill("[data-testid=chat-input]", question)
+    page.fill("[data-testid=chat-input]", question)  # waits until the box is enabled
+    before = page.locator(ASSISTANT).count()  # so restored turns are counted
     page.keyboard.press("Enter")
     message = page.locator(ASSISTANT).nth(before)
     expect(message).to_be_attached()

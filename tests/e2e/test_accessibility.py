@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+from axe_playwright_python.sync_playwright import Axe  # pyright: ignore[reportMissingTypeStubs]
 from playwright.sync_api import Page, expect
 
-from .page_driver import ASSISTANT
+from .conftest import SIZES
+from .page_driver import ASSISTANT, answered, ask
 
 
 def test_every_control_has_an_accessible_name(chat: Page):
@@ -39,3 +42,56 @@ def test_an_answer_is_announced_once_not_per_chunk(chat: Page, key: str):
     announcements = chat.evaluate("window.__announcements")
     assert len(announcements) == 1
     assert announcements[0].startswith("Answer:")
+
+
+# --- axe-core audit ---------------------------------------------------------------------------
+
+AXE = Axe()
+
+
+def idle(chat: Page, key: str) -> None:
+    expect(chat.get_by_test_id("demo-banner")).to_be_visible()
+    expect(chat.get_by_test_id("chat-input")).to_be_enabled()
+
+
+def streamed_answer(chat: Page, key: str) -> None:
+    answered(chat, f"How do I restore? [[mock:markdown#{key}a]]")
+    answered(chat, f"How is DNS set up for the local zone? [[mock:read-dns#{key}b]]")
+
+
+def error_state(chat: Page, key: str) -> None:
+    message = ask(chat, f"When do backups run? [[mock:scafold-split#{key}]]")
+    expect(message.get_by_test_id("chat-error-upstream")).to_be_visible()
+
+
+def history_view(chat: Page, key: str) -> None:
+    question = f"When do backups run? [[mock:clean#{key}]]"
+    answered(chat, question)
+    if chat.get_by_test_id("history-toggle").is_visible():
+        chat.get_by_test_id("history-toggle").click()
+    chat.get_by_test_id("history").get_by_role("button", name=question).click()
+    expect(chat.get_by_test_id("past-turn")).to_be_visible()
+
+
+STATES = {
+    "idle": idle,
+    "streamed-answer": streamed_answer,
+    "error": error_state,
+    "history-view": history_view,
+}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("state", list(STATES))
+def test_axe_finds_no_serious_or_critical_violation(chat: Page, key: str, state: str, size: str):
+    chat.set_viewport_size(SIZES[size])
+    STATES[state](chat, key)
+
+    results = AXE.run(chat)
+
+    severe = [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert severe == []

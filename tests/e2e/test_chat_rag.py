@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from playwright.sync_api import Page, expect
 
 from .conftest import Shots, Stack
@@ -49,8 +51,6 @@ def test_history_lists_the_question_after_the_turn(chat: Page, key: str):
     question = f"How are snapshots verified? [[mock:clean#{key}]]"
     answered(chat, question)
     expect(chat.get_by_test_id("history")).to_contain_text(question)
-    chat.get_by_test_id("history").get_by_text(question).click()
-    expect(chat.get_by_test_id("chat-input")).to_have_value(question)
 
 
 def test_history_is_loaded_when_the_page_opens(chat: Page, stack: Stack, key: str):
@@ -134,3 +134,64 @@ def test_question_box_stops_at_the_servers_length_limit(chat: Page):
     box = chat.get_by_test_id("chat-input")
     box.fill("x" * 4100)
     assert len(box.input_value()) == 4000
+
+
+def test_an_answer_cut_by_the_length_limit_says_so(chat: Page, key: str):
+    cut = answered(chat, f"When do backups run? [[mock:length#{key}a]]")
+    whole = answered(chat, f"When do backups run? [[mock:clean#{key}b]]")
+    expect(cut.get_by_test_id("answer-cut")).to_be_visible()
+    expect(cut.get_by_test_id("answer-cut")).to_contain_text("length limit")
+    expect(whole.get_by_test_id("answer-cut")).to_be_hidden()
+
+
+def test_an_upstream_rejection_shows_its_own_message_beside_the_apps(chat: Page, key: str):
+    message = ask(chat, f"When do backups run? [[mock:scafold-split#{key}]]")
+    expect(message).to_have_attribute("data-state", "error")
+    expect(message.get_by_test_id("chat-error")).to_have_text(
+        "The model service rejected the request (HTTP 400)."
+    )
+    expect(message.get_by_test_id("chat-error-upstream")).to_contain_text(
+        "The model service said: Unknown mock flow 'scafold-split'. Known flows: "
+    )
+
+
+def test_an_upstream_message_is_shown_as_text_never_as_html(chat: Page):
+    hostile = '<img src=x onerror="window.__sg_xss=1"><b>bold</b>'
+    frames = [
+        {"type": "start", "turn": "t1", "mode": "deflected"},
+        {"type": "error", "turn": "t1", "detail": "Rejected.", "upstream": hostile},
+    ]
+    body = "".join(f"data: {json.dumps(frame)}\n\n" for frame in frames)
+    chat.route(
+        "**/api/chat",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+    )
+    message = ask(chat, "anything")
+    upstream = message.get_by_test_id("chat-error-upstream")
+    expect(upstream).to_have_text(f"The model service said: {hostile}")
+    expect(upstream.locator("img, b")).to_have_count(0)
+    assert chat.evaluate("window.__sg_xss") is None
+
+
+def test_an_image_in_an_answer_shows_as_its_alt_text_and_loads_nothing(chat: Page, key: str):
+    requested: list[str] = []
+    chat.on("request", lambda request: requested.append(request.url))
+    answer = answered(chat, f"Show me [[mock:xss#{key}]]").get_by_test_id("answer")
+    expect(answer).to_contain_text("[image: status badge]")
+    expect(answer.locator("img")).to_have_count(0)
+    expect(answer.locator("[href*='attacker.invalid']")).to_have_count(0)
+    assert not [url for url in requested if "attacker.invalid" in url]
+
+
+def test_code_reads_as_code_inline_and_in_blocks(chat: Page, key: str):
+    answer = answered(chat, f"How do I restore? [[mock:markdown#{key}]]").get_by_test_id("answer")
+    style = """el => { const s = getComputedStyle(el);
+        return {font: s.fontFamily, bg: s.backgroundColor, pad: s.paddingLeft}; }"""
+    inline = answer.locator("p code").evaluate(style)
+    block = answer.locator("pre").evaluate(style)
+    prose = answer.locator("p").first.evaluate(style)
+    assert "monospace" in inline["font"]
+    assert inline["font"] != prose["font"]
+    assert inline["bg"] not in ("rgba(0, 0, 0, 0)", prose["bg"])
+    assert inline["pad"] != "0px"
+    assert block["bg"] not in ("rgba(0, 0, 0, 0)", inline["bg"])

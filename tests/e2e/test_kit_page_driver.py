@@ -16,7 +16,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Route
+from playwright.sync_api import Browser, Page, Route, expect
 
 from conformance.page import ChatPage
 from conformance.plugin import new_context
@@ -149,3 +149,35 @@ def test_a_storage_state_signs_the_page_in(signed_in_page: tuple[Page, Profile])
     page, profile = signed_in_page
     html = chat_page(gate="if (localStorage.getItem('token') === 'kit') start();")
     assert asked(page, profile, html) == ANSWER
+
+
+RESTORING_PAGE = f"""{chat_page()}
+<script>
+  // Keeps its tab's answers in sessionStorage and shows them again on load, as the
+  // reference page does from the server.
+  for (const old of JSON.parse(sessionStorage.getItem("thread") || "[]")) {{
+    const msg = document.createElement("div"); msg.className = "msg restored";
+    msg.textContent = old; document.getElementById("thread").append(msg);
+  }}
+  new MutationObserver(() => sessionStorage.setItem("thread", JSON.stringify(
+    [...document.querySelectorAll(".msg .text")].map((t) => t.textContent))))
+    .observe(document.getElementById("thread"), {{subtree: true, childList: true,
+                                                  characterData: true}});
+</script>"""
+
+
+def test_each_open_starts_as_a_new_tab_so_a_tabs_restored_answers_are_not_on_the_page(
+    page: Page, tmp_path: Path
+):
+    profile = profile_file(tmp_path, SELECTORS + '[done]\nattribute = ""\nquiet_ms = 400\n')
+    serve(page, RESTORING_PAGE)
+    chat = ChatPage(page, profile, URL, TIMEOUT_MS)
+    chat.open()
+    assert chat.ask("When do backups run?").answer == ANSWER
+    page.reload()
+    expect(page.locator(".msg.restored")).to_have_count(1)  # the page does restore
+
+    chat.open()
+
+    expect(page.locator(".msg")).to_have_count(0)
+    assert ANSWER not in chat.recorded()

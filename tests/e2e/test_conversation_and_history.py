@@ -1,0 +1,112 @@
+"""The conversation survives a reload, and a past question opens with its answer."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Browser, Page, expect
+
+from .conftest import TIMEOUT_MS, Stack
+from .page_driver import ASSISTANT, answered
+
+BACKUPS = "When do backups run?"
+
+
+def test_a_reload_brings_this_tabs_conversation_back_in_order(chat: Page, key: str):
+    answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
+    answered(chat, f"Which notes mention restic? [[mock:read-dns#{key}b]]")
+
+    chat.reload()
+
+    messages = chat.locator(ASSISTANT)
+    expect(messages).to_have_count(2)
+    expect(messages.nth(0).get_by_test_id("answer")).to_contain_text("Backups run nightly")
+    expect(messages.nth(0).get_by_test_id("sources")).to_contain_text("/homelab/backups.md")
+    expect(messages.nth(1).get_by_test_id("tool-call")).to_have_text("read /homelab/dns.md")
+    expect(messages.nth(1)).to_have_attribute("data-state", "done")
+    expect(chat.get_by_test_id("message-user").nth(1)).to_contain_text("restic")
+
+
+def test_a_question_asked_after_a_reload_comes_below_the_restored_turns(chat: Page, key: str):
+    answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
+    chat.reload()
+
+    latest = answered(chat, f"{BACKUPS} [[mock:thinking#{key}b]]")
+
+    expect(chat.locator(ASSISTANT)).to_have_count(2)
+    expect(latest.get_by_test_id("thinking")).to_be_visible()
+    expect(chat.locator(ASSISTANT).last.get_by_test_id("thinking")).to_be_visible()
+
+
+def test_another_tab_starts_an_empty_conversation(chat: Page, browser: Browser, key: str):
+    answered(chat, f"{BACKUPS} [[mock:clean#{key}]]")
+    other = chat.context.new_page()
+    other.set_default_timeout(TIMEOUT_MS)
+    other.goto(chat.url)
+    expect(other.get_by_test_id("history")).to_contain_text(key)  # the list is shared
+    expect(other.locator(ASSISTANT)).to_have_count(0)
+    other.close()
+
+
+def test_a_past_question_opens_with_its_answer_sources_tools_and_time(chat: Page, key: str):
+    question = f"How is DNS set up for the local zone? [[mock:read-dns#{key}]]"
+    answered(chat, question)
+
+    chat.get_by_test_id("history").get_by_role("button", name=question).click()
+
+    dialog = chat.get_by_test_id("past-turn")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_test_id("past-turn-question")).to_have_text(question)
+    expect(dialog.get_by_test_id("answer")).to_have_text("The local zone is served by unbound.")
+    expect(dialog.get_by_test_id("tool-call")).to_have_text("read /homelab/dns.md")
+    expect(dialog.get_by_test_id("sources")).to_contain_text("/homelab/dns.md")
+    expect(dialog.get_by_test_id("past-turn-when")).to_contain_text("Asked ")
+    expect(chat.locator(ASSISTANT)).to_have_count(1)  # the dialog's copy is not an answer
+
+
+def test_a_past_question_can_be_asked_again_and_the_dialog_closes_with_escape(chat: Page, key: str):
+    question = f"{BACKUPS} [[mock:clean#{key}]]"
+    answered(chat, question)
+    item = chat.get_by_test_id("history").get_by_role("button", name=question)
+
+    item.click()
+    chat.keyboard.press("Escape")
+    expect(chat.get_by_test_id("past-turn")).to_be_hidden()
+    item.click()
+    chat.get_by_test_id("past-turn-ask-again").click()
+
+    expect(chat.get_by_test_id("past-turn")).to_be_hidden()
+    expect(chat.get_by_test_id("chat-input")).to_have_value(question)
+    expect(chat.get_by_test_id("chat-input")).to_be_focused()
+
+
+def test_a_long_question_wraps_in_the_list_and_shows_in_full_on_focus(chat: Page, key: str):
+    question = f"{'Where exactly are the offsite backup copies kept ' * 6}[[mock:clean#{key}]]"
+    answered(chat, question)
+    item = chat.get_by_test_id("history").get_by_role("button", name=question)
+    clamped = item.bounding_box()
+    panel = chat.get_by_test_id("history-panel").bounding_box()
+    assert clamped is not None
+    assert panel is not None
+    assert clamped["x"] + clamped["width"] <= panel["x"] + panel["width"]  # wraps, no overflow
+
+    item.focus()
+    chat.keyboard.press("Shift+Tab")
+    chat.keyboard.press("Tab")  # focus from the keyboard: :focus-visible applies
+    expect(item).to_be_focused()
+    full = item.bounding_box()
+    assert full is not None
+    assert full["height"] > clamped["height"]
+
+
+def test_the_conversation_is_not_restored_for_a_turn_that_failed(
+    chat: Page, stack: Stack, key: str
+):
+    answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
+    failed = chat.locator(ASSISTANT).nth(0)
+    expect(failed).to_have_attribute("data-state", "done")
+    chat.fill("[data-testid=chat-input]", f"{BACKUPS} [[mock:drop-mid-stream#{key}b]]")
+    chat.keyboard.press("Enter")
+    expect(chat.locator(ASSISTANT).nth(1)).to_have_attribute("data-state", "error")
+
+    chat.reload()
+
+    expect(chat.locator(ASSISTANT)).to_have_count(1)  # only completed turns are stored
