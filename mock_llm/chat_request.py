@@ -82,3 +82,14 @@ def _include_usage(options: object) -> bool:
     if not isinstance(include, bool):
         raise RequestError("'stream_options.include_usage' must be a boolean.", "stream_options")
     return include
+
+
+def offered_tools(chat: ChatRequest) -> tuple[str, ...]:
+    """The names of the functions the request offers as tools (malformed entries skipped)."""
+    names: list[str] = []
+    for tool in cast(list[object], chat.body.get("tools") or []):
+        function = cast(dict[str, object], tool).get("function") if isinstance(tool, dict) else None
+        name = cast(dict[str, object], function).get("name") if isinstance(function, dict) else None
+        if isinstance(name, str):
+            names.append(name)
+    return tuple(names)

@@ -18,6 +18,14 @@ the paths you used, e.g. /homelab/backups.md" must not be quoted as an answer. A
 with no such context, or none that shares a word with the question, gets the step's
 fallback text (a deflection).
 
+With `read:` (a tool's name), the step may first look a note up, as a model with document
+tools does: when the request offers that tool, no tool result came after the question, and
+the question names a note of the context (every word of the note's file name, `backups`
+of `/homelab/backups.md`, is among the question's words; the first such note in the
+context's order), the response is that tool call with `{"path": note}` and no content. The
+next request carries the note's text as a tool result, and gets the answer. A sentence the
+context holds twice (an excerpt, then the whole note) is quoted once.
+
 The score is plain and deterministic: the question's words (lowercased, a few stop words
 left out, a trailing plural `s` dropped) that a sentence contains, each weighted by how rare
 it is among the context's sentences (inverse document frequency). Between equal scores, a
@@ -36,8 +44,9 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, cast
 
 from mock_llm.flows import Extract
@@ -73,11 +82,35 @@ class Sentence:
     position: int
 
 
+def note_to_read(
+    messages: Sequence[Mapping[str, Any]], offered: Collection[str], spec: Extract
+) -> str | None:
+    """The note the step's `read` tool should be called on first, or None (answer now)."""
+    if spec.read is None or spec.read not in offered or _answered_by_tool(messages):
+        return None
+    terms = set(_terms(strip_triggers(last_user_text(messages))[:MAX_QUESTION_CHARS]))
+    for text, note in _passages(messages):
+        name: set[str] = set(_terms(PurePosixPath(note).stem)) if note else set()
+        if text and name and name <= terms:
+            return note
+    return None
+
+
+def _answered_by_tool(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a tool result came after the last user message."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return False
+        if message.get("role") == "tool":
+            return True
+    return False
+
+
 def extract_answer(messages: Sequence[Mapping[str, Any]], spec: Extract) -> str:
     """The answer to the last user question, quoted from the request's context."""
     question = strip_triggers(last_user_text(messages))[:MAX_QUESTION_CHARS]
     terms = set(_terms(question))
-    sentences = context_sentences(messages)
+    sentences = _distinct(context_sentences(messages))
     if not terms or not sentences:
         return spec.fallback
     vocabulary = [set(_terms(s.text)) for s in sentences]
@@ -93,6 +126,17 @@ def extract_answer(messages: Sequence[Mapping[str, Any]], spec: Extract) -> str:
         return spec.fallback
     quoted = [_quote(s) for *_, s in best[: spec.sentences]]
     return "\n".join([spec.preamble, *quoted])
+
+
+def _distinct(sentences: list[Sentence]) -> list[Sentence]:
+    """Each sentence text once, where it first came (an excerpt before the whole note)."""
+    seen: set[str] = set()
+    kept: list[Sentence] = []
+    for sentence in sentences:
+        if sentence.text not in seen:
+            seen.add(sentence.text)
+            kept.append(sentence)
+    return kept
 
 
 def context_sentences(messages: Sequence[Mapping[str, Any]]) -> list[Sentence]:

@@ -475,12 +475,15 @@ def _choice(options: tuple[str, ...]) -> Parser[Any]:
 
 
 def _extract(ctx: _Ctx, node: yaml.Node, key: str) -> Extract:
-    """`extract: true`, or a mapping of `sentences` (1 to 10), `fallback` and `preamble`."""
+    """`extract: true`, or a mapping of `sentences` (1 to 10), `fallback`, `preamble` and
+    `read` (a tool name)."""
     if isinstance(node, yaml.ScalarNode):
         if _scalar(ctx, node, key) is True:
             return Extract()
-        raise ctx.fail(node, f"'{key}' must be true or a mapping (sentences, fallback, preamble)")
-    fields = _mapping(ctx, node, f"'{key}'", allowed={"sentences", "fallback", "preamble"})
+        raise ctx.fail(
+            node, f"'{key}' must be true or a mapping (sentences, fallback, preamble, read)"
+        )
+    fields = _mapping(ctx, node, f"'{key}'", allowed={"sentences", "fallback", "preamble", "read"})
     spec = Extract()
     sentences = _opt(ctx, fields, "sentences", _integer, spec.sentences)
     if not 1 <= sentences <= EXTRACT_SENTENCES_MAX:
@@ -492,7 +495,15 @@ def _extract(ctx: _Ctx, node: yaml.Node, key: str) -> Extract:
         sentences=sentences,
         fallback=_opt(ctx, fields, "fallback", _string, spec.fallback),
         preamble=_opt(ctx, fields, "preamble", _string, spec.preamble),
+        read=_opt(ctx, fields, "read", _tool_name, None),
     )
+
+
+def _tool_name(ctx: _Ctx, node: yaml.Node, key: str) -> str:
+    name = _string(ctx, node, key)
+    if not name.strip():
+        raise ctx.fail(node, f"'{key}' must name a tool, not be empty")
+    return name
 
 
 def _chunking(ctx: _Ctx, node: yaml.Node, key: str) -> Chunking:

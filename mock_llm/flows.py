@@ -107,11 +107,15 @@ EXTRACT_SENTENCES_MAX = 10
 class Extract:
     """A step whose content is built from the request (`extractive.py`): at most `sentences`
     sentences of its context that match the question, after `preamble`; `fallback` when
-    none does."""
+    none does; first a `read` tool call on the note the question names, when set."""
 
     sentences: int = 3
     fallback: str = "The notes I was given do not say; ask about something they cover."
     preamble: str = "From the notes:"
+    read: str | None = None
+    """A tool's name: when the request offers it, the question names a note of its context
+    and no tool result came after the question, the step calls it (`{"path": note}`)
+    instead of answering; the next request, with the note's text, gets the answer."""
 
 
 @dataclass(frozen=True)

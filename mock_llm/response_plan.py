@@ -19,12 +19,13 @@ becomes an HTTP 500 with the error body.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from mock_llm import wire
-from mock_llm.extractive import extract_answer
+from mock_llm.extractive import extract_answer, note_to_read
 from mock_llm.flows import (
     CutFault,
     ErrorEventFault,
@@ -34,6 +35,7 @@ from mock_llm.flows import (
     ReasoningField,
     StallFault,
     Step,
+    ToolCall,
 )
 
 Ending = Literal["complete", "eof", "abort"]
@@ -79,6 +81,7 @@ class RequestShape:
     stream: bool
     include_usage: bool
     messages: Sequence[wire.JSON]
+    tools: tuple[str, ...] = ()  # the names of the functions the request offers
 
 
 def describe_fault(fault: Fault) -> str:
@@ -99,7 +102,12 @@ def plan_response(
 ) -> ResponsePlan:
     """The whole response to `step` (an `extract` step's content built from the request)."""
     if step.extract is not None:
-        step = replace(step, content=extract_answer(request.messages, step.extract))
+        note = note_to_read(request.messages, request.tools, step.extract)
+        if note is not None and step.extract.read is not None:
+            call = ToolCall(step.extract.read, json.dumps({"path": note}, ensure_ascii=False))
+            step = replace(step, content="", tool_calls=(call,))
+        else:
+            step = replace(step, content=extract_answer(request.messages, step.extract))
     if isinstance(step.fault, HttpFault):
         return _http_fault(step, step.fault)
     if request.stream:

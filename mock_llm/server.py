@@ -53,7 +53,7 @@ from mock_llm.catalog import (
     catalog_to_json,
     runtime_count,
 )
-from mock_llm.chat_request import RequestError, parse_chat_request
+from mock_llm.chat_request import RequestError, offered_tools, parse_chat_request
 from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
@@ -233,7 +233,7 @@ def create_app(settings: MockSettings) -> Starlette:
         if step.fault is not None:
             entry.fault = describe_fault(step.fault)
         meta = wire.CompletionMeta(f"chatcmpl-mock{entry.seq}", int(time.time()), chat.model)
-        shape = RequestShape(chat.stream, chat.include_usage, chat.messages)
+        shape = RequestShape(chat.stream, chat.include_usage, chat.messages, offered_tools(chat))
         plan = plan_response(step, meta, step.reasoning_field or settings.reasoning_field, shape)
         entry.status = plan.status
         return PlayedResponse(plan, entry)

@@ -53,6 +53,8 @@ def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Pat
         assert frames[0]["mode"] == "grounded"
         assert frames[-1]["type"] == "done"
         assert len(settled_journal_sync(mock.group(1), "demo", count=2)) == 2
+        demo = httpx.get(f"{page.group(1)}/api/info", timeout=20).json()["demo"]
+        assert demo["journal_url"] == f"{mock.group(1)}/_mock/requests"  # the banner shows
         assert (tmp_path / "data" / "scaffold-guard.sqlite3").is_file()
         assert "chat turn=" in (tmp_path / "data" / "chat.log").read_text(encoding="utf-8")
     finally:
@@ -71,6 +73,8 @@ def test_the_embedded_demo_answers_a_plain_question_from_the_notes(tmp_path: Pat
         answer = "".join(f["text"] for f in frames if f["type"] == "delta")
         assert answer.startswith("From your notes:\n- Backups run nightly at 02:00"), answer
         assert "(source: /homelab/backups.md)" in answer
+        [tool] = [f for f in frames if f["type"] == "tool"]  # the question names backups.md
+        assert (tool["name"], tool["path"], tool["ok"]) == ("read", "/homelab/backups.md", True)
         assert frames[-1]["type"] == "done"
     finally:
         process.send_signal(signal.SIGTERM)

@@ -14,6 +14,7 @@ from mock_llm.extractive import (
     context_sentences,
     document_blocks,
     extract_answer,
+    note_to_read,
     prose_units,
 )
 from mock_llm.flows import Extract
@@ -195,3 +196,48 @@ def test_between_equal_scores_the_note_the_question_names_comes_first():
     assert ask("When do backups run?", system=system, sentences=1).endswith(
         "(source: /x/backups.md)"
     )
+
+
+# --- read: looking the named note up first ------------------------------------------------
+
+READ = Extract(read="read")
+
+
+def request(question: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": f"{INSTRUCTIONS}\n\n{NOTES}"},
+        {"role": "user", "content": question},
+    ]
+
+
+def test_a_question_naming_a_note_reads_it_first_when_the_tool_is_offered():
+    assert note_to_read(request("When do the backups run?"), ("read", "grep"), READ) == (
+        "/homelab/backups.md"
+    )
+
+
+def test_without_the_tool_offered_the_step_answers_at_once():
+    assert note_to_read(request("When do the backups run?"), ("grep",), READ) is None
+
+
+def test_without_read_set_the_step_answers_at_once():
+    assert note_to_read(request("When do the backups run?"), ("read",), Extract()) is None
+
+
+def test_a_question_naming_no_note_is_answered_at_once():
+    assert note_to_read(request("When does certbot renew?"), ("read",), READ) is None
+
+
+def test_once_a_tool_result_came_after_the_question_the_step_answers():
+    arguments = json.dumps({"path": "/homelab/backups.md"})
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": arguments}}
+    messages = [
+        *request("When do the backups run?"),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Backups run nightly at 02:00 from"
+         " the NAS to the offsite bucket. Weekly checks run on Sunday."},
+    ]  # fmt: skip
+    assert note_to_read(messages, ("read",), READ) is None
+    answer = extract_answer(messages, READ)
+    assert answer.count("Backups run nightly at 02:00") == 1  # excerpt and note: quoted once
+    assert "Weekly checks run on Sunday. (source: /homelab/backups.md)" in answer

@@ -221,6 +221,8 @@ def test_anchors_and_x_keys_are_allowed():
         ("flows:\n  f: {steps: [{extract: {sentences: 11}}]}\n", 2, "from 1 to 10, not 11"),
         ("flows:\n  f: {steps: [{extract: {top: 3}}]}\n", 2, "unknown key 'top'"),
         ("flows:\n  f: {steps: [{extract: {fallback: 3}}]}\n", 2, "'fallback' must be a string"),
+        ("flows:\n  f: {steps: [{extract: {read: ''}}]}\n", 2, "'read' must name a tool"),
+        ("flows:\n  f: {steps: [{extract: {read: 7}}]}\n", 2, "'read' must be a string"),
     ],
 )
 def test_invalid_flow_file_names_file_line_and_problem(text: str, line: int | None, problem: str):
@@ -236,11 +238,13 @@ def test_invalid_flow_file_names_file_line_and_problem(text: str, line: int | No
 def test_an_extract_step_reads_true_or_its_options():
     flows = parse_flows(
         "flows:\n  a: {steps: [{extract: true}]}\n"
-        "  b: {steps: [{extract: {sentences: 1, fallback: no idea, preamble: Notes say}}]}\n",
+        "  b: {steps: [{extract: {sentences: 1, fallback: no idea, preamble: Notes say}}]}\n"
+        "  c: {steps: [{extract: {read: read}}]}\n",
         source="flows.yaml",
     )
     assert flows["a"].steps[0].extract == Extract()
     assert flows["b"].steps[0].extract == Extract(1, "no idea", "Notes say")
+    assert flows["c"].steps[0].extract == Extract(read="read")
 
 
 def test_load_flow_file_reads_from_disk(tmp_path: Path):
