@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mock_llm.chat_request import RequestError, parse_chat_request
+from mock_llm.chat_request import RequestError, offered_tools, parse_chat_request
 
 
 def body(**fields: object) -> bytes:
@@ -51,3 +51,19 @@ def test_bad_request_names_the_parameter(raw: bytes, param: str | None, message:
     assert caught.value.param == param
     assert message in caught.value.message
     assert caught.value.status == 400
+
+
+def test_offered_tools_are_the_function_names_and_malformed_entries_are_skipped():
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [
+            {"type": "function", "function": {"name": "read"}},
+            {"type": "function", "function": {"name": 7}},
+            {"type": "function"},
+            "grep",
+            {"type": "function", "function": {"name": "list"}},
+        ],
+    }
+    chat = parse_chat_request(json.dumps(body).encode())
+    assert offered_tools(chat) == ("read", "list")

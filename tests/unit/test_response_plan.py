@@ -363,3 +363,28 @@ def test_an_extract_step_answers_from_the_request_it_is_given(stream: bool):
         assert accumulate(sent_chunks(p))["message"]["content"] == UPS_ANSWER
     else:
         assert sent_body(p)["choices"][0]["message"]["content"] == UPS_ANSWER
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_extract_step_with_read_calls_the_tool_on_the_note_the_question_names(stream: bool):
+    step = Step(extract=Extract(read="read"))
+    shape = RequestShape(stream, include_usage=False, messages=EXCERPT_REQUEST, tools=("read",))
+    p = plan_response(step, META, "reasoning_content", shape)
+    if stream:
+        message = accumulate(sent_chunks(p))["message"]
+        finish = sent_chunks(p)[-1]["choices"][0]["finish_reason"]
+    else:
+        choice = sent_body(p)["choices"][0]
+        message, finish = choice["message"], choice["finish_reason"]
+    [call] = message["tool_calls"]
+    assert call["function"] == {"name": "read", "arguments": '{"path": "/homelab/ups.md"}'}
+    assert not message.get("content")
+    assert finish == "tool_calls"
+
+
+def test_an_extract_step_with_read_answers_when_the_tool_is_not_offered():
+    step = Step(extract=Extract(read="read"))
+    shape = RequestShape(False, include_usage=False, messages=EXCERPT_REQUEST, tools=("grep",))
+    assert sent_body(plan_response(step, META, "reasoning_content", shape))["choices"][0][
+        "message"
+    ]["content"] == UPS_ANSWER
