@@ -385,6 +385,5 @@ def test_an_extract_step_with_read_calls_the_tool_on_the_note_the_question_names
 def test_an_extract_step_with_read_answers_when_the_tool_is_not_offered():
     step = Step(extract=Extract(read="read"))
     shape = RequestShape(False, include_usage=False, messages=EXCERPT_REQUEST, tools=("grep",))
-    assert sent_body(plan_response(step, META, "reasoning_content", shape))["choices"][0][
-        "message"
-    ]["content"] == UPS_ANSWER
+    [choice] = sent_body(plan_response(step, META, "reasoning_content", shape))["choices"]
+    assert choice["message"]["content"] == UPS_ANSWER
