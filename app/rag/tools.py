@@ -20,8 +20,12 @@ injection), so:
 - Output is capped (read characters, list entries, grep matches and line length) with a
   visible `[truncated: ...]` marker, and grep runs under a time budget (per file and per
   call, through the `regex` module's `timeout=`), so a pattern like `(a+)+$` cannot hang
-  the server: the search stops and says so. The budget is measured on an injectable clock
-  (`time.monotonic` by default), so tests pin it without depending on machine speed.
+  the server: the search stops and says so. What a pattern would cost to compile, which no
+  timeout covers, is judged before it is compiled (`pattern_cost`: `a{10000003}` is
+  refused in words, it never reaches the compiler). The search releases the GIL
+  (`concurrent=True`), so the event loop keeps serving while a search runs in its thread.
+  The budget is measured on an injectable clock (`time.monotonic` by default), so tests
+  pin it without depending on machine speed.
 - `run()` validates the raw JSON arguments against the tool's schema and answers every
   problem with `ToolOutcome(ok=False, ...)` in words the model can act on; it never raises.
 
@@ -61,6 +65,7 @@ from app.rag.notes_folder import (
     virtual_path,
     walk_notes,
 )
+from app.rag.pattern_cost import pattern_problem
 from app.rag.types import ToolOutcome, ToolSpec
 
 MAX_READ_CHARS = 20_000
@@ -337,6 +342,9 @@ class NotesTools:
             return _fail("The pattern is empty; give a word or a regular expression to search.")
         if len(pattern) > MAX_PATTERN_CHARS:
             return _fail(f"The pattern is too long (more than {MAX_PATTERN_CHARS} characters).")
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            return _fail(problem)
         head: list[str] = []
         notes: list[str] = []
         try:
@@ -363,7 +371,7 @@ class NotesTools:
                 try:
                     if remaining <= 0:
                         raise TimeoutError
-                    match = compiled.search(line, timeout=remaining)
+                    match = compiled.search(line, timeout=remaining, concurrent=True)
                 except TimeoutError:
                     if self._clock() >= total_deadline:
                         out_of_time = True

@@ -275,3 +275,18 @@ async def test_info_offers_the_failure_examples_when_the_model_is_the_embedded_m
         "A tool call", "Upstream 503", "Dropped stream", "Hostile HTML",
     ]  # fmt: skip
     assert {example["flow"] for example in demo["examples"]} <= {flow["name"] for flow in flows}
+
+
+async def test_a_grep_pattern_too_costly_to_compile_is_refused_and_the_app_stays_healthy(
+    app_http: httpx.AsyncClient, http: httpx.AsyncClient, key: str
+):
+    """Regression (issue 12): `a{10000003}` from the model took 18.8 s and 2.6 GB to compile,
+    and /healthz stopped answering meanwhile."""
+    turn = await ask(app_http, f"{BACKUPS} [[mock:grep-bomb#{key}]]")
+    [tool] = turn.of("tool")
+    assert (tool["name"], tool["ok"]) == ("grep", False)
+    assert turn.last["type"] == "done"
+    _, answer_request = await settled_journal(http, key, count=2)
+    refusal = answer_request["body"]["messages"][-1]["content"]
+    assert "at most 1000 repeats" in refusal
+    assert (await app_http.get("/healthz")).status_code == 200

@@ -611,8 +611,10 @@ class _SlowPattern:
         self._real = real
         self._engine = engine
 
-    def search(self, line: str, timeout: float | None = None) -> Any:
+    def search(self, line: str, timeout: float | None = None, concurrent: bool = False) -> Any:
         assert timeout is not None, "grep must give the regex engine a timeout"
+        # Released, the GIL lets the event loop serve other requests while a search runs.
+        assert concurrent, "grep must let the regex engine release the GIL"
         self._engine.timeouts.append(timeout)
         if line == EVIL:
             self._engine.clock.now += timeout
@@ -691,3 +693,18 @@ def test_grep_escapes_control_characters_in_lines(tmp_path: Path):
     write(tmp_path / "a.md", "restic \x1b[31mred\x1b[0m\n")
     expected = "/homelab/a.md:1: restic \\u001b[31mred\\u001b[0m"
     assert patient_tools(tmp_path).grep("red").text == expected
+
+
+@pytest.mark.parametrize("pattern", ["a{10000003}", "a{1000000000}", "(a{1000}){100}"])
+def test_grep_refuses_a_pattern_too_costly_to_compile_before_compiling_it(
+    lab: Lab, pattern: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Regression: `a{10000003}` took 18.8 s and 2.6 GB to compile (the time budget only
+    covers searching) and `a{1000000000}` got the app killed for memory."""
+    compiled: list[str] = []
+    real_compile = regex.compile
+    monkeypatch.setattr(regex, "compile", lambda p, *a: compiled.append(p) or real_compile(p, *a))
+    outcome = lab.tools.grep(pattern)
+    assert outcome.ok is False
+    assert "Use a shorter pattern." in outcome.text
+    assert compiled == []
