@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import MutableHeaders
@@ -21,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api import chat as chat_api
 from app.api import history as history_api
 from app.api import info as info_api
+from app.api.validation import validation_error
 from app.config import Settings
 from app.rag.llm import LLMConfig, chat_stream_retried, make_client
 from app.rag.retrieval import NotesIndex
@@ -120,6 +122,7 @@ def create_app(settings: Settings, log_echo: TextIO | None = None) -> FastAPI:
 
     app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
     app.add_middleware(SecurityHeaders)
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.state.turn_deps = deps
     app.include_router(chat_api.router)
     app.include_router(history_api.router)

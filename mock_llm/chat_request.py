@@ -31,7 +31,39 @@ class ChatRequest:
     include_usage: bool
 
 
+MAX_JSON_DEPTH = 64
+"""How deeply a body's arrays and objects may nest. Real requests nest a dozen levels at
+most (a tool's parameter schema); Python's parser recurses per level, and so does every
+later JSON write of the body (the journal), so a deeper body is refused before parsing."""
+
+
+def json_depth_over(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `raw`'s arrays and objects nest deeper than `limit` (one pass, strings
+    skipped; brackets of invalid JSON are counted all the same)."""
+    depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return False
+
+
 def parse_chat_request(raw: bytes) -> ChatRequest:
+    if json_depth_over(raw):
+        raise RequestError(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
     try:
         decoded = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -39,7 +39,11 @@ class CompletionMeta:
 
 
 def dumps(obj: object) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact UTF-8 JSON. A lone UTF-16 surrogate (a client may send `"\\ud800"`, and the
+    mock keeps what it was sent) cannot be UTF-8: it is written as its JSON escape, which
+    reads back as the same string, so no journal read or echo ever fails on one."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
 
 
 def sse_frame(obj: object) -> bytes:

@@ -146,3 +146,38 @@ async def test_a_client_gone_before_its_body_was_read_is_journaled_as_disconnect
             entries = (await client.get("/_mock/requests")).json()["requests"]
     assert settled is True
     assert [e["outcome"] for e in entries] == ["completed", "client_disconnected"]
+
+
+async def test_a_lone_surrogate_is_kept_and_every_later_journal_read_still_answers(
+    http: httpx.AsyncClient, key: str
+):
+    """Regression (issue 12): the journal could not write a lone surrogate it had recorded,
+    and every later read answered 500 until it was cleared."""
+    body = (
+        b'{"model": "m", "messages": [{"role": "user", "content": "hi \\ud800 [[mock:clean#K]]"}]}'
+    )
+    response = await http.post(
+        "/v1/chat/completions",
+        content=body.replace(b"#K", f"#{key}".encode()),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 200
+    [entry] = await settled_journal(http, key)
+    assert entry["body"]["messages"][0]["content"].startswith("hi \ud800 ")
+    assert (await http.get("/_mock/requests")).status_code == 200
+
+
+@pytest.mark.parametrize("depth", [65, 1000, 100_000])
+async def test_a_body_nested_too_deep_is_400_and_its_entry_is_finished(
+    http: httpx.AsyncClient, depth: int
+):
+    """Regression (issue 12): JSON nested about 1000 deep gave a 500 (RecursionError) and
+    left its journal entry in_progress forever."""
+    before = len((await http.get("/_mock/requests")).json()["requests"])
+    body = b'{"model": "m", "messages": ' + b"[" * depth + b"]" * depth + b"}"
+    response = await http.post(
+        "/v1/chat/completions", content=body, headers={"content-type": "application/json"}
+    )
+    assert_openai_error(response, 400, "nests deeper than 64 levels")
+    entries = (await http.get("/_mock/requests")).json()["requests"]
+    assert [e["outcome"] for e in entries[before:]] == ["rejected"]

@@ -290,3 +290,28 @@ async def test_a_grep_pattern_too_costly_to_compile_is_refused_and_the_app_stays
     refusal = answer_request["body"]["messages"][-1]["content"]
     assert "at most 1000 repeats" in refusal
     assert (await app_http.get("/healthz")).status_code == 200
+
+
+async def test_a_lone_surrogate_is_a_422_and_the_connection_keeps_serving(notes_app: AppUnderTest):
+    """Regression (issue 12): the validation-error handler could not encode the echoed
+    surrogate, answered 500 and reset the keep-alive connection."""
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(base_url=notes_app.url, timeout=DEADLINE_S, limits=limits) as one:
+        response = await one.post(
+            "/api/chat",
+            content=b'{"message": "hi \\ud800"}',
+            headers={"content-type": "application/json"},
+        )
+        assert response.status_code == 422
+        assert response.json()["detail"][0]["loc"] == ["body", "message"]
+        assert (await one.get("/healthz")).status_code == 200
+
+
+async def test_a_422_never_echoes_the_input(app_http: httpx.AsyncClient):
+    """Regression (issue 12): the 422 echoed the whole input (a 50 MB body, a 52 MB reply)."""
+    huge = "x" * 200_000
+    response = await app_http.post("/api/chat", json={"message": huge, f"k{huge}": 1})
+    assert response.status_code == 422
+    assert len(response.content) < 2_000
+    assert "xxxxxxxxxx" * 10 not in response.text
+    assert {e["type"] for e in response.json()["detail"]} == {"string_too_long", "extra_forbidden"}

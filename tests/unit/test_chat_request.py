@@ -4,7 +4,12 @@ import json
 
 import pytest
 
-from mock_llm.chat_request import RequestError, offered_tools, parse_chat_request
+from mock_llm.chat_request import (
+    RequestError,
+    json_depth_over,
+    offered_tools,
+    parse_chat_request,
+)
 
 
 def body(**fields: object) -> bytes:
@@ -67,3 +72,23 @@ def test_offered_tools_are_the_function_names_and_malformed_entries_are_skipped(
     }
     chat = parse_chat_request(json.dumps(body).encode())
     assert offered_tools(chat) == ("read", "list")
+
+
+@pytest.mark.parametrize(
+    ("raw", "over"),
+    [
+        (b"[" * 64 + b"]" * 64, False),
+        (b"[" * 65 + b"]" * 65, True),
+        (b'{"a": "' + b"[" * 500 + b'"}', False),  # brackets inside a string do not nest
+        (b'{"a": "\\"' + b"[" * 500 + b'"}', False),  # nor after an escaped quote
+        (b"{" * 65, True),  # invalid JSON is counted all the same
+    ],
+    ids=["at-limit", "over-limit", "in-a-string", "after-an-escaped-quote", "unclosed"],
+)
+def test_json_depth_is_counted_outside_strings(raw: bytes, over: bool):
+    assert json_depth_over(raw) is over
+
+
+def test_a_body_nested_deeper_than_the_limit_is_refused_before_parsing():
+    with pytest.raises(RequestError, match="nests deeper than 64 levels"):
+        parse_chat_request(b'{"model": "m", "messages": ' + b"[" * 5000 + b"]" * 5000 + b"}")

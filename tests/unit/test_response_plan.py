@@ -387,3 +387,11 @@ def test_an_extract_step_with_read_answers_when_the_tool_is_not_offered():
     shape = RequestShape(False, include_usage=False, messages=EXCERPT_REQUEST, tools=("grep",))
     [choice] = sent_body(plan_response(step, META, "reasoning_content", shape))["choices"]
     assert choice["message"]["content"] == UPS_ANSWER
+
+
+def test_a_lone_surrogate_is_written_as_its_json_escape_and_reads_back_the_same():
+    obj = {"content": "hi \ud800 and é"}
+    written = wire.dumps(obj)
+    assert b"\\ud800" in written
+    assert "é".encode() in written  # everything else stays plain UTF-8
+    assert json.loads(written) == obj
