@@ -7,6 +7,7 @@ without a network one layer down, on `app.turn.run_turn` with a scripted model.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,6 +32,7 @@ from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolS
 from app.storage import QueryLog
 from app.turn import TurnDeps
 from app.turn_log import TurnLog
+from mock_llm.http_limits import RequestLimits
 
 _HERE = Path(__file__).resolve().parent
 # The page: frontend/ next to app/ in a checkout; the wheel ships a copy as app/frontend/.
@@ -69,6 +71,17 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+MAX_BODY_BYTES = 64 * 1024
+"""The largest request body: a question is at most 4000 characters, 24 KB as JSON escapes."""
+BODY_TIMEOUT_S = 10.0
+"""How long a request body may take to arrive whole (mock_llm.http_limits.RequestLimits)."""
+
+
+def _limit_error(status: int, message: str) -> bytes:
+    del status  # the status line says it
+    return json.dumps({"detail": message}).encode()
+
+
 def llm_config(settings: Settings) -> LLMConfig:
     if settings.llm_base_url is None:
         raise ValueError("no LLM base URL: start the embedded mock first (python -m app)")
@@ -83,8 +96,11 @@ def llm_config(settings: Settings) -> LLMConfig:
     )
 
 
-def create_app(settings: Settings, log_echo: TextIO | None = None) -> FastAPI:
-    """The app; turns go to the LLM at `settings.llm_base_url`.
+def create_app(
+    settings: Settings, log_echo: TextIO | None = None, body_timeout_s: float = BODY_TIMEOUT_S
+) -> FastAPI:
+    """The app; turns go to the LLM at `settings.llm_base_url`. A request body must arrive
+    whole within `body_timeout_s` (else 408).
 
     The chat log goes to `settings.log_file`, and also to `log_echo` when given.
     """
@@ -122,6 +138,12 @@ def create_app(settings: Settings, log_echo: TextIO | None = None) -> FastAPI:
 
     app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(
+        RequestLimits,
+        error_body=_limit_error,
+        max_body_bytes=MAX_BODY_BYTES,
+        body_timeout_s=body_timeout_s,
+    )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.state.turn_deps = deps
     app.include_router(chat_api.router)

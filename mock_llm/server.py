@@ -29,6 +29,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -39,6 +40,7 @@ import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.responses import Response
@@ -57,6 +59,7 @@ from mock_llm.catalog import (
 from mock_llm.chat_request import RequestError, offered_tools, parse_chat_request
 from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
+from mock_llm.http_limits import RequestLimits
 from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
 from mock_llm.journal_query import QueryError, parse_journal_query
@@ -101,6 +104,9 @@ class MockSettings:
     """The largest `POST /_mock/flows` body, and the most text its flows may hold."""
     side_calls: tuple[str, ...] = ()
     """Side-call rules in force from the start (regular expressions, see side_calls.py)."""
+    body_timeout_s: float = 10.0
+    """How long a request's body may take to arrive whole (else 408): a body shorter than
+    its Content-Length was held for over 90 s, waiting for bytes that never came."""
 
 
 @dataclass
@@ -122,6 +128,10 @@ class MockState:
 
 
 class _BodyTooLarge(Exception):
+    pass
+
+
+class _BodyTimeout(Exception):
     pass
 
 
@@ -198,10 +208,12 @@ def create_app(settings: MockSettings) -> Starlette:
     async def chat_completions(request: Request) -> Response | PlayedResponse:
         entry = state.journal.open(request.url.path)
         try:
-            raw = await _read_body(request, settings.max_body_bytes)
+            raw = await _read_body(request, settings.max_body_bytes, settings.body_timeout_s)
         except _BodyTooLarge:
             limit = settings.max_body_bytes
             return _reject(entry, 413, f"The request body is larger than {limit} bytes.")
+        except _BodyTimeout:
+            return _closing(_reject(entry, 408, _body_timeout_message(settings)))
         except ClientDisconnect:  # gone before its body was read: no answer will reach it
             entry.finish("client_disconnected")
             return Response(status_code=400)
@@ -259,7 +271,7 @@ def create_app(settings: MockSettings) -> Starlette:
 
     async def add_flows(request: Request) -> Response:
         limit = settings.max_flows_body_bytes
-        raw = await _read_bounded(request, limit, "flows", "flows_too_large")
+        raw = await _read_bounded(request, limit, "flows", "flows_too_large", settings)
         if isinstance(raw, Response):
             return raw
         try:
@@ -293,7 +305,7 @@ def create_app(settings: MockSettings) -> Starlette:
 
     async def add_side_calls(request: Request) -> Response:
         raw = await _read_bounded(
-            request, MAX_SIDE_CALLS_BODY_BYTES, "side-call rules", "side_calls_too_large"
+            request, MAX_SIDE_CALLS_BODY_BYTES, "side-call rules", "side_calls_too_large", settings
         )
         if isinstance(raw, Response):
             return raw
@@ -330,7 +342,10 @@ def create_app(settings: MockSettings) -> Starlette:
         Route("/_mock/side-calls", list_side_calls, methods=["GET"]),
         Route("/_mock/side-calls", add_side_calls, methods=["POST"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    limits = Middleware(RequestLimits, error_body=_limit_error, body_timeout_s=None)
+    app = Starlette(
+        routes=routes, exception_handlers={HTTPException: http_error}, middleware=[limits]
+    )
     app.state.mock = state
     return app
 
@@ -366,32 +381,59 @@ def _reject(
     return error_response(status, message, param=param, code=code)
 
 
+def _closing(response: Response) -> Response:
+    """`response`, closing the connection after it: the rest of a late body could still
+    arrive, and must not be read as the next request."""
+    response.headers["connection"] = "close"
+    return response
+
+
+def _body_timeout_message(settings: MockSettings) -> str:
+    return f"The request body did not arrive within {settings.body_timeout_s:g} s."
+
+
+def _limit_error(status: int, message: str) -> bytes:
+    """A refusal of `RequestLimits` (headers too large) in the OpenAI error shape."""
+    del status  # the status line says it; the body is the OpenAI error shape
+    return wire.dumps(wire.error_body(message, "invalid_request_error"))
+
+
 def _preview(raw: bytes, limit: int = 2000) -> str:
     return raw[:limit].decode("utf-8", errors="replace")
 
 
-async def _read_bounded(request: Request, limit: int, what: str, code: str) -> bytes | Response:
+async def _read_bounded(
+    request: Request, limit: int, what: str, code: str, settings: MockSettings
+) -> bytes | Response:
     """The body of a `POST /_mock/...` request, or the answer refusing it: 413 (`code`)
-    past `limit` bytes, a bare 400 for a client gone before its body was read."""
+    past `limit` bytes, 408 when it does not arrive in time, a bare 400 for a client gone
+    before its body was read."""
     try:
-        return await _read_body(request, limit)
+        return await _read_body(request, limit, settings.body_timeout_s)
     except _BodyTooLarge:
         return error_response(413, f"The {what} body is larger than {limit} bytes.", code=code)
+    except _BodyTimeout:
+        return _closing(error_response(408, _body_timeout_message(settings)))
     except ClientDisconnect:
         return Response(status_code=400)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The body, at most `limit` bytes, whole within `timeout_s` (else _BodyTimeout)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise _BodyTooLarge
     parts: list[bytes] = []
     size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise _BodyTooLarge
-        parts.append(part)
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for part in request.stream():
+                size += len(part)
+                if size > limit:
+                    raise _BodyTooLarge
+                parts.append(part)
+    except TimeoutError:
+        raise _BodyTimeout from None
     return b"".join(parts)
 
 

@@ -1,0 +1,135 @@
+"""Limits on what an HTTP request may make a server hold: its headers and its body's time.
+
+A pure ASGI middleware, `RequestLimits`, used by the mock and by the notes app. Measured
+before it (issue 12): both servers accepted 1 MB of headers (uvicorn's httptools parser has
+no limit of its own), and held a request whose body was shorter than its Content-Length
+for over 90 s, waiting for bytes that never came. Now:
+
+- headers over `max_header_bytes` (names and values together) are a 431;
+- with `max_body_bytes`, a declared Content-Length over it is a 413 before any byte is
+  read, and so is a body that grows past it;
+- with `body_timeout_s`, a body not whole within that time is a 408. Only then is the app
+  called, with the body read whole, so it never sees a half body and never waits for one.
+  The original `receive` takes over after the body, so the app still hears the client
+  leave (`http.disconnect`) while it streams its answer.
+
+`error_body(status, message)` renders each refusal in the server's own error shape (the
+mock's OpenAI error body, the app's `{"detail": ...}`). Deliberate choice: the body is read
+whole before the app runs only when a body limit or timeout is set; the servers' bodies are
+small JSON documents (the mock's cap is 8 MiB), so buffering costs nothing they did not
+already do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_HEADER_BYTES", "RequestLimits"]
+
+DEFAULT_MAX_HEADER_BYTES = 32 * 1024
+DEFAULT_BODY_TIMEOUT_S = 10.0
+
+ErrorBody = Callable[[int, str], bytes]
+"""The JSON body of a refusal, from its status and message."""
+
+
+@dataclass(frozen=True)
+class _Refusal(Exception):
+    status: int
+    message: str
+
+
+class RequestLimits:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        error_body: ErrorBody,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        max_body_bytes: int | None = None,
+        body_timeout_s: float | None = DEFAULT_BODY_TIMEOUT_S,
+    ) -> None:
+        self.app = app
+        self.error_body = error_body
+        self.max_header_bytes = max_header_bytes
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            self._check_headers(scope)
+            if self.max_body_bytes is None and self.body_timeout_s is None:
+                await self.app(scope, receive, send)
+                return
+            body, rest = await self._read_body(scope, receive)
+        except _Refusal as refusal:
+            await self._refuse(send, refusal)
+            return
+        await self.app(scope, _replay(body, rest, receive), send)
+
+    def _check_headers(self, scope: Scope) -> None:
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        if sum(len(name) + len(value) for name, value in headers) > self.max_header_bytes:
+            raise _Refusal(431, f"The request headers are over {self.max_header_bytes} bytes.")
+        limit = self.max_body_bytes
+        declared = next((value for name, value in headers if name == b"content-length"), b"")
+        if limit is not None and declared.isdigit() and int(declared) > limit:
+            raise _Refusal(413, f"The request body is larger than {limit} bytes.")
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, Message | None]:
+        """The whole body, and the message that ended it early (a disconnect), if any."""
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return b"".join(parts), message
+                    part: bytes = message.get("body", b"")
+                    size += len(part)
+                    if self.max_body_bytes is not None and size > self.max_body_bytes:
+                        raise _Refusal(
+                            413, f"The request body is larger than {self.max_body_bytes} bytes."
+                        )
+                    parts.append(part)
+                    if not message.get("more_body", False):
+                        return b"".join(parts), None
+        except TimeoutError:
+            raise _Refusal(
+                408, f"The request body did not arrive within {self.body_timeout_s:g} s."
+            ) from None
+
+    async def _refuse(self, send: Send, refusal: _Refusal) -> None:
+        body = self.error_body(refusal.status, refusal.message)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": refusal.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _replay(body: bytes, rest: Message | None, receive: Receive) -> Receive:
+    """A `receive` that gives the app the body read ahead, then the real messages."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+    if rest is not None:
+        pending.append(rest)
+
+    async def replayed() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
