@@ -36,7 +36,8 @@ SETTINGS: tuple[Setting, ...] = (
             "empty = start the mock LLM in-process (the embedded demo)"),
     Setting("SG_LLM_MODEL", "lfm2-1.2b", "model name sent upstream"),
     Setting("SG_LLM_API_KEY", "not-needed", "API key sent upstream"),
-    Setting("SG_LLM_TIMEOUT_S", "60", "overall time budget of one upstream request, seconds"),
+    Setting("SG_LLM_TIMEOUT_S", "60", "overall time budget of one model request, its retries "
+            "and their waits included, seconds"),
     Setting("SG_LLM_MAX_ATTEMPTS", "3", "attempts per request before giving up (1 = no retry)"),
     Setting("SG_LLM_RETRY_DELAY_S", "0.5", "first backoff delay; doubles per retry, up to 8 s"),
     Setting("SG_LLM_RETRY_AFTER_CAP_S", "10", "longest Retry-After honoured; longer = give up"),

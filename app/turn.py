@@ -23,6 +23,7 @@ Deliberate choices:
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -74,6 +75,18 @@ def new_turn_id() -> str:
 def error_detail(exc: Exception) -> str:
     """The copy an `error` frame shows for `exc`: its own message if it is an AppError."""
     return exc.message if isinstance(exc, AppError) else UNEXPECTED_ERROR
+
+
+def failure_cause(exc: Exception) -> str:
+    """The log line's ` cause=<type>`, with ` reason=<label>` for a model error (its own
+    label, e.g. `http-503-server-error` or `timed-out`, never upstream or user text)."""
+    cause = f" cause={type(exc).__name__}"
+    if isinstance(exc, LLMError):
+        cause += f" reason={_NOT_SLUG.sub('-', exc.reason.lower()).strip('-') or 'unknown'}"
+    return cause
+
+
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def error_frame(turn_id: str, exc: Exception) -> ErrorFrame:
@@ -179,7 +192,7 @@ async def run_turn(
             "finish_reason": record.finish_reason,
         }
     except Exception as exc:
-        outcome, cause = "error", f" cause={type(exc).__name__}"
+        outcome, cause = "error", failure_cause(exc)
         if not isinstance(exc, AppError):
             deps.logger.error("chat turn=%s failed unexpectedly", turn_id, exc_info=exc)
         yield error_frame(turn_id, exc)

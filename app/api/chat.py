@@ -8,6 +8,7 @@ conversation, it is not a credential: the notes chat has no accounts.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated
 
 from fastapi import APIRouter
@@ -34,11 +35,17 @@ class ChatRequest(BaseModel):
     @field_validator("message")
     @classmethod
     def not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if not any(_visible(char) for char in value):
             raise ValueError("the message is empty")
         if "\x00" in value:
             raise ValueError("the message contains a NUL character")
         return value
+
+
+def _visible(char: str) -> bool:
+    """Whether `char` shows: not white space, not a control or format character (a message
+    of zero-width spaces or bidi marks alone is empty)."""
+    return not char.isspace() and unicodedata.category(char)[0] != "C"
 
 
 @router.post("/api/chat")

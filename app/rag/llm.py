@@ -16,13 +16,15 @@ Deliberate choices:
   time, so a stopped turn really disconnects from the model server. The response is closed
   before `RoundEnd` is yielded, so the connection is free while the caller runs tools.
 - httpx timeouts bound each operation (a read timeout bounds one chunk, so a trickling
-  server never trips it); `timeout_s` is also applied as an overall deadline per request.
+  server never trips it); `timeout_s` is also applied as an overall deadline, over a whole
+  retried call (`chat_stream_retried`: its attempts and waits together).
   The deadline is checked around each awaited chunk, never across a `yield`, so it can
   never cancel the consumer's own work.
 - Reasoning is read from `delta.reasoning_content` or `delta.reasoning` (kept by the SDK in
   `model_extra`); a server that sends both with the same text gets it once.
 - `Retry-After` (`retry-after-ms`, seconds, or an HTTP date) is honoured up to
-  `retry_after_cap_s`; a longer or infinite wait means give up now, and a value that is not a
+  `retry_after_cap_s`; a longer or infinite wait means give up now, with copy that says how
+  long the service asked for (not "in a moment"), and a value that is not a
   usable number (garbage, NaN, zero, negative, a date in the past) falls back to exponential
   backoff with jitter. Every wait is finite and bounded.
 - Which errors are transient (`retryable`): 408, 409, 429, 5xx, connection failures,
@@ -85,7 +87,7 @@ class LLMConfig:
     base_url: str
     model: str
     api_key: str = field(default="", repr=False)  # never in logs
-    timeout_s: float = 120.0  # overall, per request
+    timeout_s: float = 120.0  # overall, per model request: its attempts and waits together
     connect_timeout_s: float = 5.0
     max_attempts: int = 3
     retry_base_delay_s: float = 0.5
@@ -377,17 +379,27 @@ async def chat_stream_retried(
     *,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     rand: Callable[[], float] = random.random,
+    clock: Callable[[], float] | None = None,
 ) -> AsyncGenerator[StreamPiece | RetryNotice | RoundEnd, None]:
     """`chat_stream`, retried on transient failures that happen before the first piece.
 
     Yields a RetryNotice before each retry. Once any piece has been yielded, nothing is
-    retried: the LLMError propagates. When it gives up, the last LLMError is raised.
+    retried: the LLMError propagates. When it gives up, the last LLMError is raised (its
+    message saying how long the service asked to wait, when that is why). `config.timeout_s`
+    is the budget of the whole call, attempts and waits together (a 3 s budget made a
+    10.3 s turn when it applied per attempt): each attempt gets what is left, and a wait
+    that would end past the budget is not taken. `clock` (loop time by default) measures it.
     """
+    now = clock or asyncio.get_running_loop().time
+    deadline = now() + config.timeout_s
     attempt = 1
     while True:
         started = False
         try:
-            pieces = chat_stream(client, config.model, messages, tools, timeout_s=config.timeout_s)
+            remaining = deadline - now()
+            if remaining <= 0:
+                raise _timeout_error()
+            pieces = chat_stream(client, config.model, messages, tools, timeout_s=remaining)
             async with aclosing(pieces):
                 async for item in pieces:
                     started = True
@@ -396,7 +408,36 @@ async def chat_stream_retried(
         except LLMError as error:
             delay = None if started else retry_delay(error, attempt, config, rand)
             if delay is None:
+                raise _why_not_retried(error, config) from error
+            if now() + delay >= deadline:
                 raise
             attempt += 1
             yield RetryNotice(attempt=attempt, delay_s=delay, reason=error.reason)
             await sleep(delay)
+
+
+def _why_not_retried(error: LLMError, config: LLMConfig) -> LLMError:
+    """`error`, or for a Retry-After past the cap, an error whose copy says so: "try again
+    in a moment" would be wrong when the service asked for an hour."""
+    advised = error.retry_after_s
+    if advised is None or advised <= config.retry_after_cap_s or error.status is None:
+        return error
+    return LLMError(
+        f"The model service is busy (HTTP {error.status}) and asked to wait"
+        f" {_duration(advised)}. Please try again later.",
+        status=error.status,
+        retryable=False,
+        reason=f"{error.reason}, Retry-After {_duration(advised)}",
+        retry_after_s=advised,
+        upstream=error.upstream,
+    )
+
+
+def _duration(seconds: float) -> str:
+    if math.isinf(seconds):
+        return "indefinitely"
+    if seconds < 120:
+        return f"{round(seconds)} s"
+    if seconds < 2 * 3600:
+        return f"about {round(seconds / 60)} min"
+    return f"about {round(seconds / 3600)} h"

@@ -175,6 +175,8 @@ async def test_round_cap_forces_a_final_answer_without_tools(
     [
         ({"message": ""}, "the message is empty"),
         ({"message": "   \n"}, "the message is empty"),
+        ({"message": "\u200b\u200b \u200d\ufeff"}, "the message is empty"),  # issue 12
+        ({"message": "\u202e\u2066\x07"}, "the message is empty"),
         ({"message": "x" * 4001}, "at most 4000"),
         ({"message": 42}, "valid string"),
         ({}, "Field required"),

@@ -163,7 +163,9 @@ async def test_an_llm_error_shows_its_own_message_and_writes_no_row(make) -> Non
     assert frames[-1]["type"] == "error"
     assert frames[-1]["detail"] == "The model service could not be reached."
     assert harness.query_log.recent(10) == []
-    assert "WARNING chat turn=t1 outcome=error cause=LLMError" in harness.log.lines
+    assert "WARNING chat turn=t1 outcome=error cause=LLMError reason=model-error" in (
+        harness.log.lines
+    )
 
 
 async def test_an_unexpected_error_shows_the_generic_copy_and_logs_its_traceback(make) -> None:
@@ -294,3 +296,16 @@ async def test_an_error_without_upstream_text_sends_no_upstream_field(make) -> N
     frames = await harness.turn()
 
     assert "upstream" not in frames[-1]
+
+
+async def test_a_model_errors_log_line_names_its_reason_label(make) -> None:
+    """Regression (issue 12): the log line said outcome=error but not why."""
+    error = LLMError("The model service had a problem (HTTP 503).", reason="HTTP 503 server error")
+    harness = make(FakeChat([[error]]))
+
+    await harness.turn()
+
+    assert (
+        "WARNING chat turn=t1 outcome=error cause=LLMError reason=http-503-server-error"
+        in harness.log.lines
+    )
