@@ -101,8 +101,23 @@ def _messages(value: object) -> list[dict[str, Any]]:
                 f"messages[{index}].role must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
                 f"messages[{index}].role",
             )
+        _check_content(message.get("content"), index)
         messages.append(message)
     return messages
+
+
+def _check_content(content: object, index: int) -> None:
+    """Content is a string, null (an assistant message with tool calls) or a list of
+    content parts (objects): anything else would be read as no text at all, and a trigger
+    in it silently lost."""
+    param = f"messages[{index}].content"
+    if content is None or isinstance(content, str):
+        return
+    if isinstance(content, list) and all(
+        isinstance(part, dict) for part in cast(list[object], content)
+    ):
+        return
+    raise RequestError(f"{param} must be a string or a list of content parts.", param)
 
 
 def _include_usage(options: object) -> bool:

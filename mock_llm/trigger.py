@@ -2,9 +2,9 @@
 
 Only the last user message counts, so a recovery request that repeats the conversation
 (or an agent round that appends tool results) still plays the same turn. A message that
-contains the `[[mock:` opener but no well-formed trigger, or two different triggers, is an
-error rather than "no trigger": silently falling back to the default flow would make a typo
-in a test look like an app bug.
+contains the `[[mock:` opener (in any case: `[[MOCK:clean]]` too) but no well-formed
+trigger, or two different triggers, is an error rather than "no trigger": silently falling
+back to the default flow would make a typo in a test look like an app bug.
 
 `strip_triggers` is for the other side, an app that searches the user's text: it removes
 anything that looks like a trigger, well-formed or not and in any case, so the words of a
@@ -45,12 +45,13 @@ def find_trigger(text: str) -> Trigger | None:
         raise TriggerError(f"the last user message holds more than one trigger: {found}")
     if matches:
         return Trigger(matches[0]["flow"], matches[0]["key"])
-    if OPENER in text:
-        start = text.index(OPENER)
-        fragment = text[start : start + 60]
+    opened = _OPENED.search(text)
+    if opened is not None:
+        fragment = text[opened.start() : opened.start() + 60]
+        case = "" if opened[0].startswith(OPENER) else " ('mock' is written in lowercase)"
         raise TriggerError(
-            f"malformed trigger near {fragment!r}: expected [[mock:FLOW]] or [[mock:FLOW#KEY]] "
-            "with FLOW and KEY made of letters, digits, '-' and '_'"
+            f"malformed trigger near {fragment!r}{case}: expected [[mock:FLOW]] or "
+            "[[mock:FLOW#KEY]] with FLOW and KEY made of letters, digits, '-' and '_'"
         )
     return None
 

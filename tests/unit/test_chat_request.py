@@ -92,3 +92,23 @@ def test_json_depth_is_counted_outside_strings(raw: bytes, over: bool):
 def test_a_body_nested_deeper_than_the_limit_is_refused_before_parsing():
     with pytest.raises(RequestError, match="nests deeper than 64 levels"):
         parse_chat_request(b'{"model": "m", "messages": ' + b"[" * 5000 + b"]" * 5000 + b"}")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [42, {"text": "[[mock:clean]]"}, ["[[mock:clean]]"], [{"type": "text"}, 7], True],
+    ids=["number", "object", "list-of-strings", "list-with-a-number", "boolean"],
+)
+def test_content_that_is_not_text_or_parts_is_refused_naming_the_message(content: object):
+    """Regression (issue 12): such content was read as no text, and its trigger lost."""
+    raw = body(messages=[{"role": "system", "content": "s"}, {"role": "user", "content": content}])
+    with pytest.raises(RequestError) as caught:
+        parse_chat_request(raw)
+    assert caught.value.param == "messages[1].content"
+    assert "must be a string or a list of content parts" in caught.value.message
+
+
+@pytest.mark.parametrize("content", ["hi", None, [{"type": "text", "text": "hi"}], []])
+def test_text_null_and_content_parts_are_accepted(content: object):
+    raw = body(messages=[{"role": "user", "content": content}])
+    assert parse_chat_request(raw).messages[0].get("content") == content

@@ -102,3 +102,10 @@ def test_message_text_joins_the_text_parts_of_a_content_list():
 @pytest.mark.parametrize("content", [None, 42, {"text": "x"}, ["loose string"]])
 def test_message_text_of_odd_content_is_empty(content: object):
     assert message_text(content) == ""
+
+
+@pytest.mark.parametrize("text", ["[[MOCK:clean]]", "ask [[Mock:clean#k1]] now", "[[mOcK:x"])
+def test_a_trigger_in_another_case_is_an_error_that_says_so(text: str):
+    """Regression (issue 12): `[[MOCK:clean]]` silently played the default flow."""
+    with pytest.raises(TriggerError, match=r"malformed trigger .*'mock' is written in lowercase"):
+        find_trigger(text)
