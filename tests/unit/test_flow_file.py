@@ -337,3 +337,34 @@ def test_any_text_is_either_flows_or_a_flow_file_error(text: str):
         parse_flows(text, source="body")
     except FlowFileError:
         pass
+
+
+def _laughs(levels: int = 9) -> str:
+    """The billion-laughs shape: each anchor a list of nine of the one before."""
+    lines = ['x-0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"x-{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("x-a: &a [*a]\nflows:\n  f: {steps: [{tool_calls: [{name: r, arguments: {p: *a}}]}]}\n",
+         "nests deeper than 100 levels"),
+        ("flows:\n  f: &f {steps: [*f]}\n", "unknown key 'steps'"),
+        (_laughs() + "flows:\n  f: {steps: [{tool_calls: [{name: r, arguments: {p: *a8}}]}]}\n",
+         "holds more than 10000 values"),
+        (_laughs() + "flows: *a8\n", "'flows' must be a mapping"),
+    ],
+    ids=["recursive-alias", "recursive-flow", "laughs-in-arguments", "laughs-as-flows"],
+)  # fmt: skip
+def test_a_flow_file_with_an_alias_bomb_is_a_clear_error_not_a_traceback(
+    tmp_path: Path, text: str, problem: str
+):
+    """Issue 12 reported a raw traceback for a recursive alias and seconds and 750 MB for a
+    billion-laughs file given to --flows; both are refused by the bounded walk, in words."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FlowFileError) as caught:
+        load_flow_file(path)
+    assert problem in caught.value.problem
