@@ -7,10 +7,14 @@ lead, the walk over the notes (used by indexing and grep) and the entries of one
 (used by list).
 
 Deliberate choices:
-- A name is visible unless it is hidden (a leading dot) or not valid UTF-8. File names are
-  bytes; Python keeps bytes that are not UTF-8 as lone surrogates, which cannot be encoded
-  as UTF-8 (SQLite refuses them, a page cannot show them), so such a name is never used.
-  The walk reports it, spelled with `\\x` escapes (`shown`); the tools do not show it.
+- A name is visible unless it is hidden (a leading dot), not valid UTF-8, or holds a
+  control character (a line break, an ANSI escape) or a bidirectional control (U+202E and
+  its kin). File names are bytes; Python keeps bytes that are not UTF-8 as lone
+  surrogates, which cannot be encoded as UTF-8 (SQLite refuses them, a page cannot show
+  them); a control character would break the one-line log and the page's lines, and a
+  bidi override makes `gnp.md` read as `png.md`. Such a name is never used: the walk
+  reports it, spelled with `\\x` and `\\u` escapes (`shown`); the tools do not show it,
+  so no source, chip or tool result ever carries one.
 - A note is a file with a visible name ending in `.md` (any case). What is inside it, and
   whether it can be read at all, is for the caller to find out.
 - A symlink counts only when its target, fully resolved, lies inside the folder (compared
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import errno
 import os
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +44,11 @@ LEADS_OUT = "symlink that leads out of the notes folder"
 SYMLINK_LOOP = "symlink loop"
 UNFOLLOWABLE = "symlink that cannot be followed"
 NAME_NOT_UTF8 = "name is not valid UTF-8"
+NAME_NOT_PLAIN = "name holds a control or bidirectional character"
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+"""The characters that reorder text around them (embeddings, overrides, isolates, marks)."""
 FOLDER_UNREADABLE = "folder could not be read"
 
 _NOT_FOUND = (errno.ENOENT, errno.ENOTDIR)
@@ -87,18 +97,30 @@ def is_text(name: str) -> bool:
     return True
 
 
+def is_plain(text: str) -> bool:
+    """Whether `text` holds no control character and no bidirectional control."""
+    return not any(_is_unsafe(char) for char in text)
+
+
+def _is_unsafe(char: str) -> bool:
+    return unicodedata.category(char) == "Cc" or char in BIDI_CONTROLS
+
+
 def is_visible(name: str) -> bool:
-    """Whether a file or folder name may be shown: not hidden and valid UTF-8."""
-    return not name.startswith(".") and is_text(name)
+    """Whether a file or folder name may be shown: not hidden, valid UTF-8 and plain."""
+    return not name.startswith(".") and is_text(name) and is_plain(name)
 
 
 def shown(name: str) -> str:
-    """A name as valid text, bytes that are not UTF-8 as escapes: b"caf\\xe9" reads `caf\\xe9`."""
+    """A name as one line of valid text: bytes that are not UTF-8 as `\\x` escapes
+    (b"caf\\xe9" reads `caf\\xe9`), control and bidi characters as `\\u` escapes."""
     try:
         raw = name.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate no file name produces
-        return name.encode("utf-8", "backslashreplace").decode("utf-8")
-    return raw.decode("utf-8", "backslashreplace")
+        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    else:
+        text = raw.decode("utf-8", "backslashreplace")
+    return "".join(f"\\u{ord(c):04x}" if _is_unsafe(c) else c for c in text)
 
 
 def real_root(folder: Path) -> Path:
@@ -179,6 +201,8 @@ def _classify(root: Path, prefix: str, entry: os.DirEntry[str]) -> WalkEntry | N
     path = Path(entry.path)
     if not is_text(name):
         return WalkEntry(rel, path, NAME_NOT_UTF8)
+    if not is_plain(name):
+        return WalkEntry(rel, path, NAME_NOT_PLAIN)
     if _is_symlink(entry):
         real = resolve_inside(root, path)
         if isinstance(real, str):

@@ -8,9 +8,10 @@ injection), so:
 
 - Every path is checked before it touches the disk and refused with a plain error: `..`
   anywhere, absolute paths outside /homelab/, backslashes, text that is not valid UTF-8
-  (a JSON `\\udce9` escape), control characters (NUL included), percent-encoded `.`, `/`,
-  `\\`, `%` or NUL, and hidden names (a leading dot). Then the path is resolved
-  (`notes_folder.resolve_inside`: symlinks followed) and must still lie inside the
+  (a JSON `\\udce9` escape), control and bidirectional characters (NUL, U+202E),
+  percent-encoded `.`, `/`, `\\`, `%` or NUL, and hidden names (a leading dot). Then the
+  path is resolved (`notes_folder.resolve_inside`: symlinks followed) and must still lie
+  inside the
   resolved root, compared by whole components, so a sibling folder such as
   `notes_private` next to `notes` is outside, whatever the spelling. A symlink loop is
   "cannot be opened".
@@ -55,9 +56,11 @@ from typing import cast
 import regex
 
 from app.rag.notes_folder import (
+    BIDI_CONTROLS,
     LEADS_OUT,
     VIRTUAL_NAME,
     VIRTUAL_ROOT,
+    is_plain,
     is_text,
     list_folder,
     real_root,
@@ -158,7 +161,6 @@ _EXAMPLES = {
 }
 
 _ENCODED_SPECIAL = re.compile(r"%(?:2e|2f|5c|25|00)", re.IGNORECASE)
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def _printable(text: str) -> str:
     """Text with control and bidirectional-override characters shown as escapes."""
     return "".join(
         f"\\u{ord(c):04x}"
-        if (unicodedata.category(c) == "Cc" and c != "\t") or c in _BIDI_CONTROLS
+        if (unicodedata.category(c) == "Cc" and c != "\t") or c in BIDI_CONTROLS
         else c
         for c in text
     )
@@ -268,8 +270,11 @@ class NotesTools:
             return f"The path is too long (more than {MAX_PATH_CHARS} characters)."
         if not is_text(text):
             return "The path is not valid UTF-8 text."
-        if any(unicodedata.category(c) == "Cc" for c in text):
-            return "The path contains control characters (such as NUL or a line break)."
+        if not is_plain(text):
+            return (
+                "The path contains control characters (such as NUL, a line break or a"
+                " bidirectional override)."
+            )
         if "\\" in text:
             return "Backslashes are not allowed in paths; separate folders with /."
         if _ENCODED_SPECIAL.search(text):

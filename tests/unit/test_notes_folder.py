@@ -13,6 +13,7 @@ import pytest
 from app.rag.notes_folder import (
     FOLDER_UNREADABLE,
     LEADS_OUT,
+    NAME_NOT_PLAIN,
     NAME_NOT_UTF8,
     SYMLINK_LOOP,
     UNFOLLOWABLE,
@@ -80,17 +81,30 @@ def test_a_walk_entry_is_named_by_its_virtual_path(root: Path):
         (".hidden.md", True, False),
         (f"{NOT_UTF8}.md", False, False),
         ("\ud800", False, False),
+        ("bad\nname.md", True, False),
+        ("red\x1b[31m.md", True, False),
+        ("rtl\u202egnp.md", True, False),
+        ("isolate\u2066x.md", True, False),
+        ("emoji\u200d.md", True, True),  # a zero-width joiner reorders nothing
     ],
 )
-def test_a_name_is_visible_when_it_is_text_and_not_hidden(name: str, text: bool, visible: bool):
+def test_a_name_is_visible_when_it_is_plain_text_and_not_hidden(
+    name: str, text: bool, visible: bool
+):
     assert (is_text(name), is_visible(name)) == (text, visible)
 
 
 @pytest.mark.parametrize(
     ("name", "spelled"),
-    [("café.md", "café.md"), (f"{NOT_UTF8}.md", "caf\\xe9.md"), ("a\ud800", "a\\ud800")],
+    [
+        ("café.md", "café.md"),
+        (f"{NOT_UTF8}.md", "caf\\xe9.md"),
+        ("a\ud800", "a\\ud800"),
+        ("bad\nname.md", "bad\\u000aname.md"),
+        ("rtl\u202egnp.md", "rtl\\u202egnp.md"),
+    ],
 )
-def test_shown_spells_a_name_as_valid_text(name: str, spelled: str):
+def test_shown_spells_a_name_as_one_line_of_valid_text(name: str, spelled: str):
     assert shown(name) == spelled
 
 
@@ -361,3 +375,16 @@ def test_refresh_and_grep_survive_folders_nested_past_the_recursion_limit(
     with NotesIndex(deep_root, tmp_path / "i.db") as index:
         assert sources(index.search("zebra")) == [deep]
     assert patient_tools(deep_root).grep("zebra").text == f"{deep}:2: zebra"
+
+
+def test_walk_reports_names_with_control_or_bidi_characters_and_never_yields_them(root: Path):
+    """Issue 12: such names reached sources (a raw newline) and tool results (a bidi
+    override that makes `gnp.md` read as `png.md`)."""
+    write(root / "bad\nname.md", "restic")
+    write(root / "rtl\u202egnp.md", "restic")
+    write(root / "ok.md", "restic")
+    assert walked(root) == [
+        ("bad\\u000aname.md", NAME_NOT_PLAIN),
+        ("ok.md", None),
+        ("rtl\\u202egnp.md", NAME_NOT_PLAIN),
+    ]

@@ -422,11 +422,25 @@ def test_list_caps_the_entries_with_a_visible_marker(tmp_path: Path):
     ]
 
 
-def test_list_escapes_control_and_bidi_characters_in_names(tmp_path: Path):
+def test_list_hides_names_with_control_or_bidi_characters(tmp_path: Path):
+    """Such names are not notes (app.rag.notes_folder): a line break would break the page's
+    and the log's lines, a bidi override makes `gpj.\\u202eexe.md` read as `gpj.exe.md`."""
     write(tmp_path / "evil\nname.md", "x")
     write(tmp_path / "gpj.\u202eexe.md", "x")
+    write(tmp_path / "plain.md", "x")
     lines = patient_tools(tmp_path).list().text.splitlines()
-    assert lines[1:] == ["evil\\u000aname.md", "gpj.\\u202eexe.md"]
+    assert lines[1:] == ["plain.md"]
+
+
+@pytest.mark.parametrize("path", ["/homelab/gpj.\u202eexe.md", "/homelab/a\u2066b.md"])
+def test_read_refuses_a_path_with_a_bidi_control_without_echoing_it(tmp_path: Path, path: str):
+    """Regression (issue 12): a bidi override from a tool argument came back raw."""
+    write(tmp_path / "gpj.\u202eexe.md", "x")
+    outcome = patient_tools(tmp_path).read(path)
+    assert outcome.ok is False
+    assert "bidirectional override" in outcome.text
+    assert "\u202e" not in outcome.text
+    assert "\u2066" not in outcome.text
 
 
 def test_list_hides_names_that_are_not_utf8(lab: Lab):
