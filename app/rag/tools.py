@@ -11,8 +11,7 @@ injection), so:
   (a JSON `\\udce9` escape), control and bidirectional characters (NUL, U+202E),
   percent-encoded `.`, `/`, `\\`, `%` or NUL, and hidden names (a leading dot). Then the
   path is resolved (`notes_folder.resolve_inside`: symlinks followed) and must still lie
-  inside the
-  resolved root, compared by whole components, so a sibling folder such as
+  inside the resolved root, compared by whole components, so a sibling folder such as
   `notes_private` next to `notes` is outside, whatever the spelling. A symlink loop is
   "cannot be opened".
 - Outcome texts never hold a real filesystem path: they name only virtual paths, and OS
