@@ -408,7 +408,10 @@ async def chat_stream_retried(
         except LLMError as error:
             delay = None if started else retry_delay(error, attempt, config, rand)
             if delay is None:
-                raise _why_not_retried(error, config) from error
+                explained = _why_not_retried(error, config)
+                if explained is error:
+                    raise
+                raise explained from error
             if now() + delay >= deadline:
                 raise
             attempt += 1
