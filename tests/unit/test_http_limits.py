@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from starlette.types import Message
 
 from mock_llm.http_limits import RequestLimits
 
 DEADLINE_S = 5.0
-Message = dict[str, Any]
 
 
 @dataclass
