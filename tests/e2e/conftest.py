@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, ViewportSize
+from playwright.sync_api import Page, ViewportSize, expect
 
 from mock_llm import build_settings, serve_mock
 
@@ -30,6 +30,9 @@ from ..servers import TEST_FLOWS, app_settings, serve_app
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 ARTIFACTS = Path(__file__).parents[2] / "test-results"
 TIMEOUT_MS = int(DEADLINE_S * 1000)
+# Every wait is on the shared deadline, Playwright's `expect` included: its own default (5 s)
+# failed a char-by-char stream under the gate's load (the "Split markup" example, a flake).
+expect.set_options(timeout=TIMEOUT_MS)
 SIZES: dict[str, ViewportSize] = {
     "desktop": {"width": 1280, "height": 800},
     "phone": {"width": 390, "height": 844},
