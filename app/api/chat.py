@@ -8,7 +8,6 @@ conversation, it is not a credential: the notes chat has no accounts.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated
 
 from fastapi import APIRouter
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api.deps import TurnDepsDep
 from app.api.sse import encode_all
+from app.errors import one_line
 from app.turn import new_turn_id, run_turn
 
 MAX_MESSAGE_CHARS = 4000
@@ -35,17 +35,11 @@ class ChatRequest(BaseModel):
     @field_validator("message")
     @classmethod
     def not_blank(cls, value: str) -> str:
-        if not any(_visible(char) for char in value):
+        if not one_line(value):  # nothing visible: white space, zero-width or bidi marks
             raise ValueError("the message is empty")
         if "\x00" in value:
             raise ValueError("the message contains a NUL character")
         return value
-
-
-def _visible(char: str) -> bool:
-    """Whether `char` shows: not white space, not a control or format character (a message
-    of zero-width spaces or bidi marks alone is empty)."""
-    return not char.isspace() and unicodedata.category(char)[0] != "C"
 
 
 @router.post("/api/chat")

@@ -120,7 +120,12 @@ def shown(name: str) -> str:
         text = name.encode("utf-8", "backslashreplace").decode("utf-8")
     else:
         text = raw.decode("utf-8", "backslashreplace")
-    return "".join(f"\\u{ord(c):04x}" if _is_unsafe(c) else c for c in text)
+    return escaped(text)
+
+
+def escaped(text: str, keep: str = "") -> str:
+    """`text` with its control and bidi characters (but those in `keep`) as `\\u` escapes."""
+    return "".join(f"\\u{ord(c):04x}" if _is_unsafe(c) and c not in keep else c for c in text)
 
 
 def real_root(folder: Path) -> Path:

@@ -46,7 +46,6 @@ import codecs
 import json
 import re
 import time
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,10 +54,10 @@ from typing import cast
 import regex
 
 from app.rag.notes_folder import (
-    BIDI_CONTROLS,
     LEADS_OUT,
     VIRTUAL_NAME,
     VIRTUAL_ROOT,
+    escaped,
     is_plain,
     is_text,
     list_folder,
@@ -178,13 +177,9 @@ def _fail(text: str) -> ToolOutcome:
 
 
 def _printable(text: str) -> str:
-    """Text with control and bidirectional-override characters shown as escapes."""
-    return "".join(
-        f"\\u{ord(c):04x}"
-        if (unicodedata.category(c) == "Cc" and c != "\t") or c in BIDI_CONTROLS
-        else c
-        for c in text
-    )
+    """Text with control and bidirectional-override characters shown as escapes (a tab
+    stays a tab)."""
+    return escaped(text, keep="\t")
 
 
 def _short(text: str, limit: int = 40) -> str:
