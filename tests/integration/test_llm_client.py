@@ -16,13 +16,12 @@ import math
 import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
+import aiohttp
 import httpx
-import httpx2
-import openai
 import pytest
 
 from app.errors import UPSTREAM_MESSAGE_CHARS, LLMError
@@ -34,6 +33,7 @@ from app.rag.llm import (
     MSG_TIMEOUT,
     MSG_UNREACHABLE,
     LLMConfig,
+    UpstreamClient,
     _reasoning_text,
     _request_error,
     _stream_error,
@@ -43,6 +43,7 @@ from app.rag.llm import (
     parse_retry_after,
     retry_delay,
 )
+from app.rag.sse_events import LineTooLong
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
 from mock_llm import build_settings, serve_mock
 
@@ -138,7 +139,7 @@ def config(mock_url: str) -> LLMConfig:
 
 
 @pytest.fixture
-async def client(config: LLMConfig) -> AsyncIterator[openai.AsyncOpenAI]:
+async def client(config: LLMConfig) -> AsyncIterator[UpstreamClient]:
     async with make_client(config) as sdk:
         yield sdk
 
@@ -173,7 +174,7 @@ async def drain(stream: AsyncIterator[Any]) -> tuple[list[Any], LLMError | None]
 
 
 async def retried(
-    client: openai.AsyncOpenAI, config: LLMConfig, flow: str, key: str
+    client: UpstreamClient, config: LLMConfig, flow: str, key: str
 ) -> tuple[list[Any], LLMError | None, Sleeps]:
     """Run `chat_stream_retried` on a flow with sleeping recorded, not waited."""
     sleeps = Sleeps()
@@ -200,20 +201,33 @@ async def outcome(http: httpx.AsyncClient, key: str) -> str:
 
 
 async def test_clean_stream_yields_the_content_then_one_round_end(
-    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+    client: UpstreamClient, key: str, flows: dict[str, list[dict[str, Any]]]
 ) -> None:
     items, error = await drain(chat_stream(client, MODEL, ask("clean", key), None))
 
     assert error is None
     assert text_of(items, "content") == flows["clean"][0]["content"]
-    assert len([i for i in items if isinstance(i, StreamPiece)]) > 1  # streamed, not whole
     assert [i for i in items if isinstance(i, RoundEnd)] == [RoundEnd((), "stop")]
     assert items[-1] == RoundEnd((), "stop")
 
 
+async def test_text_is_yielded_as_it_arrives_not_when_the_stream_ends(
+    client: UpstreamClient, key: str, flows: dict[str, list[dict[str, Any]]]
+) -> None:
+    stream = chat_stream(client, MODEL, ask("slow", key), None)
+    async with asyncio.timeout(DEADLINE_S):
+        first = await anext(stream)
+        await stream.aclose()
+
+    full = flows["slow"][0]["content"]
+    assert isinstance(first, StreamPiece)
+    assert full.startswith(first.text)
+    assert first.text != full  # the slow flow takes about 12 s; its first words came alone
+
+
 @pytest.mark.parametrize("tools", [None, [READ_SPEC]], ids=["no-tools", "tools"])
 async def test_request_carries_tools_only_when_given(
-    client: openai.AsyncOpenAI, http: httpx.AsyncClient, key: str, tools: list[ToolSpec] | None
+    client: UpstreamClient, http: httpx.AsyncClient, key: str, tools: list[ToolSpec] | None
 ) -> None:
     await drain(chat_stream(client, MODEL, ask("clean", key), tools))
 
@@ -227,7 +241,7 @@ async def test_request_carries_tools_only_when_given(
 
 
 async def test_thinking_arrives_as_thinking_pieces_before_the_content(
-    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+    client: UpstreamClient, key: str, flows: dict[str, list[dict[str, Any]]]
 ) -> None:
     items, error = await drain(chat_stream(client, MODEL, ask("thinking", key), None))
 
@@ -240,7 +254,7 @@ async def test_thinking_arrives_as_thinking_pieces_before_the_content(
 
 @pytest.mark.parametrize("flow", ["reasoning-both", "reasoning-plain"])
 async def test_reasoning_field_variants_give_the_thinking_exactly_once(
-    client: openai.AsyncOpenAI, key: str, flow: str, flows: dict[str, list[dict[str, Any]]]
+    client: UpstreamClient, key: str, flow: str, flows: dict[str, list[dict[str, Any]]]
 ) -> None:
     items, error = await drain(chat_stream(client, MODEL, ask(flow, key), None))
 
@@ -267,7 +281,7 @@ def test_reasoning_text_reads_either_field_without_duplicating(
 
 
 async def test_a_structured_tool_call_is_materialized_in_the_round_end(
-    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+    client: UpstreamClient, key: str, flows: dict[str, list[dict[str, Any]]]
 ) -> None:
     items, error = await drain(
         chat_stream(client, MODEL, ask("tool-then-answer", key), [READ_SPEC])
@@ -286,7 +300,7 @@ async def test_a_structured_tool_call_is_materialized_in_the_round_end(
 
 
 async def test_several_tool_calls_in_one_round_keep_their_order_and_arguments(
-    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+    client: UpstreamClient, key: str, flows: dict[str, list[dict[str, Any]]]
 ) -> None:
     items, error = await drain(chat_stream(client, MODEL, ask("multi-tool", key), [READ_SPEC]))
 
@@ -300,7 +314,7 @@ async def test_several_tool_calls_in_one_round_keep_their_order_and_arguments(
 
 
 async def test_second_request_of_a_tool_turn_gets_the_answer(
-    client: openai.AsyncOpenAI, key: str, flows: dict[str, list[dict[str, Any]]]
+    client: UpstreamClient, key: str, flows: dict[str, list[dict[str, Any]]]
 ) -> None:
     await drain(chat_stream(client, MODEL, ask("tool-then-answer", key), [READ_SPEC]))
     items, error = await drain(chat_stream(client, MODEL, ask("tool-then-answer", key), None))
@@ -311,7 +325,7 @@ async def test_second_request_of_a_tool_turn_gets_the_answer(
 
 
 async def test_a_length_cut_answer_ends_normally_with_finish_reason_length(
-    client: openai.AsyncOpenAI, key: str
+    client: UpstreamClient, key: str
 ) -> None:
     items, error = await drain(chat_stream(client, MODEL, ask("length", key), None))
 
@@ -329,7 +343,7 @@ async def test_a_length_cut_answer_ends_normally_with_finish_reason_length(
     ],
 )
 async def test_a_stream_that_breaks_after_content_raises_llm_error(
-    client: openai.AsyncOpenAI, key: str, flow: str, message: str, retryable: bool
+    client: UpstreamClient, key: str, flow: str, message: str, retryable: bool
 ) -> None:
     items, error = await drain(chat_stream(client, MODEL, ask(flow, key), None))
 
@@ -355,7 +369,7 @@ async def test_a_stream_that_breaks_after_content_raises_llm_error(
     ],
 )
 async def test_an_http_error_becomes_a_plain_llm_error_with_its_status(
-    client: openai.AsyncOpenAI, key: str, status: int, wording: str, retryable: bool
+    client: UpstreamClient, key: str, status: int, wording: str, retryable: bool
 ) -> None:
     items, error = await drain(chat_stream(client, MODEL, ask(f"status-{status}", key), None))
 
@@ -370,7 +384,7 @@ async def test_an_http_error_becomes_a_plain_llm_error_with_its_status(
 
 
 async def test_rate_limit_error_carries_the_retry_after_seconds(
-    client: openai.AsyncOpenAI, key: str
+    client: UpstreamClient, key: str
 ) -> None:
     _, error = await drain(chat_stream(client, MODEL, ask("rate-limited", key), None))
 
@@ -381,7 +395,7 @@ async def test_rate_limit_error_carries_the_retry_after_seconds(
 
 
 async def test_overall_deadline_ends_a_trickling_stream(
-    client: openai.AsyncOpenAI, http: httpx.AsyncClient, key: str, flows: dict[str, Any]
+    client: UpstreamClient, http: httpx.AsyncClient, key: str, flows: dict[str, Any]
 ) -> None:
     # The client's own httpx timeouts are the config's 120 s, so only the 1 s overall deadline
     # can end a stream the mock takes at least 4 s to send (eight words, 500 ms apart).
@@ -401,7 +415,7 @@ async def test_overall_deadline_ends_a_trickling_stream(
 
 
 def open_stream(
-    retried: bool, client: openai.AsyncOpenAI, config: LLMConfig, key: str
+    retried: bool, client: UpstreamClient, config: LLMConfig, key: str
 ) -> AsyncGenerator[StreamPiece | RetryNotice | RoundEnd, None]:
     messages = ask("slow", key)
     if retried:
@@ -409,58 +423,42 @@ def open_stream(
     return chat_stream(client, MODEL, messages, None)
 
 
-class StreamSpy:
-    """Keeps hold of every SDK stream the client opens, so only an explicit close can close it.
-
-    (Without a reference, CPython's async generator finalizer would close a dropped stream
-    soon after, and hide a missing close.)
-    """
-
-    def __init__(self, client: openai.AsyncOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.streams: list[Any] = []
-        original = client.chat.completions.create
-
-        async def create(*args: Any, **kwargs: Any) -> Any:
-            stream = await original(*args, **kwargs)
-            self.streams.append(stream)
-            return stream
-
-        monkeypatch.setattr(client.chat.completions, "create", create)
-
-    def all_closed(self) -> bool:
-        return bool(self.streams) and all(s.response.is_closed for s in self.streams)
+def all_closed(client: UpstreamClient) -> bool:
+    """Every response the client opened has been closed, and no pooled connection is lent
+    out. The streams under test are held by the test, so only an explicit close can close
+    them (CPython's async generator finalizer would otherwise close a dropped one soon
+    after, and hide a missing close)."""
+    return client.in_flight == 0 and client.idle()
 
 
 @pytest.mark.parametrize("retried", [False, True], ids=["chat_stream", "chat_stream_retried"])
 async def test_aclose_after_the_first_piece_disconnects_from_the_model_server(
-    client: openai.AsyncOpenAI,
+    client: UpstreamClient,
     config: LLMConfig,
     http: httpx.AsyncClient,
     key: str,
     retried: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    spy = StreamSpy(client, monkeypatch)
     stream = open_stream(retried, client, config, key)
     async with asyncio.timeout(DEADLINE_S):
         first = await anext(stream)
         assert isinstance(first, StreamPiece)
         await stream.aclose()
-        assert spy.all_closed()  # closed by the time aclose() returns, not later by the GC
+        assert all_closed(client)  # closed by the time aclose() returns, not later by the GC
 
     assert await outcome(http, key) == "client_disconnected"
 
 
 @pytest.mark.parametrize("retried", [False, True], ids=["chat_stream", "chat_stream_retried"])
 async def test_cancelling_the_consumer_disconnects_from_the_model_server(
-    client: openai.AsyncOpenAI,
+    client: UpstreamClient,
     config: LLMConfig,
     http: httpx.AsyncClient,
     key: str,
     retried: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    spy = StreamSpy(client, monkeypatch)
     got_one = asyncio.Event()
 
     async def consume() -> None:
@@ -473,7 +471,7 @@ async def test_cancelling_the_consumer_disconnects_from_the_model_server(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert spy.all_closed()
+        assert all_closed(client)
 
     assert await outcome(http, key) == "client_disconnected"
 
@@ -482,16 +480,15 @@ async def test_cancelling_the_consumer_disconnects_from_the_model_server(
     "flow", ["clean", "drop-mid-stream", "error-event", "malformed-sse", "cut-eof"]
 )
 async def test_the_sdk_stream_is_closed_when_the_request_ends_either_way(
-    client: openai.AsyncOpenAI, key: str, flow: str, monkeypatch: pytest.MonkeyPatch
+    client: UpstreamClient, key: str, flow: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spy = StreamSpy(client, monkeypatch)
     await drain(chat_stream(client, MODEL, ask(flow, key), None))
 
-    assert spy.all_closed()
+    assert all_closed(client)
 
 
 async def test_a_finished_stream_leaves_the_request_completed(
-    client: openai.AsyncOpenAI, http: httpx.AsyncClient, key: str
+    client: UpstreamClient, http: httpx.AsyncClient, key: str
 ) -> None:
     await drain(chat_stream(client, MODEL, ask("clean", key), None))
 
@@ -502,7 +499,7 @@ async def test_a_finished_stream_leaves_the_request_completed(
 
 
 async def test_rate_limited_request_is_retried_once_after_the_advised_wait(
-    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
+    client: UpstreamClient, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "rate-limited", key)
 
@@ -518,7 +515,7 @@ async def test_rate_limited_request_is_retried_once_after_the_advised_wait(
 
 
 async def test_server_error_is_retried_after_a_jittered_backoff(
-    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
+    client: UpstreamClient, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "error-then-ok", key)
 
@@ -534,7 +531,7 @@ async def test_server_error_is_retried_after_a_jittered_backoff(
 
 @pytest.mark.parametrize("flow", ["drop-mid-stream", "cut-eof", "error-event", "malformed-sse"])
 async def test_no_retry_once_content_has_been_yielded(
-    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str, flow: str
+    client: UpstreamClient, config: LLMConfig, http: httpx.AsyncClient, key: str, flow: str
 ) -> None:
     items, error, sleeps = await retried(client, config, flow, key)
 
@@ -546,7 +543,7 @@ async def test_no_retry_once_content_has_been_yielded(
 
 
 async def test_retries_are_bounded_and_then_the_last_error_is_raised(
-    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
+    client: UpstreamClient, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "always-503", key)
 
@@ -564,7 +561,7 @@ async def test_retries_are_bounded_and_then_the_last_error_is_raised(
 
 
 async def test_non_retryable_client_error_fails_at_once(
-    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
+    client: UpstreamClient, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     items, error, sleeps = await retried(client, config, "status-400", key)
 
@@ -577,7 +574,7 @@ async def test_non_retryable_client_error_fails_at_once(
 
 
 async def test_retry_after_above_the_cap_gives_up_and_says_how_long_was_asked(
-    client: openai.AsyncOpenAI, config: LLMConfig, http: httpx.AsyncClient, key: str
+    client: UpstreamClient, config: LLMConfig, http: httpx.AsyncClient, key: str
 ) -> None:
     """Regression (issue 12): a Retry-After of 3600 gave up at once but still said "try
     again in a moment"."""
@@ -640,11 +637,12 @@ async def test_an_unreachable_server_is_retried_then_reported_plainly() -> None:
 
 
 class CannedServer:
-    """A model server that answers every request with the same response, in memory.
+    """A model server that answers every request with the same response.
 
     For the shapes the mock deliberately never sends: adversarial Retry-After headers and
-    streams from lenient or quirky OpenAI-compatible servers. It is an httpx2 MockTransport
-    handed to `make_client`, so no socket is involved and `requests` counts exactly.
+    streams from lenient or quirky OpenAI-compatible servers. It is a bare asyncio server on
+    a loopback port (started by `client()`), writing the canned response with its
+    Content-Length after reading each request whole, so `requests` counts exactly.
     """
 
     def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
@@ -653,16 +651,38 @@ class CannedServer:
         self.body = body
         self.requests = 0
 
-    def _answer(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests += 1
-        return httpx2.Response(self.status, headers=self.headers, content=self.body)
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                length = next(
+                    (int(line.split(b":")[1]) for line in head.lower().split(b"\r\n")
+                     if line.startswith(b"content-length:")),
+                    0,
+                )  # fmt: skip
+                await reader.readexactly(length)
+                self.requests += 1
+                lines = [f"HTTP/1.1 {self.status} Canned"]
+                lines += [f"{name}: {value}" for name, value in self.headers.items()]
+                lines += [f"content-length: {len(self.body)}", "", ""]
+                writer.write("\r\n".join(lines).encode() + self.body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
 
-    def client(self, config: LLMConfig) -> openai.AsyncOpenAI:
-        transport = httpx2.MockTransport(self._answer)
-        return make_client(config, http_client=httpx2.AsyncClient(transport=transport))
+    @asynccontextmanager
+    async def client(self, config: LLMConfig) -> AsyncGenerator[UpstreamClient]:
+        server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with make_client(replace(config, base_url=f"http://127.0.0.1:{port}/v1")) as up:
+                yield up
+        finally:
+            server.close()
 
 
-CANNED_URL = "http://canned.invalid/v1"
+CANNED_URL = "http://canned.invalid/v1"  # replaced by the canned server's own address
 
 
 def rate_limited_by(retry_after: str) -> CannedServer:
@@ -794,6 +814,24 @@ async def test_null_choices_and_other_choice_indexes_are_skipped() -> None:
     assert items == [StreamPiece("content", "first"), RoundEnd((), "stop")]
 
 
+async def test_chunks_that_arrive_in_one_read_go_on_as_one_piece_per_kind() -> None:
+    server = sse_server(
+        chunk({"reasoning_content": "think "}),
+        chunk({"reasoning_content": "more"}),
+        chunk({"content": "Back"}),
+        chunk({"content": "ups run"}),
+        chunk({"content": " nightly."}, finish="stop"),
+        "[DONE]",
+    )
+    items = await read_canned(server)
+
+    assert items == [
+        StreamPiece("thinking", "think more"),
+        StreamPiece("content", "Backups run nightly."),
+        RoundEnd((), "stop"),
+    ]
+
+
 async def test_a_finish_reason_without_done_is_a_complete_round() -> None:
     server = sse_server(chunk({"content": "all of it"}), chunk(finish="stop"))
     items = await read_canned(server)
@@ -804,7 +842,6 @@ async def test_a_finish_reason_without_done_is_a_complete_round() -> None:
 # --- pure pieces -----------------------------------------------------------------------------
 
 NOW = 1_700_000_000.0
-NO_REQUEST: Any = None  # the SDK only stores an error's request
 
 
 @pytest.mark.parametrize(
@@ -873,9 +910,10 @@ def test_retry_delay_never_retries_a_non_retryable_error() -> None:
     ("exc", "message"),
     [
         (TimeoutError(), MSG_TIMEOUT),
-        (httpx.ConnectError("refused"), MSG_UNREACHABLE),
-        (httpx.ReadTimeout("slow"), MSG_TIMEOUT),
-        (openai.APIError("odd", request=NO_REQUEST, body=None), MSG_FAILED),
+        (ConnectionRefusedError("refused"), MSG_UNREACHABLE),
+        (aiohttp.ServerDisconnectedError(), MSG_UNREACHABLE),
+        (aiohttp.SocketTimeoutError("slow"), MSG_TIMEOUT),
+        (ValueError("odd"), MSG_FAILED),
     ],
 )
 def test_request_errors_map_to_plain_messages(exc: Exception, message: str) -> None:
@@ -885,11 +923,12 @@ def test_request_errors_map_to_plain_messages(exc: Exception, message: str) -> N
 @pytest.mark.parametrize(
     ("exc", "message", "retryable"),
     [
-        (httpx.RemoteProtocolError("incomplete chunked read"), MSG_CUT, True),
-        (httpx.ReadTimeout("slow"), MSG_TIMEOUT, True),
+        (aiohttp.ClientPayloadError("Response payload is not completed"), MSG_CUT, True),
+        (aiohttp.ServerDisconnectedError(), MSG_CUT, True),
+        (aiohttp.SocketTimeoutError("slow"), MSG_TIMEOUT, True),
         (TimeoutError(), MSG_TIMEOUT, True),
-        (json.JSONDecodeError("bad", "{x", 1), MSG_MALFORMED, False),
-        (openai.APIError("crashed", request=NO_REQUEST, body=None), MSG_ERROR_EVENT, False),
+        (LineTooLong("too long"), MSG_MALFORMED, False),
+        (ValueError("crashed"), MSG_FAILED, False),
     ],
 )
 def test_stream_errors_map_to_plain_messages(exc: Exception, message: str, retryable: bool) -> None:
@@ -897,24 +936,26 @@ def test_stream_errors_map_to_plain_messages(exc: Exception, message: str, retry
     assert (error.message, error.retryable) == (message, retryable)
 
 
-def test_make_client_turns_sdk_retries_off_and_sets_timeouts() -> None:
+def test_make_client_sets_the_connect_and_read_timeouts_and_the_endpoint() -> None:
     config = LLMConfig(
-        base_url="http://127.0.0.1:1/v1", model=MODEL, timeout_s=30, connect_timeout_s=3
+        base_url="http://127.0.0.1:1/v1/", model=MODEL, timeout_s=30, connect_timeout_s=3
     )
     client = make_client(config)
 
-    assert client.max_retries == 0
-    assert isinstance(client.timeout, openai.Timeout)
-    assert (client.timeout.connect, client.timeout.read) == (3, 30)
-    assert str(client.base_url).startswith("http://127.0.0.1:1/v1")
+    assert (client.timeout.sock_connect, client.timeout.sock_read) == (3, 30)
+    assert client.timeout.total is None  # the overall budget is chat_stream_retried's
+    assert client.url == "http://127.0.0.1:1/v1/chat/completions"
 
 
-def test_make_client_without_a_key_sends_a_placeholder_not_the_environment_key(
+def test_make_client_sends_the_configured_key_and_never_an_environment_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-environment")
-    client = make_client(LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL))
-    assert client.api_key == "unused"
+    without = make_client(LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL))
+    keyed = make_client(LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL, api_key="k"))
+
+    assert "Authorization" not in without.headers
+    assert keyed.headers["Authorization"] == "Bearer k"
 
 
 def test_config_repr_never_shows_the_api_key() -> None:
@@ -940,7 +981,7 @@ def test_config_rejects_unusable_numbers(overrides: dict[str, Any]) -> None:
 
 
 async def test_a_rejection_carries_the_services_own_message_as_one_short_line(
-    client: openai.AsyncOpenAI, key: str
+    client: UpstreamClient, key: str
 ) -> None:
     _, error = await drain(chat_stream(client, MODEL, ask("scafold-split", key), None))
 
@@ -952,9 +993,7 @@ async def test_a_rejection_carries_the_services_own_message_as_one_short_line(
     assert "Unknown mock flow" not in error.message  # the app's copy stays its own
 
 
-async def test_a_server_error_carries_no_upstream_message(
-    client: openai.AsyncOpenAI, key: str
-) -> None:
+async def test_a_server_error_carries_no_upstream_message(client: UpstreamClient, key: str) -> None:
     _, error = await drain(chat_stream(client, MODEL, ask("status-503", key), None))
 
     assert error is not None

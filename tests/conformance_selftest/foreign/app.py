@@ -134,7 +134,10 @@ class Turn:
 
 class ForeignChat:
     def __init__(self, mock_url: str, log_file: Path) -> None:
-        self.llm = make_client(LLMConfig(base_url=f"{mock_url.rstrip('/')}/v1", model=MODELS[0]))
+        base_url = f"{mock_url.rstrip('/')}/v1"
+        self.llm = make_client(LLMConfig(base_url=base_url, model=MODELS[0]))
+        # The title call goes through the official SDK, as a third-party app's would.
+        self.sdk = openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
         self.log_file = log_file
         self.chats: dict[str, Chat] = {}
         self.clients: dict[str, Client] = {}
@@ -268,7 +271,7 @@ class ForeignChat:
 
     async def title(self, client: Client, turn: Turn) -> None:
         try:
-            reply = await self.llm.chat.completions.create(
+            reply = await self.sdk.chat.completions.create(
                 model=turn.model,
                 messages=[
                     {"role": "system", "content": TITLE_PROMPT},
@@ -317,6 +320,7 @@ class ForeignChat:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.llm.close()
+        await self.sdk.close()
 
 
 def _problem(status: int, detail: str) -> JSONResponse:

@@ -1,0 +1,109 @@
+"""Server-sent events read from an upstream body, as the official openai SDK reads them. Pure.
+
+`SseDecoder.feed(bytes)` takes the body in whatever pieces the network delivers and returns
+the events completed so far; `finish()` returns one last event that the body ended without
+its blank line. The rules are the SDK's (its `SSEDecoder`) and the WHATWG event-stream
+format's: a line ends at CR, LF or CRLF (a CR that ends one piece and a LF that starts the
+next are one line end); `data:` lines are joined with `\\n`, one space after the colon is dropped; a
+line that starts with `:` is a comment (a keep-alive), ignored; `event:` names the event;
+a blank line dispatches an event that has any field; `id:` and `retry:` are read and unused.
+
+Deliberate choices:
+- A line longer than `max_line_bytes` raises `LineTooLong` instead of growing without
+  bound: the body comes from a server we do not control. The default (8 MiB) is far above
+  any real chunk (a 1 MB answer piece is read whole), so only a runaway body trips it.
+- Bytes are split before decoding (the UTF-8 of CR and LF never occurs inside another
+  character), and each line is decoded with `errors="replace"`, so a piece boundary inside
+  a character never matters and invalid UTF-8 cannot raise here: it fails, if at all, as
+  JSON later, with the caller's own error.
+- This is the hot path of every streamed answer: one `bytes.split` per piece, not a loop
+  per byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "LineTooLong", "SseDecoder", "SseEvent"]
+
+DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+
+
+class LineTooLong(ValueError):
+    """One line of the event stream grew past the decoder's limit."""
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    event: str | None
+    data: str
+
+
+class SseDecoder:
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self._max_line_bytes = max_line_bytes
+        self._pending: list[bytes] = []  # the pieces of an unfinished line
+        self._pending_bytes = 0
+        self._after_cr = False  # the last piece ended with CR: a LF that follows is its pair
+        self._event: str | None = None
+        self._data: list[str] = []
+        self._has_field = False
+
+    def feed(self, piece: bytes) -> list[SseEvent]:
+        if self._after_cr and piece.startswith(b"\n"):
+            piece = piece[1:]
+        self._after_cr = piece.endswith(b"\r")
+        if b"\r" in piece:
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in piece:  # a long line arriving in many pieces is joined once
+            self._pending.append(piece)
+            self._pending_bytes += len(piece)
+            self._check(self._pending_bytes)
+            return []
+        first, *lines, rest = piece.split(b"\n")
+        if self._pending:
+            first = b"".join([*self._pending, first])
+        self._pending = [rest] if rest else []
+        self._pending_bytes = len(rest)
+        self._check(self._pending_bytes)
+        events: list[SseEvent] = []
+        for line in (first, *lines):
+            self._check(len(line))
+            event = self._line(line.decode("utf-8", errors="replace"))
+            if event is not None:
+                events.append(event)
+        return events
+
+    def finish(self) -> list[SseEvent]:
+        """The event the body ended in the middle of, if it has any field (the SDK yields it)."""
+        if self._pending:
+            line = b"".join(self._pending)
+            self._pending, self._pending_bytes = [], 0
+            self._line(line.decode("utf-8", errors="replace"))
+        event = self._line("")
+        return [] if event is None else [event]
+
+    def _check(self, size: int) -> None:
+        if size > self._max_line_bytes:
+            raise LineTooLong(f"an event-stream line is longer than {self._max_line_bytes} bytes")
+
+    def _line(self, line: str) -> SseEvent | None:
+        if not line:
+            if not self._has_field:
+                return None
+            event = SseEvent(self._event, "\n".join(self._data))
+            self._event, self._data, self._has_field = None, [], False
+            return event
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name not in ("id", "retry"):
+            return None
+        self._has_field = True
+        return None
