@@ -5,7 +5,8 @@ mock's journal shows every upstream request), uses the bundled sample notes, and
 database in ./data. Its mock answers a question with no trigger from the notes the app sent
 it (demo_flows.yaml: the mock's extractive responder), so plain questions get real answers.
 Set SG_LLM_BASE_URL (and the other SG_ variables, see README) to talk to a real model
-instead; nothing else changes.
+instead; nothing else changes. It listens on loopback unless told otherwise (`--host`),
+and warns on stderr when told to listen anywhere else: the chat has no login.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import uvicorn
 from app.config import SettingsError, load_settings
 from app.main import create_app
 from mock_llm import bind_socket, build_settings, serve_mock, socket_url
+from mock_llm.cli import exposure_warning
 
 DEMO_FLOWS = Path(__file__).with_name("demo_flows.yaml")
 
@@ -32,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any)")
     args = parser.parse_args(argv)
+    warning = exposure_warning("app", args.host, "ask about your notes and read the chat history")
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     try:
         settings = load_settings(os.environ)
     except SettingsError as exc:

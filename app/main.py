@@ -17,13 +17,12 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
-from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import chat as chat_api
 from app.api import history as history_api
 from app.api import info as info_api
-from app.api.validation import validation_error
+from app.api.validation import body_parse_error, validation_error
 from app.config import Settings
 from app.rag.llm import LLMConfig, chat_stream_retried, make_client
 from app.rag.retrieval import NotesIndex
@@ -33,6 +32,7 @@ from app.storage import QueryLog
 from app.turn import TurnDeps
 from app.turn_log import TurnLog
 from mock_llm.http_limits import RequestLimits
+from mock_llm.security_headers import PAGE_POLICY, SecurityHeaders, security_headers
 
 _HERE = Path(__file__).resolve().parent
 # The page: frontend/ next to app/ in a checkout; the wheel ships a copy as app/frontend/.
@@ -40,35 +40,6 @@ FRONTEND = next(
     (folder for folder in (_HERE / "frontend", _HERE.parent / "frontend") if folder.is_dir()),
     _HERE.parent / "frontend",
 )
-
-
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
-    " connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self';"
-    " frame-ancestors 'none'"
-)
-
-
-class SecurityHeaders:
-    """Pure ASGI middleware adding the CSP (no outside scripts, images or connections)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers["content-security-policy"] = CONTENT_SECURITY_POLICY
-                headers["x-content-type-options"] = "nosniff"
-                headers["referrer-policy"] = "no-referrer"
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
 
 
 MAX_BODY_BYTES = 64 * 1024
@@ -137,15 +108,18 @@ def create_app(
         turn_log.close()
 
     app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
-    app.add_middleware(SecurityHeaders)
     app.add_middleware(
         RequestLimits,
         error_body=_limit_error,
         max_body_bytes=MAX_BODY_BYTES,
         body_timeout_s=body_timeout_s,
     )
+    # Added last, so outermost: the refusals of RequestLimits carry the headers too.
+    app.add_middleware(SecurityHeaders, headers=security_headers(PAGE_POLICY))
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, body_parse_error)
     app.state.turn_deps = deps
+    app.state.upstream = client
     app.include_router(chat_api.router)
     app.include_router(history_api.router)
     app.include_router(info_api.router)

@@ -66,7 +66,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise RequestError(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
     try:
         decoded = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
         raise RequestError(f"The request body is not valid JSON: {exc}") from exc
     if not isinstance(decoded, dict):
         raise RequestError("The request body must be a JSON object.")
@@ -96,7 +96,7 @@ def _messages(value: object) -> list[dict[str, Any]]:
             raise RequestError(f"messages[{index}] must be an object.", f"messages[{index}]")
         message = cast(dict[str, Any], item)
         role = message.get("role")
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise RequestError(
                 f"messages[{index}].role must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
                 f"messages[{index}].role",

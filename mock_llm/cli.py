@@ -1,9 +1,11 @@
-"""`python -m mock_llm`: the command line. Loopback by default; a bad flow file or side-call
-rule stops the start."""
+"""`python -m mock_llm`: the command line. Loopback by default, with a warning on stderr when
+told to listen anywhere else (`exposure_warning`, shared with `python -m app`); a bad flow
+file or side-call rule stops the start."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 from collections.abc import Sequence
 from typing import cast
@@ -18,6 +20,33 @@ from mock_llm.runner import bind_socket, build_settings, socket_url, uvicorn_con
 from mock_llm.server import DEFAULT_MAX_BODY_BYTES
 from mock_llm.side_calls import SideCallsRefused
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine's loopback interface only (127.0.0.0/8, ::1,
+    localhost). Any other name is not, whatever it resolves to today."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(program: str, host: str, what: str) -> str | None:
+    """The warning for listening on `host`, or None when it is loopback."""
+    if is_loopback(host):
+        return None
+    where = host
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        where = f"every interface ({host or 'all'})"
+    return (
+        f"{program}: warning: listening on {where}, not on loopback only: "
+        f"anyone who can reach this machine can {what}; there is no login. "
+        "Use --host 127.0.0.1 unless that is what you want."
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -74,6 +103,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    warning = exposure_warning("mock_llm", args.host, "use this mock and read its journal")
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     try:
         settings = build_settings(
             tuple(args.flows),

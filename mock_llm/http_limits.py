@@ -1,4 +1,5 @@
-"""Limits on what an HTTP request may make a server hold: its headers and its body's time.
+"""What an HTTP request must be before a route sees it: bounded headers, target and body,
+a body that arrives in time, and a valid Host header.
 
 A pure ASGI middleware, `RequestLimits`, used by the mock and by the notes app. Measured
 before it (issue 12): both servers accepted 1 MB of headers (uvicorn's httptools parser has
@@ -6,6 +7,10 @@ no limit of its own), and held a request whose body was shorter than its Content
 for over 90 s, waiting for bytes that never came. Now:
 
 - headers over `max_header_bytes` (names and values together) are a 431;
+- a request target (path and query string) over `max_target_bytes` is a 414: the mock
+  echoed a 60 KB path back in its 404, and uvicorn's parser takes up to about 64 KB;
+- an HTTP/1.1 request without a Host header, with more than one, or with one that is not
+  `host[:port]` is a 400, as RFC 9112 (section 3.2) requires; uvicorn passed all three on;
 - with `max_body_bytes`, a declared Content-Length over it is a 413 before any byte is
   read, and so is a body that grows past it;
 - with `body_timeout_s`, a body not whole within that time is a 408. Only then is the app
@@ -23,15 +28,26 @@ already do.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_HEADER_BYTES", "RequestLimits"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_MAX_HEADER_BYTES",
+    "DEFAULT_MAX_TARGET_BYTES",
+    "RequestLimits",
+]
 
 DEFAULT_MAX_HEADER_BYTES = 32 * 1024
+DEFAULT_MAX_TARGET_BYTES = 8 * 1024
 DEFAULT_BODY_TIMEOUT_S = 10.0
+
+_HOST = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?")
+"""RFC 3986's host (an IP literal in brackets, an IPv4 address or a registered name) and
+an optional port."""
 
 ErrorBody = Callable[[int, str], bytes]
 """The JSON body of a refusal, from its status and message."""
@@ -50,12 +66,14 @@ class RequestLimits:
         *,
         error_body: ErrorBody,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        max_target_bytes: int = DEFAULT_MAX_TARGET_BYTES,
         max_body_bytes: int | None = None,
         body_timeout_s: float | None = DEFAULT_BODY_TIMEOUT_S,
     ) -> None:
         self.app = app
         self.error_body = error_body
         self.max_header_bytes = max_header_bytes
+        self.max_target_bytes = max_target_bytes
         self.max_body_bytes = max_body_bytes
         self.body_timeout_s = body_timeout_s
 
@@ -78,6 +96,12 @@ class RequestLimits:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         if sum(len(name) + len(value) for name, value in headers) > self.max_header_bytes:
             raise _Refusal(431, f"The request headers are over {self.max_header_bytes} bytes.")
+        path: bytes = scope.get("raw_path") or scope.get("path", "").encode()
+        if len(path) + len(scope.get("query_string", b"")) > self.max_target_bytes:
+            raise _Refusal(
+                414, f"The request target (path and query) is over {self.max_target_bytes} bytes."
+            )
+        _check_host(scope.get("http_version", ""), headers)
         limit = self.max_body_bytes
         declared = next((value for name, value in headers if name == b"content-length"), b"")
         if limit is not None and declared.isdigit() and int(declared) > limit:
@@ -121,6 +145,18 @@ class RequestLimits:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _check_host(http_version: str, headers: list[tuple[bytes, bytes]]) -> None:
+    hosts = [value for name, value in headers if name == b"host"]
+    if len(hosts) > 1:
+        raise _Refusal(400, "The request has more than one Host header.")
+    if not hosts:
+        if http_version == "1.1":
+            raise _Refusal(400, "The request has no Host header; HTTP/1.1 requires one.")
+        return
+    if _HOST.fullmatch(hosts[0]) is None:
+        raise _Refusal(400, "The Host header is not a host name or address with an optional port.")
 
 
 def _replay(body: bytes, rest: Message | None, receive: Receive) -> Receive:

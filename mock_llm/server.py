@@ -23,6 +23,11 @@ Deliberate choices:
   not hold up the streams in flight meanwhile.
 - `POST /_mock/flows` and `POST /_mock/side-calls` read their bodies through one helper
   (`_read_bounded`), so both are bounded and refused the same way.
+- Every error message is at most `MAX_ERROR_MESSAGE_CHARS` characters (`error_response`):
+  some name what the client sent (a role, a flow, a query parameter, the path), and a
+  100 KB role or flow name came back whole (issue 12).
+- Every response carries the security headers of a data-only server
+  (`security_headers.API_POLICY`, nosniff, no referrer, no framing).
 - A journal read with `settle_ms` waits on the journal's change signal (`settle.py`), never
   by polling, and for no longer than its `timeout_ms`.
 """
@@ -73,6 +78,7 @@ from mock_llm.response_plan import (
 )
 from mock_llm.response_plan import Send as SendBytes
 from mock_llm.routing import Destination, route_request
+from mock_llm.security_headers import API_POLICY, SecurityHeaders, security_headers
 from mock_llm.settle import ChangeSignal, wait_settled
 from mock_llm.side_calls import MAX_BODY_BYTES as MAX_SIDE_CALLS_BODY_BYTES
 from mock_llm.side_calls import (
@@ -87,6 +93,8 @@ from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_FLOWS_BODY_BYTES = 1024 * 1024
+MAX_ERROR_MESSAGE_CHARS = 1000
+"""The longest error message: the known flows of a long catalog are cut, never the point."""
 ABORT_LOG_LINE = "ASGI callable returned without completing response."
 MODEL_ID = "mock-llm"
 
@@ -142,6 +150,11 @@ def error_response(
     param: str | None = None,
     code: str | None = None,
 ) -> JSONResponse:
+    """The OpenAI error shape, its message cut at MAX_ERROR_MESSAGE_CHARS."""
+    if len(message) > MAX_ERROR_MESSAGE_CHARS:
+        message = message[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
+    if param is not None:
+        param = _cut(param)
     return JSONResponse(wire.error_body(message, type, code, param), status_code=status)
 
 
@@ -208,6 +221,14 @@ def create_app(settings: MockSettings) -> Starlette:
     async def chat_completions(request: Request) -> Response | PlayedResponse:
         entry = state.journal.open(request.url.path)
         try:
+            return await answer_chat(request, entry)
+        except Exception as exc:  # a bug: the entry must still end, or settle reads would hang
+            if entry.outcome == "in_progress":
+                entry.finish("rejected", f"The mock failed on this request ({type(exc).__name__}).")
+            raise
+
+    async def answer_chat(request: Request, entry: JournalEntry) -> Response | PlayedResponse:
+        try:
             raw = await _read_body(request, settings.max_body_bytes, settings.body_timeout_s)
         except _BodyTooLarge:
             limit = settings.max_body_bytes
@@ -233,7 +254,7 @@ def create_app(settings: MockSettings) -> Starlette:
         flow = state.flows.get(route.flow)
         if flow is None:
             known = ", ".join(sorted(state.flows))
-            message = f"Unknown mock flow {route.flow!r}. Known flows: {known}."
+            message = f"Unknown mock flow {_cut(route.flow)!r}. Known flows: {known}."
             return _reject(entry, 400, message, "messages", code="unknown_flow")
         step_index = 0  # a side call belongs to no turn: it plays the first step
         if not route.side_call:
@@ -328,7 +349,9 @@ def create_app(settings: MockSettings) -> Starlette:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        return error_response(exc.status_code, f"{exc.detail}: {request.method} {request.url.path}")
+        return error_response(
+            exc.status_code, f"{exc.detail}: {request.method} {_cut(request.url.path)}"
+        )
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
@@ -342,9 +365,12 @@ def create_app(settings: MockSettings) -> Starlette:
         Route("/_mock/side-calls", list_side_calls, methods=["GET"]),
         Route("/_mock/side-calls", add_side_calls, methods=["POST"]),
     ]
+    headers = Middleware(SecurityHeaders, headers=security_headers(API_POLICY))
     limits = Middleware(RequestLimits, error_body=_limit_error, body_timeout_s=None)
     app = Starlette(
-        routes=routes, exception_handlers={HTTPException: http_error}, middleware=[limits]
+        routes=routes,
+        exception_handlers={HTTPException: http_error},
+        middleware=[headers, limits],
     )
     app.state.mock = state
     return app
@@ -379,6 +405,11 @@ def _reject(
     entry.status = status
     entry.finish("rejected", message)
     return error_response(status, message, param=param, code=code)
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    """`text` as echoed in an error message: at most `limit` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _closing(response: Response) -> Response:

@@ -5,24 +5,37 @@ and a lone surrogate in the input (`{"message": "hi \\ud800"}`) made the reply i
 to encode, a 500 that also reset the keep-alive connection. This handler keeps each
 error's location, message and type only, with every text made one short printable line
 (`errors.one_line`) and valid UTF-8, and at most MAX_ERRORS errors.
+
+What is wrong with the body as a whole is said in the API's own words (issue 12): a body
+sent with another Content-Type than JSON (a form, text/plain: what a cross-site form can
+send) is a 415 naming the type to use, a body that is not a JSON object or is empty says
+so, and invalid JSON names the parser's complaint. FastAPI answers a body its JSON parser
+fails on in another way (invalid UTF-8, nesting past Python's recursion limit, an integer
+of more than 4300 digits) with a bare 400 "There was an error parsing the body";
+`body_parse_error` says which of those it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from email.message import Message
 from typing import cast
 
 from fastapi import Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
 
 from app.errors import one_line
 
-__all__ = ["MAX_ERRORS", "validation_error"]
+__all__ = ["MAX_ERRORS", "body_parse_error", "validation_error"]
 
 MAX_ERRORS = 20
 PART_CHARS = 64
 MESSAGE_CHARS = 300
+JSON_EXAMPLE = '{"message": "When do backups run?"}'
+FASTAPI_PARSE_ERROR = "There was an error parsing the body"
 
 
 def _text(value: object, limit: int) -> str:
@@ -34,16 +47,79 @@ def _text(value: object, limit: int) -> str:
 def _error(error: Mapping[str, object]) -> dict[str, object]:
     location = error.get("loc", ())
     parts = cast(Sequence[object], location) if isinstance(location, list | tuple) else ()
+    kind = _text(error.get("type", "invalid"), PART_CHARS)
+    message = _body_message(tuple(parts), kind, error) or error.get("msg", "invalid")
     return {
         "loc": [part if isinstance(part, int) else _text(part, PART_CHARS) for part in parts],
-        "msg": _text(error.get("msg", "invalid"), MESSAGE_CHARS),
-        "type": _text(error.get("type", "invalid"), PART_CHARS),
+        "msg": _text(message, MESSAGE_CHARS),
+        "type": kind,
     }
 
 
-async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
+def _body_message(parts: tuple[object, ...], kind: str, error: Mapping[str, object]) -> str | None:
+    """The API's own words for what is wrong with the body as a whole, if that is the error."""
+    if not parts or parts[0] != "body":
+        return None
+    if kind == "json_invalid":
+        context = error.get("ctx")
+        why = (
+            cast(Mapping[str, object], context).get("error") if isinstance(context, dict) else None
+        )
+        return f"The request body is not valid JSON ({why or 'decode error'})."
+    if len(parts) != 1:
+        return None
+    if kind == "missing":
+        return f"The request body is empty; send a JSON object such as {JSON_EXAMPLE}."
+    if kind in ("model_attributes_type", "dict_type", "model_type"):
+        return f"The request body must be a JSON object such as {JSON_EXAMPLE}."
+    return None
+
+
+def _is_json(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    message = Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
+
+
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
     errors: Sequence[Mapping[str, object]] = (
         exc.errors() if isinstance(exc, RequestValidationError) else ()
     )
+    sent_body = request.headers.get("content-length", "0") != "0" or "transfer-encoding" in (
+        request.headers
+    )
+    if (
+        sent_body
+        and not _is_json(request.headers.get("content-type"))
+        and any(tuple(cast(Sequence[object], e.get("loc", ())))[:1] == ("body",) for e in errors)
+    ):
+        # FastAPI reads only a JSON body, so the model saw the raw bytes: say why.
+        return JSONResponse(
+            {"detail": "The request body must be JSON, sent with Content-Type: application/json."},
+            status_code=415,
+        )
     detail = [_error(error) for error in errors[:MAX_ERRORS]]
     return JSONResponse({"detail": detail}, status_code=422)
+
+
+async def body_parse_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's bare 400 for a body its JSON parser failed on, made to say why; every
+    other HTTP error goes to FastAPI's own handler."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code != 400 or exc.detail != FASTAPI_PARSE_ERROR:
+        return await http_exception_handler(request, exc)
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        why = "it is not valid UTF-8"
+    elif isinstance(cause, RecursionError):
+        why = "it nests too deeply"
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        why = "it holds a number with too many digits"
+    else:
+        why = "it could not be parsed"
+    return JSONResponse({"detail": f"The request body is not valid JSON: {why}."}, status_code=400)

@@ -18,14 +18,16 @@ injection), so:
   errors are reported in plain words, never by their message (which carries the path).
   Refusals do not echo the rejected path either.
 - Output is capped (read characters, list entries, grep matches and line length) with a
-  visible `[truncated: ...]` marker, and grep runs under a time budget (per file and per
-  call, through the `regex` module's `timeout=`), so a pattern like `(a+)+$` cannot hang
-  the server: the search stops and says so. What a pattern would cost to compile, which no
-  timeout covers, is judged before it is compiled (`pattern_cost`: `a{10000003}` is
-  refused in words, it never reaches the compiler). The search releases the GIL
-  (`concurrent=True`), so the event loop keeps serving while a search runs in its thread.
-  The budget is measured on an injectable clock (`time.monotonic` by default), so tests
-  pin it without depending on machine speed.
+  visible `[truncated: ...]` marker, and so is what is read from disk: a file is read whole
+  only up to `MAX_FULL_READ_BYTES` (grep: `MAX_GREP_FILE_BYTES`), even one that grew after
+  its size was taken (issue 12: such a read had no bound), else only its head; grep runs
+  under a time budget (per file and per call, through the `regex` module's `timeout=`), so
+  a pattern like `(a+)+$` cannot hang the server: the search stops and says so. What a
+  pattern would cost to compile, which no timeout covers, is judged before it is compiled
+  (`pattern_cost`: `a{10000003}` is refused in words, it never reaches the compiler). The
+  search releases the GIL (`concurrent=True`), so the event loop keeps serving while a
+  search runs in its thread. The budget is measured on an injectable clock
+  (`time.monotonic` by default), so tests pin it without depending on machine speed.
 - `run()` validates the raw JSON arguments against the tool's schema and answers every
   problem with `ToolOutcome(ok=False, ...)` in words the model can act on; it never raises.
 
@@ -310,13 +312,17 @@ class NotesTools:
             return _fail(f"There is no note {virtual}. Use list or grep to find notes.")
         if not real.is_file():
             return _fail(f"{virtual} is not a regular file.")
+        head = self._max_read_chars * 4  # enough bytes for the cap in any UTF-8 text
         try:
             size = real.stat().st_size
             whole = size <= self._max_full_read_bytes
             with real.open("rb") as handle:
-                data = handle.read() if whole else handle.read(self._max_read_chars * 4)
+                # Never more than the size allows: a file can grow after its stat.
+                data = handle.read(self._max_full_read_bytes + 1 if whole else head)
         except OSError:
             return _fail(f"{virtual} could not be read.")
+        if len(data) > self._max_full_read_bytes:
+            whole, data, size = False, data[:head], max(size, len(data))
         if b"\x00" in data:
             return _fail(f"{virtual} is a binary file, not a text note.")
         try:
@@ -415,11 +421,15 @@ class NotesTools:
 
     def _grep_text(self, path: Path) -> str | None:
         """A note's text for grep, or None if it is too large, binary, unreadable or not UTF-8."""
+        limit = self._max_grep_file_bytes
         try:
-            if not path.is_file() or path.stat().st_size > self._max_grep_file_bytes:
+            if not path.is_file() or path.stat().st_size > limit:
                 return None
-            data = path.read_bytes()
+            with path.open("rb") as handle:
+                data = handle.read(limit + 1)  # a file can grow after its stat
         except OSError:
+            return None
+        if len(data) > limit:
             return None
         if b"\x00" in data:
             return None

@@ -1,8 +1,12 @@
-"""The app starts and answers on a notes folder with a symlink loop, a link out and bad names."""
+"""The app starts and answers on a notes folder with a symlink loop, a link out, bad names, a
+50 MB note, a FIFO, a socket and a folder named like notes (issue 12)."""
 
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Generator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -23,15 +27,29 @@ def hostile_notes(root: Path) -> Path:
     fd = os.open(bytes(notes) + b"/caf\xe9.md", os.O_CREAT | os.O_WRONLY, 0o644)
     os.write(fd, b"# Cafe\n\nLatin-1 name.\n")
     os.close(fd)
+    with (notes / "huge.md").open("wb") as huge:  # 50 MB, sparse: no disk spent
+        huge.write(b"# Huge\n\nBackups run hourly.\n")
+        huge.truncate(50 << 20)
+    os.mkfifo(notes / "pipe.md")  # opening it would wait for a writer forever
+    (notes / "folder.md").mkdir()
     return notes
+
+
+@contextmanager
+def listening_socket(path: Path) -> Generator[None]:
+    """A Unix socket at `path`: a file no one can open, root included."""
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        yield
 
 
 async def test_the_app_starts_and_answers_on_a_hostile_notes_folder(
     mock_url: str, tmp_path: Path, key: str
 ):
-    settings = app_settings(mock_url, tmp_path / "data", SG_NOTES_DIR=str(hostile_notes(tmp_path)))
+    notes = hostile_notes(tmp_path)
+    settings = app_settings(mock_url, tmp_path / "data", SG_NOTES_DIR=str(notes))
 
-    with serve_app(settings) as url:
+    with listening_socket(notes / "socket.md"), serve_app(settings) as url:
         async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
             turn = await ask(client, f"When do backups run? [[mock:tool-then-answer#{key}]]")
 

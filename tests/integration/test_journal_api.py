@@ -13,8 +13,10 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing, asynccontextmanager
 
 import httpx
+import pytest
 
 from mock_llm import build_settings, serve_mock
+from mock_llm import server as mock_server
 from mock_llm.journal import JOURNAL_VERSION
 
 from ..deadlines import DEADLINE_S
@@ -184,3 +186,25 @@ async def test_settle_read_keeps_the_flow_filter(http: httpx.AsyncClient, key: s
         "/_mock/requests", params={"key": key, "flow": "xss", "settle_ms": 0, "timeout_ms": 0}
     )
     assert (response.json()["settled"], response.json()["requests"]) == (False, [])
+
+
+async def test_an_unexpected_failure_of_the_chat_handler_still_ends_its_entry(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Regression (issue 12): a 500 left its entry in progress forever, so every later
+    settle read on that mock waited out its timeout."""
+
+    def broken(raw: bytes) -> object:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(mock_server, "parse_chat_request", broken)
+    transport = httpx.ASGITransport(
+        mock_server.create_app(build_settings()), raise_app_exceptions=False
+    )
+    async with httpx.AsyncClient(transport=transport, base_url="http://mock") as client:
+        answer = await client.post("/v1/chat/completions", json={"model": "m"})
+        [entry] = (await client.get("/_mock/requests")).json()["requests"]
+
+    assert answer.status_code == 500
+    assert entry["outcome"] == "rejected"
+    assert "RuntimeError" in entry["error"]

@@ -21,7 +21,7 @@ from app.rag.tools import (
 from app.rag.types import ToolOutcome
 
 from .fakes import patient_tools
-from .files import NOT_UTF8, write
+from .files import NOT_UTF8, refuse_open_of, write
 
 SECRET = "TOP-SECRET-7f3a"
 NOTE = "# Backups\nBackups run nightly at 02:00 with restic.\n"
@@ -224,12 +224,42 @@ REFUSED = [
     ".git/config",
     "services/.hidden/x.md",
     "x" * 2000,
+    # issue 12: the rest of the traversal list, every spelling in one place
+    "/homelab/../../etc/passwd",
+    "/homelab/./../outside/secret.md",
+    "services/./../../outside/secret.md",
+    "//etc/passwd",
+    "/homelab/../homelab/../outside/secret.md",
+    "%2e%2e%5coutside%5csecret.md",
+    "%2E%2e%2F",
+    "%25%32%65%25%32%65/outside/secret.md",
+    "..%00/outside/secret.md",
+    "\\\\server\\share\\secret.md",
+    "C:\\Windows\\win.ini",
+    "/homelab\\..\\outside\\secret.md",
+    "file:///etc/passwd",
+    "~",
+    "~root/.bashrc",
+    "/homelab/~/../outside/secret.md",
+    "\uff0e\uff0e/outside/secret.md",  # fullwidth full stops: a name, not ".."
+    "\u2025/outside/secret.md",  # two dot leader
+    "....//....//outside/secret.md",
+    "services/\x00/../x",
+    "\x00",
+    "x\r\n/etc/passwd",
+    "a/" * 600,
+    "n" * 300 + ".md",  # one name longer than the file system allows
+    "/homelab/linkdir/../linkdir/secret.md",
+    "up-and-out/secret.md",
 ]
 
 
 @pytest.mark.parametrize("spelling", REFUSED)
 @pytest.mark.parametrize("tool", ["read", "list"])
 def test_paths_that_escape_the_root_are_refused(lab: Lab, tool: str, spelling: str):
+    # a symlinked folder inside that leads back up, and a link through it that leads out
+    (lab.root / "services" / "up").symlink_to(lab.root, target_is_directory=True)
+    (lab.root / "up-and-out").symlink_to(lab.root / "services" / "up" / "linkdir")
     outcome = lab.tools.run(tool, json.dumps({"path": spelling}))
     assert outcome.ok is False
     assert outcome.path is None
@@ -578,11 +608,7 @@ def test_grep_leaves_out_notes_whose_names_are_not_utf8(lab: Lab):
 
 def test_grep_reports_read_errors_as_skipped_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     write(tmp_path / "a.md", "restic\n")
-
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
-
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    refuse_open_of(monkeypatch, "a.md")
     outcome = patient_tools(tmp_path).grep("restic")
     assert outcome.text == (
         "No matches.\n[skipped 1 file(s) that are binary, not UTF-8 text or too large]"
