@@ -41,6 +41,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SG_LLM_MAX_ATTEMPTS", "3", "attempts per request before giving up (1 = no retry)"),
     Setting("SG_LLM_RETRY_DELAY_S", "0.5", "first backoff delay; doubles per retry, up to 8 s"),
     Setting("SG_LLM_RETRY_AFTER_CAP_S", "10", "longest Retry-After honoured; longer = give up"),
+    Setting("SG_TURN_TIMEOUT_S", "180", "overall time budget of one chat turn (every model "
+            "request, tool and recovery in it), seconds; past it the turn ends with an error"),
+    Setting("SG_SSE_KEEPALIVE_S", "15", "silence after which the chat stream sends a keep-alive "
+            "comment, so proxies and browsers keep a long turn open, seconds"),
     Setting("SG_AGENT_MAX_ROUNDS", "4", "tool rounds per turn before a final answer is forced"),
     Setting("SG_AGENT_TOOLS", "on", "on/off: the kill switch for the document tools"),
     Setting("SG_NOTES_DIR", "", "folder of markdown notes; empty = the bundled sample notes"),
@@ -69,6 +73,8 @@ class Settings:
     log_file: Path
     grounding_threshold: float | None
     scaffold_profiles: tuple[str, ...] = ()
+    turn_timeout_s: float = 180.0
+    sse_keepalive_s: float = 15.0
     embedded_mock_url: str | None = None
     """The in-process mock's base URL when `python -m app` started one (not an env setting):
     the page then shows the demo banner, its failure examples and links to the journal."""
@@ -119,6 +125,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         llm_max_attempts=parse("SG_LLM_MAX_ATTEMPTS", _count(1, 10), 3),
         llm_retry_delay_s=parse("SG_LLM_RETRY_DELAY_S", _non_negative_float, 0.5),
         llm_retry_after_cap_s=parse("SG_LLM_RETRY_AFTER_CAP_S", _non_negative_float, 10.0),
+        turn_timeout_s=parse("SG_TURN_TIMEOUT_S", _positive_float, 180.0),
+        sse_keepalive_s=parse("SG_SSE_KEEPALIVE_S", _positive_float, 15.0),
         agent_max_rounds=parse("SG_AGENT_MAX_ROUNDS", _count(0, 20), 4),
         agent_tools=parse("SG_AGENT_TOOLS", _switch, True),
         notes_dir=notes_dir,

@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
+TURN_TIMED_OUT = "The answer took too long and was stopped — please try again."
 """The exact copy of contract clause G3."""
 
 UPSTREAM_MESSAGE_CHARS = 300
@@ -91,3 +92,11 @@ class MalformedReplyError(AppError):
 
     def __init__(self) -> None:
         super().__init__(MALFORMED_REPLY)
+
+
+class TurnTimeoutError(AppError):
+    """The turn as a whole ran past its time budget (SG_TURN_TIMEOUT_S), whatever it was
+    waiting on: a stalled model, a slow tool, retries and a recovery together."""
+
+    def __init__(self) -> None:
+        super().__init__(TURN_TIMED_OUT)

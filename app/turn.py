@@ -18,22 +18,27 @@ Deliberate choices:
   instant cannot leave a half-finished write. Failed and abandoned turns write no row.
 - When the client goes away, the framework cancels this generator; the agent's and the LLM
   client's generators are closed on the way out, which closes the upstream stream.
+- One deadline covers the whole turn (`Settings.turn_timeout_s`): retrieval, every model
+  request and its retries, the tools, the recovery. It is checked around each awaited
+  event, never across a `yield`, so a slow reader (the page) never uses it up; past it the
+  turn ends with a `TurnTimeoutError` frame, no row, and the upstream stream closed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import anyio
 
 from app.config import Settings
-from app.errors import AppError, LLMError, NotesError
+from app.errors import AppError, LLMError, NotesError, TurnTimeoutError
 from app.frames import ErrorFrame, Frame, Mode
 from app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
 from app.rag.guardrail import scrub
@@ -43,6 +48,8 @@ from app.rag.scaffolding import Registry
 from app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
 from app.storage import QueryLog, ToolChip, TurnRow
 from app.turn_log import TurnStats, format_turn_line
+
+T = TypeVar("T")
 
 UNEXPECTED_ERROR = "Something went wrong on our side — please try again."
 NOTES_UNAVAILABLE = "The notes could not be searched right now — please try again."
@@ -104,6 +111,22 @@ async def _search(deps: TurnDeps, question: str) -> list[Hit]:
         raise NotesError(NOTES_UNAVAILABLE) from exc
 
 
+class _Deadline:
+    """The turn's one time budget, applied to each thing the turn waits for."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = asyncio.get_running_loop().time() + seconds
+
+    async def wait(self, awaitable: Awaitable[T]) -> T:
+        try:
+            async with asyncio.timeout_at(self.at):
+                return await awaitable
+        except TimeoutError as exc:
+            if asyncio.get_running_loop().time() >= self.at:
+                raise TurnTimeoutError() from exc
+            raise  # a timeout of the model client's own, with its own copy
+
+
 async def run_turn(
     deps: TurnDeps, turn_id: str, question: str, session: str | None = None
 ) -> AsyncIterator[Frame]:
@@ -115,7 +138,8 @@ async def run_turn(
     outcome = "abandoned"
     cause = ""
     try:
-        hits = await _search(deps, question)
+        deadline = _Deadline(deps.settings.turn_timeout_s)
+        hits = await deadline.wait(_search(deps, question))
         threshold = deps.settings.grounding_threshold
         grounded = is_grounded(
             hits, DEFAULT_GROUNDING_THRESHOLD if threshold is None else threshold
@@ -141,7 +165,11 @@ async def run_turn(
             log=deps.logger,
         )
         try:
-            async for event in events:
+            while True:
+                try:
+                    event = await deadline.wait(anext(events))
+                except StopAsyncIteration:
+                    break
                 if isinstance(event, StreamPiece):
                     if event.kind == "content":
                         if first_token_ms is None:

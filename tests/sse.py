@@ -1,7 +1,8 @@
 """Reading server-sent events in tests: the mock's OpenAI chunks and the app's chat frames.
 
-One parser, `data_events`, serves both: every line of the body is a `data: ...` line or the
-blank line that ends an event, and anything else fails the test. `read_sse` posts a chat
+One parser, `data_events`, serves both: every line of the body is a `data: ...` line, a
+`:` comment (the app's keep-alive during a silence), or the blank line that ends an event,
+and anything else fails the test. `read_sse` posts a chat
 request to the mock and keeps the raw events (and the transport error that cut them, if one
 did); `ask` posts a question to the notes app and keeps its decoded frames. Every read runs
 under DEADLINE_S, so a hung stream fails its test instead of the run, and a slow one only
@@ -31,7 +32,7 @@ async def data_events(response: httpx.Response) -> AsyncGenerator[str]:
         if line.startswith(DATA):
             yield line[len(DATA) :]
         else:
-            assert line == "", f"unexpected SSE line {line!r}"
+            assert line == "" or line.startswith(":"), f"unexpected SSE line {line!r}"
 
 
 # --- the mock: OpenAI chat completion chunks ---------------------------------------------------

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api.deps import TurnDepsDep
-from app.api.sse import encode_all
+from app.api.sse import event_stream
 from app.errors import one_line
 from app.turn import new_turn_id, run_turn
 
@@ -43,10 +43,10 @@ class ChatRequest(BaseModel):
 
 
 @router.post("/api/chat")
-async def chat(body: ChatRequest, deps: TurnDepsDep) -> StreamingResponse:
+async def chat(body: ChatRequest, deps: TurnDepsDep) -> Response:
     turn_id = new_turn_id()
-    return StreamingResponse(
-        encode_all(run_turn(deps, turn_id, body.message, body.session)),
-        media_type="text/event-stream",
-        headers={"X-Turn-Id": turn_id, "Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    return event_stream(
+        run_turn(deps, turn_id, body.message, body.session),
+        keepalive_s=deps.settings.sse_keepalive_s,
+        headers={"X-Turn-Id": turn_id, "Cache-Control": "no-store"},
     )

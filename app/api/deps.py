@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.rag.llm import UpstreamClient
 from app.storage import QueryLog
 from app.turn import TurnDeps
 
@@ -19,5 +20,11 @@ def query_log(request: Request) -> QueryLog:
     return turn_deps(request).query_log
 
 
+def upstream(request: Request) -> UpstreamClient:
+    client: UpstreamClient = request.app.state.upstream
+    return client
+
+
 TurnDepsDep = Annotated[TurnDeps, Depends(turn_deps)]
 QueryLogDep = Annotated[QueryLog, Depends(query_log)]
+UpstreamDep = Annotated[UpstreamClient, Depends(upstream)]

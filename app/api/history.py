@@ -1,5 +1,9 @@
 """GET /api/history (recent completed turns, or one tab's conversation) and GET /healthz.
 
+/healthz also says whether the model connection pool is idle: `upstream.open_responses`
+(model responses still streaming) and `upstream.idle` (none open, no pooled connection lent
+out). After every turn has ended, done, failed or stopped, it is idle again.
+
 Each turn comes with what the page needs to show it again: question, answer, sources,
 tool chips, finish reason and time (`created_at`, seconds since the epoch).
 """
@@ -12,7 +16,7 @@ import anyio
 from fastapi import APIRouter, Query
 
 from app.api.chat import SESSION_PATTERN
-from app.api.deps import QueryLogDep
+from app.api.deps import QueryLogDep, UpstreamDep
 
 router = APIRouter()
 
@@ -29,6 +33,7 @@ async def history(
 
 
 @router.get("/healthz")
-async def healthz(log: QueryLogDep) -> dict[str, Any]:
+async def healthz(log: QueryLogDep, upstream: UpstreamDep) -> dict[str, Any]:
     turns = await anyio.to_thread.run_sync(log.count)
-    return {"status": "ok", "turns": turns}
+    pool = {"open_responses": upstream.in_flight, "idle": upstream.idle()}
+    return {"status": "ok", "turns": turns, "upstream": pool}
