@@ -91,7 +91,11 @@ export function assistantView(onChange = () => {}) {
       item.dataset.testid = "tool-call";
       item.dataset.tool = chip.name;
       const where = chip.path ?? argumentSummary(chip.arguments);
-      item.textContent = `${chip.name}${where ? ` ${where}` : ""}${chip.ok ? "" : " (refused)"}`;
+      // The model's name and path each in a bidi isolate: a direction control in them
+      // (U+202E) must not run on and reorder the rest of the chip, its "(refused)" above all.
+      item.append(isolated(chip.name));
+      if (where) item.append(" ", isolated(where));
+      if (!chip.ok) item.append(" (refused)");
       parts.tools.append(item);
       onChange();
     },
@@ -171,6 +175,13 @@ export function storedView(turn) {
 
 export function askedAt(createdAt) {
   return `Asked ${new Date(createdAt * 1000).toLocaleString()}`;
+}
+
+/** Text from the model, as a bidi isolate (`<bdi>`). */
+function isolated(text) {
+  const element = document.createElement("bdi");
+  element.textContent = text;
+  return element;
 }
 
 function argumentSummary(argumentsText) {

@@ -1,8 +1,10 @@
 """Server-sent events for the chat stream: the frame encoding (pure) and the response.
 
 Every frame is one `data: {json}` line and a blank line. JSON never contains a raw newline,
-so model text with newlines, `\\r`, U+2028 or a literal `event: done` can never break a
-frame or forge another one.
+so model text with newlines, `\\r` or a literal `event: done` can never break a frame or
+forge another one. The JSON keeps other characters as they are (smaller than `\\u`
+escapes), except U+2028, U+2029 and U+0085: SSE only breaks lines at CR and LF, but
+`str.splitlines` and httpx's `aiter_lines` break at those too, so they go as escapes.
 
 `event_stream` serves the frames with sse-starlette's `EventSourceResponse`, a maintained
 library rather than more code of our own, for what a long turn needs besides the frames:
@@ -30,10 +32,16 @@ SEND_TIMEOUT_S = 30.0
 """How long one send to the client may block (its socket buffer full) before the turn ends."""
 
 
+_LINE_BREAKS_BESIDES_CR_LF = str.maketrans(
+    {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
+)
+
+
 def encode(frame: Frame) -> bytes:
-    return (
-        b"data: " + json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
-    )
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+    # A lone surrogate (a model can send "\\ud800" in its JSON) goes as its JSON escape.
+    data = text.translate(_LINE_BREAKS_BESIDES_CR_LF).encode(errors="backslashreplace")
+    return b"data: " + data + b"\n\n"
 
 
 async def encode_all(frames: AsyncIterator[Frame]) -> AsyncIterator[bytes]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Locator, Page, expect
 
 ASSISTANT = "[data-testid=message-assistant]"
@@ -21,4 +23,11 @@ def answered(page: Page, question: str) -> Locator:
     """Ask and wait until the answer is complete."""
     message = ask(page, question)
     expect(message).to_have_attribute("data-state", "done")
+    return message
+
+
+def settled(page: Page, question: str) -> Locator:
+    """Ask and wait until the turn has ended, whether done or in an error."""
+    message = ask(page, question)
+    expect(message).to_have_attribute("data-state", re.compile(r"^(done|error)$"))
     return message

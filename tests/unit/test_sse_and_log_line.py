@@ -9,13 +9,23 @@ from app.turn_log import TurnStats, format_turn_line
 
 
 @pytest.mark.parametrize(
-    "text", ["plain", "line\nbreak", "\r\r\n", "sep\u2028arated", "\n\nevent: done\ndata: {}\n\n"]
+    "text",
+    [
+        "plain",
+        "line\nbreak",
+        "\r\r\n",
+        "sep\u2028arated\u2029by\u0085unicode",
+        "\n\nevent: done\ndata: {}\n\n",
+        "caf\u00e9 \U0001f600",
+        "lone \ud800 surrogate",
+    ],
+    ids=["plain", "newline", "cr", "unicode-breaks", "forged-event", "non-ascii", "surrogate"],
 )
 def test_a_frame_is_one_data_line_whatever_the_text(text: str):
     frame = encode({"type": "delta", "text": text})
     assert frame.startswith(b"data: ")
     assert frame.endswith(b"\n\n")
-    assert frame.count(b"\n") == 2
+    assert frame.decode().splitlines() == [frame.decode()[:-2], ""]  # str.splitlines' too
     assert b"\r" not in frame
     assert json.loads(frame[len(b"data: ") : -2]) == {"type": "delta", "text": text}
 
