@@ -55,6 +55,7 @@ import email.utils
 import json
 import math
 import random
+import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -291,8 +292,8 @@ class _Accumulator:
                 thinking = _reasoning_text(delta)
                 if thinking:
                     out.append(StreamPiece("thinking", thinking))
-                content = delta.get("content")
-                if isinstance(content, str) and content:
+                content = _text(delta.get("content"))
+                if content:
                     out.append(StreamPiece("content", content))
                 tool_calls = delta.get("tool_calls")
                 for tc in cast(list[object], tool_calls) if isinstance(tool_calls, list) else ():
@@ -306,17 +307,17 @@ class _Accumulator:
     def _tool_call_piece(self, tc: dict[str, Any]) -> None:
         index = tc.get("index", 0)
         partial = self.calls.setdefault(index if isinstance(index, int) else 0, _PartialCall())
-        call_id = tc.get("id")
-        if isinstance(call_id, str) and call_id and not partial.id:
+        call_id = _text(tc.get("id"))
+        if call_id and not partial.id:
             partial.id = call_id
         function = tc.get("function")
         if isinstance(function, dict):
             function = cast(dict[str, Any], function)
-            name = function.get("name")
-            if isinstance(name, str) and name and not partial.name:
+            name = _text(function.get("name"))
+            if name and not partial.name:
                 partial.name = name
-            arguments = function.get("arguments")
-            if isinstance(arguments, str) and arguments:
+            arguments = _text(function.get("arguments"))
+            if arguments:
                 partial.arguments.append(arguments)
 
     def round_end(self) -> RoundEnd:
@@ -329,9 +330,20 @@ class _Accumulator:
         return RoundEnd(tool_calls=tool_calls, finish_reason=self.finish_reason)
 
 
+def _text(value: object) -> str | None:
+    """`value` if it is a string, with any lone surrogate (a model can send `"\\ud800"` in its
+    JSON) replaced by U+FFFD: such a string could be shown but never stored or logged."""
+    if not isinstance(value, str):
+        return None
+    return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _reasoning_text(delta: Mapping[str, Any]) -> str:
-    texts = [t for t in (delta.get("reasoning_content"), delta.get("reasoning")) if t]
-    texts = [t for t in texts if isinstance(t, str)]
+    texts = [_text(t) for t in (delta.get("reasoning_content"), delta.get("reasoning")) if t]
+    texts = [t for t in texts if t]
     if len(texts) == 2 and texts[0] == texts[1]:
         return texts[0]
     return "".join(texts)

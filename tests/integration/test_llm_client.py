@@ -832,6 +832,23 @@ async def test_chunks_that_arrive_in_one_read_go_on_as_one_piece_per_kind() -> N
     ]
 
 
+async def test_a_lone_surrogate_escape_in_the_models_json_becomes_a_replacement_character():
+    """Regression (issue 12): `"\\ud800"` in a chunk's JSON made a string that could be shown
+    but never stored: the turn's query-log write raised after the answer had gone out."""
+    server = sse_server(
+        '{"choices": [{"index": 0, "delta": {"content": "a\\ud800b", "reasoning": "\\udfff"}}]}',
+        chunk(finish="stop"),
+        "[DONE]",
+    )
+    items = await read_canned(server)
+
+    assert items == [
+        StreamPiece("thinking", "\ufffd"),
+        StreamPiece("content", "a\ufffdb"),
+        RoundEnd((), "stop"),
+    ]
+
+
 async def test_a_finish_reason_without_done_is_a_complete_round() -> None:
     server = sse_server(chunk({"content": "all of it"}), chunk(finish="stop"))
     items = await read_canned(server)
