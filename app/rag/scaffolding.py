@@ -69,6 +69,10 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: empty start marker")
         if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
             raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
+        for a in self.ends:
+            for b in self.ends:
+                if a != b and a in b:  # "x" inside "axb": which ends the span depends on chunking
+                    raise ValueError(f"pattern {self.name!r}: end {a!r} is inside {b!r}: ambiguous")
 
 
 Registry = tuple[Pattern, ...]
@@ -271,8 +275,9 @@ class _Matcher:
             raise ValueError("two patterns share an opener")
         for a in starts:
             for b in starts:
-                if a != b and b.startswith(a):
-                    raise ValueError(f"opener {a!r} is a prefix of {b!r}: ambiguous")
+                if a != b and a in b:  # a whole opener would be held inside another's prefix
+                    how = "a prefix of" if b.startswith(a) else "inside"
+                    raise ValueError(f"opener {a!r} is {how} {b!r}: ambiguous")
         self.by_start = {p.start: p for p in registry}
         self.longest = max(len(s) for s in starts)
         self.opener = re.compile("|".join(re.escape(s) for s in sorted(starts, key=len)[::-1]))
@@ -378,7 +383,8 @@ class ScaffoldingFilter:
         self._span: Pattern | None = None
         self._span_ends = _NO_ENDS
         self._preview = ""
-        self._fences = _Fences() if self._matcher.plain_prefixes else None
+        plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
+        self._fences = _Fences() if plain else None
         self._clean = True
         self._fast: str | None = None
         self._set_clean(True)
@@ -461,8 +467,11 @@ class ScaffoldingFilter:
                 self._feed_fences(before)
                 pos = match.end()
                 if self._fences is not None and self._fences.open and not pattern.special:
-                    out.append(match.group())  # a plain marker in a code block is an example
-                    self._fences.feed(match.group())
+                    # A plain marker in a code block is an example: text, scanned on from its
+                    # second character, so a special token overlapping its tail is still found.
+                    pos = match.start() + 1
+                    out.append(text[match.start()])
+                    self._fences.feed(text[match.start()])
                     continue
                 self._open(pattern, match.group())
             else:
