@@ -63,6 +63,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from app.errors import LLMError, one_line
 from app.rag.sse_events import LineTooLong, SseDecoder
@@ -123,7 +125,9 @@ class UpstreamClient:
     (`in_flight`, 0 when nothing is streaming).
 
     The session is made on first use, inside the running event loop, as aiohttp requires.
-    Proxy variables (HTTP_PROXY, NO_PROXY, ...) are honoured, as the openai SDK does.
+    Proxy variables (HTTP_PROXY, NO_PROXY, ...) are honoured, as the openai SDK does, but
+    read once here: aiohttp's `trust_env` would look them and ~/.netrc up again in a worker
+    thread for every request (two thread hops per request, measured under load).
     """
 
     def __init__(self, config: LLMConfig) -> None:
@@ -135,6 +139,7 @@ class UpstreamClient:
             total=None, sock_connect=config.connect_timeout_s, sock_read=config.timeout_s
         )
         self.in_flight = 0
+        self.proxy, self.proxy_auth = _env_proxy(self.url)
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -143,7 +148,6 @@ class UpstreamClient:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),  # no cap: one connection per turn
                 timeout=self.timeout,
-                trust_env=True,
             )
         return self._session
 
@@ -163,6 +167,15 @@ class UpstreamClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+def _env_proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for `url` (None when there is none or NO_PROXY
+    excludes its host)."""
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
 
 
 def make_client(config: LLMConfig) -> UpstreamClient:
@@ -448,7 +461,13 @@ async def chat_stream(
     payload = json.dumps(body).encode()  # ASCII: a lone surrogate goes as its \\u escape
     try:
         async with _within(deadline):
-            response = await client.session.post(client.url, data=payload, headers=client.headers)
+            response = await client.session.post(
+                client.url,
+                data=payload,
+                headers=client.headers,
+                proxy=client.proxy,
+                proxy_auth=client.proxy_auth,
+            )
     except _REQUEST_ERRORS as exc:
         raise _request_error(exc) from exc
     client.in_flight += 1

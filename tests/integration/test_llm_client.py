@@ -975,6 +975,18 @@ def test_make_client_sends_the_configured_key_and_never_an_environment_key(
     assert keyed.headers["Authorization"] == "Bearer k"
 
 
+def test_make_client_reads_the_proxy_from_the_environment_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    proxied = make_client(LLMConfig(base_url="http://models.invalid/v1", model=MODEL))
+    bypassed = make_client(LLMConfig(base_url="http://localhost:1/v1", model=MODEL))
+
+    assert str(proxied.proxy) == "http://proxy.invalid:3128"
+    assert bypassed.proxy is None
+
+
 def test_config_repr_never_shows_the_api_key() -> None:
     assert "sk-secret" not in repr(
         LLMConfig(base_url="http://x/v1", model=MODEL, api_key="sk-secret")
