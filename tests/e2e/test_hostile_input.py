@@ -52,6 +52,7 @@ from playwright.sync_api import Browser, BrowserContext, Dialog, Locator, Page, 
 from app.frames import Frame
 from mock_llm import build_settings, serve_mock
 
+from ..hostile_text import HOSTILE_TEXT
 from ..servers import TEST_FLOWS, app_settings, serve_app
 from .conftest import TIMEOUT_MS
 from .page_driver import ASSISTANT, settled
@@ -706,21 +707,6 @@ def test_every_frame_is_one_line_by_any_unicode_line_break(watched: Watched, key
 
 # --- 3. control, bidi and line-break characters in questions and names -------------------------
 
-HOSTILE_TEXT = {
-    "newline": "first line\nsecond line",
-    "crlf": "first line\r\nsecond line",
-    "cr": "first line\rsecond line",
-    "ansi-sgr": "\x1b[31mred\x1b[0m and \x1b[2J\x1b[H cleared",
-    "ansi-osc8": "\x1b]8;;attacker.invalid\x07a link\x1b]8;;\x07 here",
-    "rlo": "\u202eexe.gnp",
-    "isolates": "\u2066left\u2067right\u2068first-strong\u2069 closed \u2067 unclosed",
-    "line-separator": "one\u2028two",
-    "paragraph-separator": "one\u2029two",
-    "nel": "one\x85two",
-    "vt-ff-fs": "one\x0btwo\x0cthree\x1cfour\x1efive",
-    "forged-log-line": "x\n2026-01-01 00:00:00,000 INFO chat turn=forged mode=grounded rounds=1",
-}
-"""Text that could break a line, a log or a layout, by id."""
 
 LOG_LINE = re.compile(
     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:INFO|WARNING|ERROR)"
