@@ -118,11 +118,12 @@ class _Deadline:
         self.at = asyncio.get_running_loop().time() + seconds
 
     async def wait(self, awaitable: Awaitable[T]) -> T:
+        scope = asyncio.timeout_at(self.at)
         try:
-            async with asyncio.timeout_at(self.at):
+            async with scope:
                 return await awaitable
         except TimeoutError as exc:
-            if asyncio.get_running_loop().time() >= self.at:
+            if scope.expired():
                 raise TurnTimeoutError() from exc
             raise  # a timeout of the model client's own, with its own copy
 

@@ -316,7 +316,7 @@ async def run(args: argparse.Namespace) -> list[str]:
             await app_turns(app, ["clean"] * n, keys)  # warm-up
             base = resources(app.proc.pid)
 
-            low_app = [await _single_app(app, keys) for _ in range(LOW_LOAD_TURNS)]
+            low_app = [(await app_turns(app, ["clean"], keys))[0] for _ in range(LOW_LOAD_TURNS)]
             low_mock = [(await mock_streams(mock, 1, keys))[0] for _ in range(LOW_LOAD_TURNS)]
 
             clean = [
@@ -406,10 +406,6 @@ async def run(args: argparse.Namespace) -> list[str]:
         ),
     ]
     return out
-
-
-async def _single_app(app: RunningServer, keys: Keys) -> Turn:
-    return (await app_turns(app, ["clean"], keys))[0]
 
 
 def _rows(data: Path) -> int:

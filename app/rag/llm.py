@@ -33,8 +33,8 @@ Deliberate choices:
   The deadline is checked around each awaited read, never across a `yield`, so it can
   never cancel the consumer's own work.
 - A hostile or broken server cannot make the client hold unbounded data: an error body is
-  read up to `MAX_ERROR_BODY_BYTES`, and one event-stream line up to `MAX_LINE_BYTES`
-  (longer is a malformed reply).
+  read up to `MAX_ERROR_BODY_BYTES`, and one event-stream line up to the decoder's
+  8 MiB (`sse_events.DEFAULT_MAX_LINE_BYTES`; longer is a malformed reply).
 - Reasoning is read from `delta.reasoning_content` or `delta.reasoning`; a server that
   sends both with the same text gets it once. Fields of the wrong type are ignored, as the
   SDK's lenient models would pass them on unchecked.
@@ -67,7 +67,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from app.errors import LLMError, one_line
-from app.rag.sse_events import LineTooLong, SseDecoder
+from app.rag.sse_events import LineTooLong, SseDecoder, SseEvent
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
 
 __all__ = [
@@ -86,8 +86,8 @@ MAX_BACKOFF_EXPONENT = 30
 MAX_ERROR_BODY_BYTES = 64 * 1024
 """How much of an error response's body is read for the service's message."""
 
-MAX_LINE_BYTES = 8 * 1024 * 1024
-"""The longest event-stream line read (a 1 MB answer chunk is fine; a runaway body is not)."""
+MAX_TAIL_BYTES = 64 * 1024
+"""How much is read after `[DONE]` to give the connection back to the pool."""
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
@@ -317,6 +317,21 @@ class _Accumulator:
                 self.finish_reason = finish
         return out
 
+    def read(self, events: list[SseEvent]) -> tuple[list[StreamPiece], bool, LLMError | None]:
+        """The pieces of one read's events, whether `[DONE]` came, and the error event or
+        unreadable chunk that ended the read early, if one did."""
+        pieces: list[StreamPiece] = []
+        for event in events:
+            if event.data.startswith("[DONE]"):
+                return pieces, True, None
+            if event.event == "error":
+                return pieces, False, LLMError(MSG_ERROR_EVENT, reason="error event in stream")
+            try:
+                pieces.extend(self.pieces(_chunk(event.data)))
+            except LLMError as error:
+                return pieces, False, error
+        return pieces, False, None
+
     def _tool_call_piece(self, tc: dict[str, Any]) -> None:
         index = tc.get("index", 0)
         partial = self.calls.setdefault(index if isinstance(index, int) else 0, _PartialCall())
@@ -420,9 +435,9 @@ async def _error_body(response: aiohttp.ClientResponse) -> bytes:
 
 async def _drain(response: aiohttp.ClientResponse, deadline: float | None) -> bool:
     """Read what follows `[DONE]` (usually only the body's last empty chunk), so the
-    connection can go back to the pool; a server that keeps sending gets
-    MAX_ERROR_BODY_BYTES more. True when the body ended."""
-    left = MAX_ERROR_BODY_BYTES
+    connection can go back to the pool; a server that keeps sending gets MAX_TAIL_BYTES
+    more. True when the body ended."""
+    left = MAX_TAIL_BYTES
     try:
         while left > 0:
             piece = await _read(response, deadline)
@@ -452,7 +467,7 @@ async def chat_stream(
     """One streaming chat request: thinking and content pieces as they come, then one RoundEnd.
 
     `tools=None` leaves `tools` out of the request entirely. `timeout_s` is an overall
-    deadline for the request (None: only the client's httpx timeouts apply). Raises LLMError.
+    deadline for the request (None: only the client's socket timeouts apply). Raises LLMError.
     """
     deadline = None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
@@ -477,7 +492,7 @@ async def chat_stream(
             async with _within(deadline):
                 error_body = await _error_body(response)
             raise _status_error(response.status, response.headers, error_body)
-        decoder = SseDecoder(MAX_LINE_BYTES)
+        decoder = SseDecoder()
         seen = _Accumulator()
         done = False
         while not done:
@@ -487,23 +502,11 @@ async def chat_stream(
             except _STREAM_ERRORS as exc:
                 raise _stream_error(exc) from exc
             finished = piece is None
-            batch: list[StreamPiece] = []
-            failure: LLMError | None = None
-            for event in events:
-                if event.data.startswith("[DONE]"):
-                    done = True
-                    break
-                try:
-                    if event.event == "error":
-                        raise LLMError(MSG_ERROR_EVENT, reason="error event in stream")
-                    batch.extend(seen.pieces(_chunk(event.data)))
-                except LLMError as error:
-                    failure = error  # what came before it in this read still goes out
-                    break
+            batch, done, failure = seen.read(events)
             for out in _merged(batch):
                 yield out
             if failure is not None:
-                raise failure
+                raise failure  # after what came before it in the same read
             done = done or finished
         if not finished:
             finished = await _drain(response, deadline)

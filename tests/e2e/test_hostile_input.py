@@ -53,6 +53,7 @@ from app.frames import Frame
 from mock_llm import build_settings, serve_mock
 
 from ..hostile_text import HOSTILE_TEXT
+from ..log_lines import LOG_LINE, TURN_LINE
 from ..servers import TEST_FLOWS, app_settings, serve_app
 from .conftest import TIMEOUT_MS
 from .page_driver import ASSISTANT, settled
@@ -706,16 +707,6 @@ def test_every_frame_is_one_line_by_any_unicode_line_break(watched: Watched, key
 
 
 # --- 3. control, bidi and line-break characters in questions and names -------------------------
-
-
-LOG_LINE = re.compile(
-    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:INFO|WARNING|ERROR)"
-    r" (?:chat turn=[0-9a-f]+ |agent: ).*"
-)
-TURN_LINE = (
-    r"\S+ \S+ INFO chat turn={turn} mode=(?:grounded|deflected|none) rounds=\d+ tools=\d+"
-    r" thinking_chars=\d+ content_chars=\d+ total_ms=\d+ retries=\d+ scaffold_stripped=\d+"
-)
 
 
 def assert_one_line_per_turn(log_file: Path, turn_id: str) -> None:

@@ -30,6 +30,7 @@ from mock_llm import build_settings, serve_mock
 
 from ..deadlines import DEADLINE_S
 from ..hostile_text import HOSTILE_TEXT
+from ..log_lines import LOG_LINE, TURN_LINE
 from ..servers import TEST_FLOWS, app_settings, serve_app
 
 Carrier = Literal[
@@ -47,14 +48,6 @@ CARRIERS: tuple[Carrier, ...] = get_args(Carrier)
 NAMES_FOLDER = "/homelab/odd/"
 """Where the notes with hostile names are: listed, grepped and read by the `file-name` flow."""
 
-LOG_LINE = re.compile(
-    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:INFO|WARNING|ERROR)"
-    r" (?:chat turn=[0-9a-f]+ |agent: ).*"
-)
-TURN_LINE = (
-    r"\S+ \S+ INFO chat turn={turn} mode=(?:grounded|deflected|none) rounds=\d+ tools=\d+"
-    r" thinking_chars=\d+ content_chars=\d+ total_ms=\d+ retries=\d+ scaffold_stripped=\d+"
-)
 UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 """What the log must never hold: controls but LF, bidi controls, Unicode line breaks."""
 
