@@ -29,8 +29,10 @@ __all__ = [
 ]
 
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
-TURN_TIMED_OUT = "The answer took too long and was stopped — please try again."
 """The exact copy of contract clause G3."""
+
+TURN_TIMED_OUT = "The answer took too long and was stopped — please try again."
+"""The copy of a turn that ran past SG_TURN_TIMEOUT_S."""
 
 UPSTREAM_MESSAGE_CHARS = 300
 """The longest upstream message an error frame carries (longer ones end with an ellipsis)."""

@@ -45,7 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -217,7 +217,7 @@ class Round:
     client_cpu_s: float
 
 
-async def measured(server: RunningServer, run: Any) -> Round:
+async def measured(server: RunningServer, run: Awaitable[list[Turn]]) -> Round:
     cpu0, client0, start = (
         group_cpu_seconds(server.proc.pid),
         time.process_time(),
