@@ -46,6 +46,11 @@ Deliberate choices:
 - One connection, shared by threads and guarded by a lock; WAL and a busy timeout so other
   connections to the same file (a second process, the query log) do not fail with
   "database is locked".
+- The document counts behind a score's IDF mass (how many sections hold each term) are
+  kept between searches: one count query per question word was a quarter of a search's
+  time. They are forgotten when a refresh changes the index, when another connection
+  commits to the file (`PRAGMA data_version`), and when `MAX_CACHED_COUNTS` words are
+  held (words come from users).
 """
 
 from __future__ import annotations
@@ -94,6 +99,8 @@ value.
 MAX_FILE_BYTES = 1 << 20  # notes larger than 1 MiB are skipped, not indexed
 MAX_SECTION_CHARS = 1500
 DEFAULT_REFRESH_INTERVAL_S = 2.0
+MAX_CACHED_COUNTS = 4096
+"""How many words' section counts a NotesIndex keeps between searches (then starts over)."""
 HEADING_WEIGHT = 3.0
 BODY_WEIGHT = 1.0
 ALIAS_WEIGHT = 1.0
@@ -419,6 +426,8 @@ class NotesIndex:
         self._max_section_chars = max_section_chars
         self._lock = threading.Lock()
         self._last_refresh: float | None = None
+        self._counts: dict[str, int] = {}  # sections holding each word ("" for all sections)
+        self._counts_version: int | None = None
         self._conn = sqlite3.connect(
             str(db_path), check_same_thread=False, isolation_level=None, timeout=5.0
         )
@@ -536,6 +545,8 @@ class NotesIndex:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if removed or changes:
+            self._counts.clear()
         self._last_refresh = time.monotonic()
         added = sum(1 for c in changes if c.rel not in known)
         return RefreshReport(
@@ -612,14 +623,30 @@ class NotesIndex:
         words are not in the notes at all gets a low score even when one common word
         matches.
         """
-        (total,) = self._conn.execute("SELECT count(*) FROM notes_sections").fetchone()
+        (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+        if version != self._counts_version or len(self._counts) + len(terms) > MAX_CACHED_COUNTS:
+            self._counts.clear()
+            self._counts_version = version
+        total = self._count("")
         mass = 0.0
         for term in terms:
-            (n,) = self._conn.execute(
-                "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (_quote(term),)
-            ).fetchone()
+            n = self._count(term)
             mass += max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
         return mass
+
+    def _count(self, term: str) -> int:
+        """How many sections hold `term` ("": how many sections there are), kept (see the
+        module docstring)."""
+        known = self._counts.get(term)
+        if known is not None:
+            return known
+        if term:
+            sql, params = "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (_quote(term),)
+        else:
+            sql, params = "SELECT count(*) FROM notes_sections", ()
+        (n,) = self._conn.execute(sql, params).fetchone()
+        self._counts[term] = n
+        return n
 
 
 def _size_words(n: int) -> str:

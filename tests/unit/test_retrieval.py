@@ -348,6 +348,59 @@ def test_searches_from_many_threads_agree(notes: Path, index: NotesIndex):
     assert results == [expected] * 160
 
 
+def _restic_and_filler(notes: Path) -> None:
+    """One note about restic among ten that are not: "restic" is a rare word."""
+    write(notes / "a.md", "# Backups\nrestic backup nightly\n")
+    for n in range(10):
+        write(notes / f"filler{n}.md", f"# DNS {n}\nunbound resolver {n}\n")
+
+
+def _more_restic(notes: Path) -> None:
+    for n in range(3):
+        write(notes / f"more{n}.md", f"# Copies {n}\nrestic copy {n}\n")
+
+
+def _fresh_scores(notes: Path, db: Path, query: str) -> list[float]:
+    with NotesIndex(notes, db) as fresh:
+        return [hit.score for hit in fresh.search(query)]
+
+
+def test_scores_follow_a_refresh_that_changes_the_notes(notes: Path, tmp_path: Path):
+    _restic_and_filler(notes)
+    with NotesIndex(notes, tmp_path / "i.db", refresh_interval_s=3600) as idx:
+        before = [hit.score for hit in idx.search("restic backup")]  # counts are kept now
+        _more_restic(notes)
+        idx.refresh()
+        after = [hit.score for hit in idx.search("restic backup")]
+    assert after[0] != before[0]
+    assert after == _fresh_scores(notes, tmp_path / "fresh.db", "restic backup")
+
+
+def test_scores_follow_a_refresh_by_another_process_on_the_same_file(notes: Path, tmp_path: Path):
+    _restic_and_filler(notes)
+    db = tmp_path / "shared.db"
+    with (
+        NotesIndex(notes, db, refresh_interval_s=3600) as reader,
+        NotesIndex(notes, db, refresh_interval_s=3600) as writer,
+    ):
+        before = [hit.score for hit in reader.search("restic backup")]
+        _more_restic(notes)
+        writer.refresh()  # the reader's own refresh is an hour away
+        after = [hit.score for hit in reader.search("restic backup")]
+    assert after[0] != before[0]
+    assert after == _fresh_scores(notes, tmp_path / "fresh.db", "restic backup")
+
+
+def test_the_kept_word_counts_are_bounded(
+    notes: Path, index: NotesIndex, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(retrieval, "MAX_CACHED_COUNTS", 8)
+    write(notes / "a.md", "# Words\n" + " ".join(f"word{n}" for n in range(40)) + "\n")
+    for n in range(40):
+        assert index.search(f"word{n} word{n + 1}")
+        assert len(index._counts) <= 8  # pyright: ignore[reportPrivateUsage]
+
+
 # --- refresh -----------------------------------------------------------------------------
 
 
