@@ -1,4 +1,8 @@
-"""FastAPI dependencies: the app's shared objects, typed for routes (and swappable in tests)."""
+"""FastAPI dependencies: the app's shared objects, typed for routes (and swappable in tests).
+
+They are `async def` though they never await: FastAPI runs a plain `def` dependency in a
+worker thread, a thread hop per request for an attribute lookup.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +10,32 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.sse import OpenStreams
 from app.rag.llm import UpstreamClient
 from app.storage import QueryLog
 from app.turn import TurnDeps
 
 
-def turn_deps(request: Request) -> TurnDeps:
+async def turn_deps(request: Request) -> TurnDeps:
     deps: TurnDeps = request.app.state.turn_deps
     return deps
 
 
-def query_log(request: Request) -> QueryLog:
-    return turn_deps(request).query_log
+async def query_log(request: Request) -> QueryLog:
+    return (await turn_deps(request)).query_log
 
 
-def upstream(request: Request) -> UpstreamClient:
+async def upstream(request: Request) -> UpstreamClient:
     client: UpstreamClient = request.app.state.upstream
     return client
+
+
+async def open_streams(request: Request) -> OpenStreams:
+    streams: OpenStreams = request.app.state.open_streams
+    return streams
 
 
 TurnDepsDep = Annotated[TurnDeps, Depends(turn_deps)]
 QueryLogDep = Annotated[QueryLog, Depends(query_log)]
 UpstreamDep = Annotated[UpstreamClient, Depends(upstream)]
+OpenStreamsDep = Annotated[OpenStreams, Depends(open_streams)]

@@ -8,7 +8,9 @@ import re
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import fastapi.dependencies.utils as fastapi_dependencies  # run_in_threadpool is patched
 import httpx
 import pytest
 
@@ -38,6 +40,23 @@ async def test_grounded_turn_runs_the_tools_and_cites_the_notes(
     tool_message = second["body"]["messages"][-1]
     assert tool_message["role"] == "tool"
     assert "restic" in tool_message["content"].lower() or tool_message["content"]
+
+
+async def test_a_turn_resolves_its_dependencies_without_a_worker_thread(
+    app_http: httpx.AsyncClient, key: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Regression: plain `def` dependencies cost every turn a thread hop (load benchmark)."""
+    hops: list[object] = []
+    original = fastapi_dependencies.run_in_threadpool  # pyright: ignore[reportPrivateImportUsage]
+
+    async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(func)
+        return await original(func, *args, **kwargs)
+
+    monkeypatch.setattr(fastapi_dependencies, "run_in_threadpool", counted)
+    turn = await ask(app_http, f"{OFF_TOPIC} [[mock:clean#{key}]]")
+    assert turn.last["type"] == "done"
+    assert hops == []
 
 
 async def test_deflected_turn_answers_without_tools(
