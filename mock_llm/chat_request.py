@@ -8,6 +8,7 @@ the way the OpenAI API does, so the SDK surfaces it as `BadRequestError` with `.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -38,27 +39,30 @@ later JSON write of the body (the journal), so a deeper body is refused before p
 
 
 def json_depth_over(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether `raw`'s arrays and objects nest deeper than `limit` (one pass, strings
-    skipped; brackets of invalid JSON are counted all the same)."""
+    """Whether `raw`'s arrays and objects nest deeper than `limit` (strings skipped, an
+    unterminated one running to the end; brackets of invalid JSON are counted all the same).
+
+    The strings go in one regular-expression pass and the rest is cut down to its brackets,
+    all in C: a byte-by-byte Python loop cost a 5 KB request 0.4 ms. The nesting walk is
+    skipped when there are not even `limit` opening brackets.
+    """
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return False
     depth = 0
-    in_string = escaped = False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
+    for byte in brackets:
+        if byte in (0x5B, 0x7B):  # [ {
             depth += 1
             if depth > limit:
                 return True
-        elif byte in (0x5D, 0x7D):  # ] }
+        else:  # ] }
             depth -= 1
     return False
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+"""A JSON string, escapes included; one never closed runs to the end of the body."""
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def parse_chat_request(raw: bytes) -> ChatRequest:

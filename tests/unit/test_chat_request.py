@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mock_llm.chat_request import (
     RequestError,
@@ -82,11 +84,55 @@ def test_offered_tools_are_the_function_names_and_malformed_entries_are_skipped(
         (b'{"a": "' + b"[" * 500 + b'"}', False),  # brackets inside a string do not nest
         (b'{"a": "\\"' + b"[" * 500 + b'"}', False),  # nor after an escaped quote
         (b"{" * 65, True),  # invalid JSON is counted all the same
+        (b'{"a": "' + b"[" * 500, False),  # a string never closed runs to the end
+        (b'{"a": "\\\\"' + b"[" * 500, True),  # an escaped backslash does not escape the quote
     ],
-    ids=["at-limit", "over-limit", "in-a-string", "after-an-escaped-quote", "unclosed"],
+    ids=[
+        "at-limit",
+        "over-limit",
+        "in-a-string",
+        "after-an-escaped-quote",
+        "unclosed",
+        "unterminated-string",
+        "after-an-escaped-backslash",
+    ],
 )
 def test_json_depth_is_counted_outside_strings(raw: bytes, over: bool):
     assert json_depth_over(raw) is over
+
+
+def _depth_over_byte_by_byte(raw: bytes, limit: int) -> bool:
+    """The first implementation, a byte-by-byte walk: the oracle for the fast one."""
+    depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+@settings(max_examples=1000)
+@given(
+    raw=st.lists(st.sampled_from([b"[", b"]", b"{", b"}", b'"', b"\\", b"a", b"\n", b"\xff"])).map(
+        b"".join
+    ),
+    limit=st.integers(0, 6),
+)
+def test_json_depth_agrees_with_a_byte_by_byte_walk(raw: bytes, limit: int):
+    assert json_depth_over(raw, limit) is _depth_over_byte_by_byte(raw, limit)
 
 
 def test_a_body_nested_deeper_than_the_limit_is_refused_before_parsing():
