@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -21,12 +22,27 @@ from pathlib import Path
 
 import uvicorn
 
+from app.api.sse import OpenStreams
 from app.config import SettingsError, load_settings
 from app.main import create_app
 from mock_llm import bind_socket, build_settings, serve_mock, socket_url
 from mock_llm.cli import exposure_warning
 
 DEMO_FLOWS = Path(__file__).with_name("demo_flows.yaml")
+
+
+class AppServer(uvicorn.Server):
+    """uvicorn's server, which ends the open chat streams first when it shuts down (each
+    with an `error` frame saying so), rather than wait out its graceful timeout on a long
+    turn and then cut it."""
+
+    def __init__(self, config: uvicorn.Config, streams: OpenStreams) -> None:
+        super().__init__(config)
+        self.streams = streams
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.streams.end_all()
+        await super().shutdown(sockets)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,5 +82,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"app: LLM at {settings.llm_base_url} (model {settings.llm_model})", flush=True)
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
-        uvicorn.Server(config).run(sockets=[sock])
+        AppServer(config, app.state.open_streams).run(sockets=[sock])
     return 0

@@ -34,6 +34,9 @@ MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 TURN_TIMED_OUT = "The answer took too long and was stopped — please try again."
 """The copy of a turn that ran past SG_TURN_TIMEOUT_S."""
 
+SERVER_STOPPING = "The server is shutting down — please ask again in a moment."
+"""The copy of a turn still streaming when the server shuts down."""
+
 UPSTREAM_MESSAGE_CHARS = 300
 """The longest upstream message an error frame carries (longer ones end with an ellipsis)."""
 

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.api import chat as chat_api
 from app.api import history as history_api
 from app.api import info as info_api
+from app.api.sse import OpenStreams
 from app.api.validation import body_parse_error, validation_error
 from app.config import Settings
 from app.rag.llm import LLMConfig, chat_stream_retried, make_client
@@ -120,6 +121,7 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, body_parse_error)
     app.state.turn_deps = deps
     app.state.upstream = client
+    app.state.open_streams = OpenStreams()
     app.include_router(chat_api.router)
     app.include_router(history_api.router)
     app.include_router(info_api.router)

@@ -31,7 +31,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -130,7 +130,7 @@ class _Deadline:
 
 async def run_turn(
     deps: TurnDeps, turn_id: str, question: str, session: str | None = None
-) -> AsyncIterator[Frame]:
+) -> AsyncGenerator[Frame]:
     """The turn's frames. `session` (the page's id for its tab) is kept on the turn's row,
     so the page can show the conversation again after a reload."""
     started = time.perf_counter()

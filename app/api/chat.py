@@ -14,9 +14,9 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.api.deps import TurnDepsDep
-from app.api.sse import event_stream
-from app.errors import one_line
+from app.api.deps import OpenStreamsDep, TurnDepsDep
+from app.api.sse import EventStream, encode, encode_all
+from app.errors import SERVER_STOPPING, one_line
 from app.turn import new_turn_id, run_turn
 
 MAX_MESSAGE_CHARS = 4000
@@ -43,10 +43,16 @@ class ChatRequest(BaseModel):
 
 
 @router.post("/api/chat")
-async def chat(body: ChatRequest, deps: TurnDepsDep) -> Response:
+async def chat(body: ChatRequest, deps: TurnDepsDep, streams: OpenStreamsDep) -> Response:
     turn_id = new_turn_id()
-    return event_stream(
-        run_turn(deps, turn_id, body.message, body.session),
+
+    def server_stopping() -> bytes:
+        return encode({"type": "error", "turn": turn_id, "detail": SERVER_STOPPING})
+
+    return EventStream(
+        encode_all(run_turn(deps, turn_id, body.message, body.session)),
         keepalive_s=deps.settings.sse_keepalive_s,
         headers={"X-Turn-Id": turn_id, "Cache-Control": "no-store"},
+        open_streams=streams,
+        last_words=server_stopping,
     )

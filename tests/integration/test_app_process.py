@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from app.cli import main
+from app.errors import SERVER_STOPPING
 
 from ..journal import settled_journal_sync
 from ..ports import taken_port
@@ -80,6 +81,31 @@ def test_the_embedded_demo_answers_a_plain_question_from_the_notes(tmp_path: Pat
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=15)
     assert "Traceback" not in err
+
+
+def test_a_shutdown_ends_an_open_stream_at_once_with_an_error_frame(tmp_path: Path):
+    """Regression: with its own response (no sse-starlette), a turn streaming during a
+    shutdown was cut after uvicorn's graceful timeout, with a traceback."""
+    process = start_demo(tmp_path)
+    try:
+        page = PAGE.match(first_lines(process, 2)[0])
+        assert page
+        body = {"message": "When do backups run? [[mock:stall#shutdown]]"}  # silent for 30 s
+        frames: list[dict[str, Any]] = []
+        with httpx.stream("POST", f"{page.group(1)}/api/chat", json=body, timeout=20) as reply:
+            for line in reply.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                frames.append(json.loads(line[len("data: ") :]))
+                if frames[-1]["type"] == "delta":
+                    process.send_signal(signal.SIGTERM)  # mid-answer, the model silent
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=15)
+    assert frames[-1] == {"type": "error", "turn": frames[0]["turn"], "detail": SERVER_STOPPING}
+    assert [f["type"] for f in frames].count("error") == 1
+    assert "Traceback" not in err
+    assert "without completing response" not in err
 
 
 def test_invalid_settings_stop_the_start(
