@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import aiohttp
+import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
@@ -370,6 +371,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _reasoning_text(delta: Mapping[str, Any]) -> str:
+    if "reasoning_content" not in delta and "reasoning" not in delta:
+        return ""  # an answer's delta: the common case
     texts = [_text(t) for t in (delta.get("reasoning_content"), delta.get("reasoning")) if t]
     texts = [t for t in texts if t]
     if len(texts) == 2 and texts[0] == texts[1]:
@@ -379,17 +382,30 @@ def _reasoning_text(delta: Mapping[str, Any]) -> str:
 
 def _chunk(data: str) -> dict[str, Any]:
     """One `data:` payload as a chunk; an `error` payload or a line that is not a JSON
-    object raises the LLMError the SDK's equivalent would have become."""
+    object raises the LLMError the SDK's equivalent would have become.
+
+    orjson reads it (a fifth of the standard parser's time, and a chunk is parsed per
+    token); what orjson refuses goes to the standard parser, which reads what the SDK reads
+    (a lone surrogate escape, NaN) and refuses the rest, nesting past its depth included
+    (a RecursionError there, not a ValueError). orjson reads an integer past 64 bits as a
+    float: no field read here holds one."""
     try:
-        chunk: object = json.loads(data)
-    except ValueError as exc:
-        raise LLMError(MSG_MALFORMED, reason="malformed stream data") from exc
+        chunk: object = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        chunk = _standard_loads(data)
     if not isinstance(chunk, dict):
         raise LLMError(MSG_MALFORMED, reason="malformed stream data")
     chunk = cast(dict[str, Any], chunk)
     if chunk.get("error"):
         raise LLMError(MSG_ERROR_EVENT, reason="error event in stream")
     return chunk
+
+
+def _standard_loads(data: str) -> object:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise LLMError(MSG_MALFORMED, reason="malformed stream data") from exc
 
 
 def _merged(pieces: list[StreamPiece]) -> list[StreamPiece]:

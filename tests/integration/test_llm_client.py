@@ -849,6 +849,24 @@ async def test_a_lone_surrogate_escape_in_the_models_json_becomes_a_replacement_
     ]
 
 
+@pytest.mark.parametrize(
+    "data",
+    ["[" * 100_000 + "]" * 100_000, '{"choices": [' * 50_000 + "]}" * 50_000],
+    ids=["arrays", "objects"],
+)
+async def test_a_chunk_nested_past_the_parsers_depth_is_a_malformed_reply(data: str) -> None:
+    """Regression: json.loads raises RecursionError, not ValueError, on a data line nested
+    100 000 deep; it escaped the client as an unexpected error (a generic error frame and a
+    traceback in the log) instead of "could not be read"."""
+    server = sse_server(chunk({"content": "a"}), data, chunk(finish="stop"), "[DONE]")
+    async with server.client(LLMConfig(base_url=CANNED_URL, model=MODEL)) as sdk:
+        items, error = await drain(chat_stream(sdk, MODEL, ask("clean", "k"), None))
+
+    assert items == [StreamPiece("content", "a")]
+    assert error is not None
+    assert (error.message, error.reason) == (MSG_MALFORMED, "malformed stream data")
+
+
 async def test_a_finish_reason_without_done_is_a_complete_round() -> None:
     server = sse_server(chunk({"content": "all of it"}), chunk(finish="stop"))
     items = await read_canned(server)
