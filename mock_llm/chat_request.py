@@ -42,10 +42,13 @@ def json_depth_over(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether `raw`'s arrays and objects nest deeper than `limit` (strings skipped, an
     unterminated one running to the end; brackets of invalid JSON are counted all the same).
 
-    The strings go in one regular-expression pass and the rest is cut down to its brackets,
-    all in C: a byte-by-byte Python loop cost a 5 KB request 0.4 ms. The nesting walk is
-    skipped when there are not even `limit` opening brackets.
+    All in C but the last step: a body with at most `limit` opening brackets, strings
+    included, cannot nest deeper (most requests: counted, no more); otherwise the strings go
+    in one regular-expression pass and the rest is cut down to its brackets, which are
+    walked. A byte-by-byte Python loop cost a 5 KB request 0.4 ms.
     """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
     brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
     if brackets.count(b"[") + brackets.count(b"{") <= limit:
         return False
