@@ -38,4 +38,3 @@ async def open_streams(request: Request) -> OpenStreams:
 TurnDepsDep = Annotated[TurnDeps, Depends(turn_deps)]
 QueryLogDep = Annotated[QueryLog, Depends(query_log)]
 UpstreamDep = Annotated[UpstreamClient, Depends(upstream)]
-OpenStreamsDep = Annotated[OpenStreams, Depends(open_streams)]

@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException
 
 from app.errors import one_line
 
-__all__ = ["MAX_ERRORS", "body_parse_error", "validation_error"]
+__all__ = ["MAX_ERRORS", "body_parse_error", "is_json_type", "validation_error"]
 
 MAX_ERRORS = 20
 PART_CHARS = 64
@@ -75,7 +75,9 @@ def _body_message(parts: tuple[object, ...], kind: str, error: Mapping[str, obje
     return None
 
 
-def _is_json(content_type: str | None) -> bool:
+def is_json_type(content_type: str | None) -> bool:
+    """Whether a Content-Type is JSON (`application/json`, `application/*+json`), as
+    FastAPI decides whether to parse a body."""
     if not content_type:
         return False
     message = Message()
@@ -95,7 +97,7 @@ async def validation_error(request: Request, exc: Exception) -> JSONResponse:
     )
     if (
         sent_body
-        and not _is_json(request.headers.get("content-type"))
+        and not is_json_type(request.headers.get("content-type"))
         and any(tuple(cast(Sequence[object], e.get("loc", ())))[:1] == ("body",) for e in errors)
     ):
         # FastAPI reads only a JSON body, so the model saw the raw bytes: say why.
