@@ -132,6 +132,7 @@ class EventStream(Response):
         self._finished = False
         self._client_gone = False
         self._ending = False
+        self._cancelled = False  # by this response, once: a client gone, or `end`
         self._keepalive: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -139,16 +140,16 @@ class EventStream(Response):
         host = self._host = asyncio.current_task()
         assert host is not None  # an ASGI app runs in a task
         loop = asyncio.get_running_loop()
-        watcher = loop.create_task(self._watch(receive, host))
+        watcher = loop.create_task(self._watch(receive))
         if self._keepalive_s > 0:
-            self._timer = loop.call_later(self._keepalive_s, self._on_timer, send, host)
+            self._timer = loop.call_later(self._keepalive_s, self._on_timer, send)
         if self._open_streams is not None:
             self._open_streams.add(self)
         try:
             await self._stream(send)
         except asyncio.CancelledError:
-            if not (self._client_gone or self._ending) or host.uncancel() > 0:
-                raise  # cancelled from outside, not by this response
+            if not self._cancelled or host.uncancel() > 0:
+                raise  # cancelled from outside, not (only) by this response
             if self._ending and not self._client_gone:
                 await self._say_last_words(send)
         except SendTimeoutError:
@@ -166,8 +167,18 @@ class EventStream(Response):
     def end(self) -> None:
         """End the stream now: the frames are closed (the turn with them), then the last
         words and the end of the body go out. Nothing happens once it has finished."""
-        if self._host is not None and not self._finished and not self._ending:
+        if not self._finished:
             self._ending = True
+            self._cancel()
+
+    def _client_left(self) -> None:
+        if not self._finished:
+            self._client_gone = True
+            self._cancel()
+
+    def _cancel(self) -> None:
+        if self._host is not None and not self._cancelled:
+            self._cancelled = True
             self._host.cancel()
 
     async def _say_last_words(self, send: Send) -> None:
@@ -211,16 +222,12 @@ class EventStream(Response):
                 raise SendTimeoutError from None
             self._last_sent = asyncio.get_running_loop().time()
 
-    async def _watch(self, receive: Receive, host: asyncio.Task[object]) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                if not self._finished:
-                    self._client_gone = True
-                    host.cancel()
-                return
+    async def _watch(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self._client_left()
 
-    def _on_timer(self, send: Send, host: asyncio.Task[object]) -> None:
+    def _on_timer(self, send: Send) -> None:
         """The keep-alive timer: a comment if nothing went out for `keepalive_s`, then the
         timer again for when the stream will next have been silent that long."""
         if self._finished:
@@ -229,15 +236,14 @@ class EventStream(Response):
         now, due = loop.time(), self._last_sent + self._keepalive_s
         if now >= due:
             if not self._lock.locked():  # else a send is under way: not a silence of ours
-                self._keepalive = loop.create_task(self._send_keepalive(send, host))
+                self._keepalive = loop.create_task(self._send_keepalive(send))
             due = now + self._keepalive_s
-        self._timer = loop.call_at(due, self._on_timer, send, host)
+        self._timer = loop.call_at(due, self._on_timer, send)
 
-    async def _send_keepalive(self, send: Send, host: asyncio.Task[object]) -> None:
+    async def _send_keepalive(self, send: Send) -> None:
         try:
             await self._send(
                 send, {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
             )
         except SendTimeoutError:
-            self._client_gone = True  # stuck: end the stream as for a gone client
-            host.cancel()
+            self._client_left()  # stuck: end the stream as for a gone client

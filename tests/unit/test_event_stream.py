@@ -189,3 +189,18 @@ async def test_ending_a_finished_stream_changes_nothing():
     streams.end_all()
     assert client.bodies == [b"data: a\n\n", b""]
     assert len(streams) == 0
+
+
+async def test_a_client_leaving_as_the_stream_is_ended_is_one_cancel_not_an_error():
+    """Regression: a shutdown's `end` and a disconnect in the same instant cancelled the
+    response twice, and the second cancel escaped it as an error."""
+    client, frames, streams = Client(), Frames([b"data: a\n\n"], hold=True), OpenStreams()
+    response = EventStream(frames(), headers={}, keepalive_s=0, open_streams=streams)
+    async with asyncio.timeout(DEADLINE_S):
+        task = asyncio.create_task(response(SCOPE, client.receive, client.send))
+        await client.wait_for(b"data: a\n\n")
+        client.gone.set()  # the watch wakes first, then the response
+        streams.end_all()
+        await task  # returns: no CancelledError
+    assert frames.closed.is_set()
+    assert client.bodies == [b"data: a\n\n"]  # nothing more for a client that left
