@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from app.rag.scaffolding import PROFILES, Registry, registry_with
+from guardrail.scaffolding import PROFILES, Registry, registry_with
 
 BUNDLED_NOTES = Path(__file__).parent / "sample_notes"
 T = TypeVar("T")

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from guardrail.policy import MALFORMED_REPLY
+
 __all__ = [
     "MALFORMED_REPLY",
     "UPSTREAM_MESSAGE_CHARS",
@@ -28,8 +30,6 @@ __all__ = [
     "one_line",
 ]
 
-MALFORMED_REPLY = "The model returned a malformed reply — please try again."
-"""The exact copy of contract clause G3."""
 
 TURN_TIMED_OUT = "The answer took too long and was stopped — please try again."
 """The copy of a turn that ran past SG_TURN_TIMEOUT_S."""

@@ -41,13 +41,13 @@ from app.config import Settings
 from app.errors import AppError, LLMError, NotesError, TurnTimeoutError
 from app.frames import ErrorFrame, Frame, Mode
 from app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
-from app.rag.guardrail import scrub
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
 from app.rag.retrieval import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
-from app.rag.scaffolding import Registry
 from app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
 from app.storage import QueryLog, ToolChip, TurnRow
 from app.turn_log import TurnStats, format_turn_line
+from guardrail.policy import scrub
+from guardrail.scaffolding import Registry
 
 T = TypeVar("T")
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from verdicts import exit_status, verdict
 
-from app.rag.scaffolding import ScaffoldingFilter
+from guardrail.scaffolding import ScaffoldingFilter
 
 CHUNK_SIZES = (1, 4, 16, 64, 1024, 4096)
 NAIVE_MIN_CHUNK = 64

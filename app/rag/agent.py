@@ -6,7 +6,7 @@ structured tool calls gets them run, the assistant message (with `tool_calls`) a
 `tool` message per call appended, a `ToolEvent` yielded per call, and the loop goes on.
 A round without tool calls ends the turn.
 
-The guardrail (app.rag.guardrail) sits in each round: given a scaffolding registry, every
+The guardrail (guardrail.policy) sits in each round: given a scaffolding registry, every
 request's answer text goes through a fresh filter (thinking never does), the held tail is
 flushed before the round's end is taken, and a request that stripped anything logs one
 warning. A round with no tool calls whose visible answer is empty and that stripped
@@ -49,8 +49,6 @@ from typing import Any, Protocol
 import anyio.to_thread
 
 from app.errors import LLMError, MalformedReplyError
-from app.rag.guardrail import RoundFilter, needs_recovery, strip_warning, with_correction
-from app.rag.scaffolding import Registry
 from app.rag.types import (
     AssistantMessage,
     ChatMessage,
@@ -63,6 +61,8 @@ from app.rag.types import (
     ToolOutcome,
     ToolSpec,
 )
+from guardrail.policy import RoundFilter, needs_recovery, strip_warning, with_correction
+from guardrail.scaffolding import Registry
 
 __all__ = [
     "AgentEvent",

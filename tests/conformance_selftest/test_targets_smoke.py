@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.rag.guardrail import CORRECTION_INSTRUCTION
+from guardrail.policy import CORRECTION_INSTRUCTION
 from mock_llm import build_settings, serve_mock
 
 from ..deadlines import DEADLINE_S

@@ -20,7 +20,7 @@ import pytest
 
 from app.config import Settings
 from app.errors import MALFORMED_REPLY
-from app.rag.guardrail import CORRECTION_INSTRUCTION, strip_warning
+from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
 from mock_llm import builtin_flows
 
 from ..deadlines import DEADLINE_S

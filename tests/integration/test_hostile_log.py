@@ -25,7 +25,7 @@ from typing import Any, Literal, get_args
 import httpx
 import pytest
 
-from app.rag.guardrail import strip_warning
+from guardrail.policy import strip_warning
 from mock_llm import build_settings, serve_mock
 
 from ..deadlines import DEADLINE_S

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from app.rag.scaffolding import DEFAULT_REGISTRY, Registry, ScaffoldingFilter
+from guardrail.scaffolding import DEFAULT_REGISTRY, Registry, ScaffoldingFilter
 
 
 def chunked(text: str, size: int) -> list[str]:

@@ -13,8 +13,6 @@ import pytest
 
 from app.errors import AppError, LLMError, MalformedReplyError
 from app.rag.agent import TOOL_CRASHED, AgentEvent, AgentRecord, ToolEvent, ToolRunner, run_agent
-from app.rag.guardrail import CORRECTION_INSTRUCTION, strip_warning
-from app.rag.scaffolding import DEFAULT_REGISTRY
 from app.rag.types import (
     ChatMessage,
     RecoveryNotice,
@@ -24,6 +22,8 @@ from app.rag.types import (
     ToolOutcome,
     ToolSpec,
 )
+from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
+from guardrail.scaffolding import DEFAULT_REGISTRY
 
 from .fakes import SPECS, USER, FakeChat, FakeTools, Item, answer, call, tool_round
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from app.config import BUNDLED_NOTES, SETTINGS, SettingsError, load_settings, settings_table
-from app.rag.scaffolding import DEFAULT_REGISTRY, registry_with
+from guardrail.scaffolding import DEFAULT_REGISTRY, registry_with
 
 
 def test_no_environment_is_the_embedded_demo():

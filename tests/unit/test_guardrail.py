@@ -1,4 +1,4 @@
-"""app.rag.guardrail: the recovery rule, the corrected messages, the strip warning, visibility."""
+"""guardrail.policy: the recovery rule, the corrected messages, the strip warning, visibility."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import ast
 
 import pytest
 
-from app.rag.guardrail import (
+from app.rag.types import ChatMessage
+from guardrail.policy import (
     CORRECTION_INSTRUCTION,
     RoundFilter,
     needs_recovery,
     strip_warning,
     with_correction,
 )
-from app.rag.scaffolding import DEFAULT_REGISTRY
-from app.rag.types import ChatMessage
+from guardrail.scaffolding import DEFAULT_REGISTRY
 
 SPAN = "<|tool_call_start|>[read(path='/homelab/backup-notes.md')]<|tool_call_end|>"
 
@@ -80,6 +80,33 @@ def test_without_a_system_message_the_correction_becomes_the_first_one() -> None
         {"role": "system", "content": CORRECTION_INSTRUCTION},
         {"role": "user", "content": "Q"},
     ]
+
+
+def test_the_corrected_system_message_keeps_its_other_fields() -> None:
+    messages = [
+        {"role": "system", "content": "Be brief.", "name": "ops"},
+        {"role": "user", "content": "hi"},
+    ]
+    system, user = with_correction(messages)
+    assert system == {
+        "role": "system",
+        "content": f"Be brief.\n\n{CORRECTION_INSTRUCTION}",
+        "name": "ops",
+    }
+    assert user is messages[1]
+    assert messages[0]["content"] == "Be brief."  # the caller's list is not touched
+
+
+def test_system_content_given_as_parts_gets_one_more_text_part() -> None:
+    parts = [{"type": "text", "text": "Be brief."}]
+    [system] = with_correction([{"role": "system", "content": parts}])
+    assert system["content"] == [*parts, {"type": "text", "text": CORRECTION_INSTRUCTION}]
+
+
+@pytest.mark.parametrize("content", [None, 7], ids=["none", "a-number"])
+def test_system_content_that_is_not_text_becomes_the_correction(content: object) -> None:
+    [system] = with_correction([{"role": "system", "content": content}])
+    assert system["content"] == CORRECTION_INSTRUCTION
 
 
 def test_the_strip_warning_has_the_fixed_shape_with_the_span_single_quoted() -> None:

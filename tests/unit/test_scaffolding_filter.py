@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.rag.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
+from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
 
 from .scaffolding_helpers import chunked, cut_at, run, strip
 

@@ -44,7 +44,7 @@ from hypothesis import assume, currently_in_test_context, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from app.rag.scaffolding import (
+from guardrail.scaffolding import (
     PREVIEW_CHARS,
     PROFILES,
     Pattern,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.rag.scaffolding import (
+from guardrail.scaffolding import (
     DEFAULT_REGISTRY,
     PROFILES,
     Pattern,

@@ -11,7 +11,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.rag.scaffolding import DEFAULT_REGISTRY, ScaffoldingFilter, registry_with
+from guardrail.scaffolding import DEFAULT_REGISTRY, ScaffoldingFilter, registry_with
 
 from .scaffolding_helpers import cut_at, run
 

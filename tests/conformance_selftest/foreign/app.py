@@ -57,9 +57,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app.errors import LLMError
-from app.rag.guardrail import RoundFilter, needs_recovery, scrub, strip_warning, with_correction
 from app.rag.llm import LLMConfig, chat_stream, make_client
-from app.rag.scaffolding import DEFAULT_REGISTRY
 from app.rag.types import (
     AssistantMessage,
     ChatMessage,
@@ -68,6 +66,8 @@ from app.rag.types import (
     ToolMessage,
     ToolSpec,
 )
+from guardrail.policy import RoundFilter, needs_recovery, scrub, strip_warning, with_correction
+from guardrail.scaffolding import DEFAULT_REGISTRY
 
 STATIC = Path(__file__).parent / "static"
 MODELS = ("lfm2-1.2b", "lfm2-8b-a1b")

@@ -1,6 +1,6 @@
 """always-correct: the correction line is in every request's system message, from the start.
 
-The server folds the guardrail's correction line (app.rag.guardrail.CORRECTION_INSTRUCTION)
+The server folds the guardrail's correction line (guardrail.policy.CORRECTION_INSTRUCTION)
 into its system prompt "to prevent leaks up front", so every request carries it, a clean
 turn's one request included. Everything else is `good`'s: the filter, the one recovery (whose
 system message is the first request's, extended by the correction line once more), the
@@ -14,8 +14,8 @@ stripped), and nothing else.
 
 from __future__ import annotations
 
-from app.rag.guardrail import CORRECTION_INSTRUCTION
 from app.rag.types import ChatMessage
+from guardrail.policy import CORRECTION_INSTRUCTION
 
 from .base import SYSTEM_PROMPT, BaseTarget
 

@@ -54,9 +54,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.rag.guardrail import needs_recovery, strip_warning, with_correction
-from app.rag.scaffolding import ScaffoldingFilter
 from app.rag.types import AssistantMessage, ChatMessage, ToolCall, ToolMessage, ToolSpec
+from guardrail.policy import needs_recovery, strip_warning, with_correction
+from guardrail.scaffolding import ScaffoldingFilter
 
 from .page import render_page
 

@@ -11,7 +11,7 @@ Must fail: G9 (the thinking display must show `<|tool_call_start|>` raw), and no
 
 from __future__ import annotations
 
-from app.rag.scaffolding import ScaffoldingFilter
+from guardrail.scaffolding import ScaffoldingFilter
 
 from .base import BaseTarget, TextFilter
 

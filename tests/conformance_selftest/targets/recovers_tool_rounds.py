@@ -14,7 +14,7 @@ Must fail: G12 (a request of the tool turn carries the correction line), and not
 
 from __future__ import annotations
 
-from app.rag.guardrail import needs_recovery
+from guardrail.policy import needs_recovery
 
 from .base import BaseTarget, Round
 

@@ -1,6 +1,6 @@
 """The guardrail's policy around the streaming filter: what a round shows, and when to recover.
 
-The filter (app.rag.scaffolding) decides character by character what of a model's answer
+The filter (guardrail.scaffolding) decides character by character what of a model's answer
 may be shown. This module holds the rest of the guardrail's rules, as pure functions and one
 small per-request object, with no I/O and no model:
 
@@ -27,17 +27,23 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from app.rag.scaffolding import PREVIEW_CHARS, Registry, ScaffoldingFilter
-from app.rag.types import ChatMessage, SystemMessage
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+from guardrail.scaffolding import PREVIEW_CHARS, Registry, ScaffoldingFilter
 
 __all__ = [
     "CORRECTION_INSTRUCTION",
+    "MALFORMED_REPLY",
     "RoundFilter",
     "needs_recovery",
     "scrub",
     "strip_warning",
     "with_correction",
 ]
+
+MALFORMED_REPLY = "The model returned a malformed reply — please try again."
+"""What the user is told when the recovery was empty too (contract G3, verbatim)."""
 
 CORRECTION_INSTRUCTION = "Your previous reply contained raw tool-call markup, which is not interpreted here. Answer the user's question directly in plain text — no tool syntax."  # noqa: E501  (one line, verbatim: contract G2)
 
@@ -77,18 +83,28 @@ def needs_recovery(*, stripped_chars: int, visible: bool, tool_calls: int) -> bo
     return stripped_chars > 0 and not visible and tool_calls == 0
 
 
-def with_correction(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """`messages` with the correction folded into the first system message (or a new one)."""
+Message = TypeVar("Message", bound=Mapping[str, Any])
+
+
+def with_correction(messages: Sequence[Message]) -> list[Message]:
+    """`messages` with the correction folded into the first system message (or a new one at
+    the front). That message keeps its other fields; text content gets the line after a
+    blank line, content given as parts gets one more text part."""
     out = list(messages)
     for index, message in enumerate(out):
-        if message["role"] == "system":
-            corrected: SystemMessage = {
-                "role": "system",
-                "content": f"{message['content']}\n\n{CORRECTION_INSTRUCTION}",
-            }
-            out[index] = corrected
+        if message.get("role") == "system":
+            corrected = {**message, "content": _with_correction(message.get("content"))}
+            out[index] = cast(Message, corrected)
             return out
-    return [{"role": "system", "content": CORRECTION_INSTRUCTION}, *out]
+    return [cast(Message, {"role": "system", "content": CORRECTION_INSTRUCTION}), *out]
+
+
+def _with_correction(content: object) -> object:
+    if isinstance(content, str):
+        return f"{content}\n\n{CORRECTION_INSTRUCTION}"
+    if isinstance(content, list):
+        return [*cast(list[object], content), {"type": "text", "text": CORRECTION_INSTRUCTION}]
+    return CORRECTION_INSTRUCTION
 
 
 def scrub(text: str, registry: Registry) -> str:

@@ -1,0 +1,49 @@
+"""The guardrail's core: a library shared by the notes app and the guard proxy.
+
+Pure: no I/O, no network, no model, and no import of the app or the mock, so any adapter
+(our app's agent, the OpenAI-compatible proxy, someone else's server) applies exactly the
+same contract (docs/contract.md, G1 to G12):
+
+- `guardrail.scaffolding`: the streaming filter (`ScaffoldingFilter`), which decides
+  character by character what of a model's answer may be shown, and its registries of
+  model families' markup (`DEFAULT_REGISTRY`, `PROFILES`, `registry_with`);
+- `guardrail.policy`: the rest of the contract's rules: one request's answer through a
+  fresh filter (`RoundFilter`), when a reply gets the one recovery (`needs_recovery`), the
+  recovery's messages (`with_correction`, `CORRECTION_INSTRUCTION`), the copy of a reply
+  that stayed empty (`MALFORMED_REPLY`), the per-strip warning (`strip_warning`) and a
+  whole short text scrubbed (`scrub`).
+"""
+
+from guardrail.policy import (
+    CORRECTION_INSTRUCTION,
+    MALFORMED_REPLY,
+    RoundFilter,
+    needs_recovery,
+    scrub,
+    strip_warning,
+    with_correction,
+)
+from guardrail.scaffolding import (
+    DEFAULT_REGISTRY,
+    PREVIEW_CHARS,
+    PROFILES,
+    Registry,
+    ScaffoldingFilter,
+    registry_with,
+)
+
+__all__ = [
+    "CORRECTION_INSTRUCTION",
+    "DEFAULT_REGISTRY",
+    "MALFORMED_REPLY",
+    "PREVIEW_CHARS",
+    "PROFILES",
+    "Registry",
+    "RoundFilter",
+    "ScaffoldingFilter",
+    "needs_recovery",
+    "registry_with",
+    "scrub",
+    "strip_warning",
+    "with_correction",
+]
