@@ -8,10 +8,10 @@ same contract (docs/contract.md, G1 to G12):
   character by character what of a model's answer may be shown, and its registries of
   model families' markup (`DEFAULT_REGISTRY`, `PROFILES`, `registry_with`);
 - `guardrail.policy`: the rest of the contract's rules: one request's answer through a
-  fresh filter (`RoundFilter`), when a reply gets the one recovery (`needs_recovery`), the
-  recovery's messages (`with_correction`, `CORRECTION_INSTRUCTION`), the copy of a reply
-  that stayed empty (`MALFORMED_REPLY`), the per-strip warning (`strip_warning`) and a
-  whole short text scrubbed (`scrub`).
+  fresh filter (`RoundFilter`), when a reply gets the one recovery (`needs_recovery`) and
+  when that failed (`recovery_failed`), the recovery's messages (`with_correction`,
+  `CORRECTION_INSTRUCTION`), the copy of a reply that stayed empty (`MALFORMED_REPLY`),
+  the per-strip warning (`strip_warning`) and a whole short text scrubbed (`scrub`).
 """
 
 from guardrail.policy import (
@@ -19,6 +19,7 @@ from guardrail.policy import (
     MALFORMED_REPLY,
     RoundFilter,
     needs_recovery,
+    recovery_failed,
     scrub,
     strip_warning,
     with_correction,
@@ -42,6 +43,7 @@ __all__ = [
     "RoundFilter",
     "ScaffoldingFilter",
     "needs_recovery",
+    "recovery_failed",
     "registry_with",
     "scrub",
     "strip_warning",

@@ -37,6 +37,7 @@ __all__ = [
     "MALFORMED_REPLY",
     "RoundFilter",
     "needs_recovery",
+    "recovery_failed",
     "scrub",
     "strip_warning",
     "with_correction",
@@ -84,6 +85,11 @@ def needs_recovery(*, stripped_chars: int, visible: bool, tool_calls: int) -> bo
 
 
 Message = TypeVar("Message", bound=Mapping[str, Any])
+
+
+def recovery_failed(*, visible: bool) -> bool:
+    """Whether the one recovery came back empty too: the reply is malformed (G3)."""
+    return not visible
 
 
 def with_correction(messages: Sequence[Message]) -> list[Message]:

@@ -61,7 +61,13 @@ from app.rag.types import (
     ToolOutcome,
     ToolSpec,
 )
-from guardrail.policy import RoundFilter, needs_recovery, strip_warning, with_correction
+from guardrail.policy import (
+    RoundFilter,
+    needs_recovery,
+    recovery_failed,
+    strip_warning,
+    with_correction,
+)
 from guardrail.scaffolding import Registry
 
 __all__ = [
@@ -272,7 +278,7 @@ async def run_agent(
         end = one.end
         record.finish_reason = end.finish_reason
         if recovering:
-            if not one.visible:
+            if recovery_failed(visible=one.visible):
                 raise MalformedReplyError()
             return
         if needs_recovery(

@@ -6,7 +6,7 @@ the tool calls materialized. `chat_stream_retried` wraps it in the only retry lo
 
 Deliberate choices:
 
-- The request is plain aiohttp, and the body is read by `app.rag.sse_events` with one
+- The request is plain aiohttp, and the body is read by `guardrail.sse_events` with one
   `json.loads` per chunk, following the official openai SDK's rules (its SSE decoder, its
   `[DONE]`, its in-band `error` payload). Neither the SDK nor httpx is used here, both
   measured (docs/benchmarks.md, load): the SDK's typed model per chunk cost about 70% of
@@ -68,8 +68,8 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from app.errors import LLMError, one_line
-from app.rag.sse_events import LineTooLong, SseDecoder, SseEvent
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
+from guardrail.sse_events import LineTooLong, SseDecoder, SseEvent
 
 __all__ = [
     "LLMConfig",

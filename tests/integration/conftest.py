@@ -54,9 +54,14 @@ async def http(mock_url: str) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
+def sdk_for(url: str, api_key: str = "test-key") -> openai.AsyncOpenAI:
+    """The official client on the OpenAI API at `url`, with no retries of its own."""
+    return openai.AsyncOpenAI(
+        base_url=f"{url}/v1", api_key=api_key, max_retries=0, timeout=DEADLINE_S
+    )
+
+
 @pytest.fixture
 async def sdk(mock_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with openai.AsyncOpenAI(
-        base_url=f"{mock_url}/v1", api_key="test-key", max_retries=0, timeout=DEADLINE_S
-    ) as client:
+    async with sdk_for(mock_url) as client:
         yield client

@@ -43,8 +43,8 @@ from app.rag.llm import (
     parse_retry_after,
     retry_delay,
 )
-from app.rag.sse_events import LineTooLong
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
+from guardrail.sse_events import LineTooLong
 from mock_llm import build_settings, serve_mock
 
 from ..deadlines import DEADLINE_S

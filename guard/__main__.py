@@ -1,0 +1,3 @@
+from guard.cli import main
+
+raise SystemExit(main())

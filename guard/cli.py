@@ -1,0 +1,86 @@
+"""`python -m guard --upstream URL`: serve the guard proxy in front of a model server.
+
+Point a chat app at the proxy instead of its model server (its OpenAI base URL becomes
+`http://127.0.0.1:8098/v1` when the model server's was `http://127.0.0.1:8080/v1`). The
+proxy listens on loopback unless told otherwise (`--host`), and warns on stderr when told
+to listen anywhere else: it has no login, and it passes the client's API key upstream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+import uvicorn
+
+from guard.server import GuardSettings, create_app
+from guardrail.scaffolding import PROFILES, registry_with
+from mock_llm import bind_socket, socket_url
+from mock_llm.cli import exposure_warning
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m guard",
+        description="An OpenAI-compatible proxy that keeps tool-call markup out of answers.",
+    )
+    parser.add_argument(
+        "--upstream",
+        required=True,
+        help="the model server's base URL, as the chat app had it (e.g. http://127.0.0.1:8080/v1)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8098, help="port (default 8098; 0 = any)")
+    parser.add_argument(
+        "--profiles",
+        default="",
+        help="extra markup profiles, comma-separated, on top of the default registry"
+        f" ({', '.join(sorted(PROFILES))})",
+    )
+    return parser.parse_args(argv)
+
+
+def upstream_root(url: str) -> str | None:
+    """The upstream's scheme://host[:port][/prefix] with any trailing /v1 left on: the
+    proxy keeps the client's own path, so the base URL is the server's root."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    root = upstream_root(args.upstream)
+    if root is None:
+        print(f"guard: --upstream must be an http(s) URL, not {args.upstream!r}", file=sys.stderr)
+        return 2
+    names = [name.strip() for name in args.profiles.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PROFILES]
+    if unknown:
+        known = ", ".join(sorted(PROFILES))
+        print(f"guard: unknown profile(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
+        return 2
+    warning = exposure_warning("guard", args.host, "use your model server with your API key")
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        print(f"guard: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    app = create_app(GuardSettings(upstream=root, registry=registry_with(*names)))
+    print(f"guard: proxy on {socket_url(sock)}/v1 for {root}", flush=True)
+    try:
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0

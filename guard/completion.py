@@ -1,0 +1,57 @@
+"""One whole (not streamed) chat completion through the guardrail. Pure: no I/O.
+
+`CompletionGuard.filter(completion)` filters every choice's `message.content` in place,
+as one whole stream each (`guardrail.policy.RoundFilter`), and says whether anything
+changed, so an untouched completion can go out as the upstream's own bytes. Reasoning
+fields and tool calls are left alone. A single-choice reply with no tool calls whose
+visible content is empty because something was stripped gets the one recovery
+(`wants_recovery`); the recovery's completion is filtered by a CompletionGuard made with
+`follows=` the first, which gives it the first one's id, creation time and model, and
+says whether it stayed empty (`malformed`, contract G3); those rules are `guard.reply`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from guard.reply import Reply, choices_of
+from guardrail.policy import RoundFilter
+
+
+@dataclass
+class CompletionGuard(Reply):
+    first_span: str = ""
+    _stripped: int = field(default=0, init=False)
+    _visible: bool = field(default=False, init=False)
+
+    @property
+    def stripped_chars(self) -> int:
+        return self._stripped
+
+    @property
+    def visible(self) -> bool:
+        return self._visible
+
+    def filter(self, completion: dict[str, Any]) -> bool:
+        """Filter `completion`'s answer text in place; whether anything changed."""
+        changed = self.take_identity(completion)
+        for choice in choices_of(completion):
+            message = choice.get("message")
+            if not isinstance(message, dict):
+                continue
+            message = cast(dict[str, Any], message)
+            if message.get("tool_calls"):
+                self.tool_calls = True
+            content = message.get("content")
+            if not isinstance(content, str):
+                continue
+            whole = RoundFilter(self.registry)
+            shown = whole.feed(content) + whole.flush()
+            self._stripped += whole.stripped_chars
+            self.first_span = self.first_span or whole.first_span
+            self._visible = self._visible or whole.visible
+            if shown != content:
+                message["content"] = shown
+                changed = True
+        return changed

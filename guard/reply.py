@@ -1,0 +1,76 @@
+"""What an upstream reply showed, and what the contract says follows from it. Pure.
+
+`Reply` is the part that `StreamGuard` (a streamed reply) and `CompletionGuard` (a whole
+one) share: the reply's identity (id, created, model), whether it carried tool calls,
+whether it is the recovery of an earlier reply (`follows`), and from those and the filter's
+counts, the two decisions of the contract: the one recovery (`wants_recovery`: G2, never
+with tool calls, G12; only for a single-choice reply) and the recovery that showed nothing
+(`malformed`, G3), both taken from `guardrail.policy`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from guardrail.policy import needs_recovery, recovery_failed
+from guardrail.scaffolding import Registry
+
+IDENTITY = ("id", "created", "model")
+
+
+@dataclass
+class Reply:
+    registry: Registry
+    single_choice: bool = True
+    follows: Reply | None = None  # the reply this one recovers
+    tool_calls: bool = False
+    identity: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    @property
+    def stripped_chars(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def visible(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def wants_recovery(self) -> bool:
+        return (
+            self.follows is None
+            and self.single_choice
+            and needs_recovery(
+                stripped_chars=self.stripped_chars,
+                visible=self.visible,
+                tool_calls=int(self.tool_calls),
+            )
+        )
+
+    @property
+    def malformed(self) -> bool:
+        return self.follows is not None and recovery_failed(visible=self.visible)
+
+    def take_identity(self, message: dict[str, Any]) -> bool:
+        """Give a recovery's chunk or completion the first reply's identity (or, for a first
+        reply, remember its own); whether `message` changed."""
+        if self.follows is None:
+            if not self.identity:
+                self.identity = {k: message[k] for k in IDENTITY if k in message}
+            return False
+        self.identity = self.follows.identity
+        changed = False
+        for key, value in self.identity.items():
+            if message.get(key) != value:
+                message[key] = value
+                changed = True
+        return changed
+
+
+def choices_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choices of a chunk or completion that are objects (none when `choices` is not a
+    list: vLLM's usage chunk has null)."""
+    choices = message.get("choices")
+    if not isinstance(choices, list):
+        return []
+    return [cast(dict[str, Any], c) for c in cast(list[object], choices) if isinstance(c, dict)]

@@ -1,0 +1,419 @@
+"""The guard proxy's HTTP side: chat completions through the guardrail, the rest passed on.
+
+`create_app(settings)` is an ASGI app. `POST /v1/chat/completions` (and the same path
+under any prefix ending in `/chat/completions`) goes upstream with the client's body and
+headers; a streamed answer comes back through `guard.stream.StreamGuard`, a whole one
+through `guard.completion`; a reply that was nothing but markup gets the one recovery
+request (the same body, the correction folded into the system message, no tools), whose
+answer goes into the same response. Every other request is passed on as it is, status,
+headers and body, streamed both ways.
+
+Deliberate choices:
+- The client's headers go upstream, Authorization included, except hop-by-hop ones and
+  Host; no header is ever logged. A chat completion is asked for uncompressed (the proxy
+  reads it); anything else is passed on as the client asked for it, compressed or not,
+  its bytes untouched.
+- An upstream that answers a chat completion with an error status (429 with Retry-After,
+  503, a 400) is passed on as it is: the client's own retry rules apply. The proxy retries
+  nothing but the recovery.
+- A stream the upstream cuts after it began ends with the OpenAI in-band error event, so
+  a client sees the failure (an SDK raises APIError) instead of a short answer; so does a
+  recovery that stays empty, with the malformed-reply copy (contract G3). A whole reply
+  that stays empty is a 502 with the OpenAI error body.
+- A client that leaves closes the upstream response at once (the stream's generator is
+  closed, which closes the response).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, cast
+
+import aiohttp
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from guard.completion import CompletionGuard
+from guard.stream import StreamGuard, sse_json
+from guardrail.policy import MALFORMED_REPLY, strip_warning, with_correction
+from guardrail.scaffolding import DEFAULT_REGISTRY, Registry
+from guardrail.sse_events import LineTooLong, SseDecoder
+from mock_llm.http_limits import RequestLimits
+
+log = logging.getLogger("guard")
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest request body (a long conversation with images as data URLs fits)."""
+CUT_OFF = "The model's reply was cut off."
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",  # set per request (`_headers`)
+        "date",  # the server adds its own date and server headers
+        "server",
+    }
+)
+UPSTREAM_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
+UNREACHABLE = "The model server could not be reached."
+TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    upstream: str  # the model server's base URL, e.g. http://127.0.0.1:8080 (no /v1)
+    registry: Registry = DEFAULT_REGISTRY
+    connect_timeout_s: float = 10.0
+
+
+def create_app(settings: GuardSettings) -> Starlette:
+    upstream = settings.upstream.rstrip("/")
+    holder: dict[str, aiohttp.ClientSession] = {}
+
+    def session() -> aiohttp.ClientSession:
+        if "s" not in holder:
+            holder["s"] = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=settings.connect_timeout_s),
+                auto_decompress=False,
+            )
+        return holder["s"]
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        yield
+        if "s" in holder:
+            await holder["s"].close()
+
+    async def chat(request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):  # not ours to judge: the upstream answers it
+            return await _pass_on(session(), upstream, request, raw)
+        headers = _headers(request, accept_encoding="identity")
+        call = _Call(session(), f"{upstream}{request.url.path}", headers, settings)
+        return await call.answer(cast(dict[str, Any], body))
+
+    async def other(request: Request) -> Response:
+        return await _pass_on(session(), upstream, request, await request.body())
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    app = Starlette(
+        routes=[
+            Route("/{prefix:path}chat/completions", chat, methods=["POST"]),
+            Route("/{path:path}", other, methods=methods),
+        ],
+        lifespan=lifespan,
+    )
+    app.add_middleware(RequestLimits, error_body=_limit_error, max_body_bytes=MAX_BODY_BYTES)
+    return app
+
+
+class _Call:
+    """One chat completion request through the guardrail: its upstream requests and log."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        headers: dict[str, str],
+        settings: GuardSettings,
+    ) -> None:
+        self.session, self.url, self.headers, self.settings = session, url, headers, settings
+        self.started = time.perf_counter()
+        self.stripped = 0
+        self.recoveries = 0
+        self.status = 0
+        self.failed = False
+
+    async def answer(self, body: dict[str, Any]) -> Response:
+        stream = bool(body.get("stream"))
+        try:
+            response = await self._post(body)
+        except UPSTREAM_ERRORS:
+            self._log(stream=stream)
+            return _error_response(502, UNREACHABLE)
+        self.status = response.status
+        if response.status >= 300:
+            self._log(stream=stream)
+            return await _relay(response)
+        if stream:
+            return StreamingResponse(
+                self._stream(body, response),
+                status_code=response.status,
+                headers=_response_headers(response.headers),
+            )
+        try:
+            return await self._whole(body, response)
+        finally:
+            self._log(stream=False)
+
+    # --- streamed ---------------------------------------------------------------------------
+
+    async def _stream(
+        self, body: dict[str, Any], response: aiohttp.ClientResponse
+    ) -> AsyncGenerator[bytes]:
+        try:
+            first = StreamGuard(self.settings.registry, single_choice=_single_choice(body))
+            async for piece in self._relayed(response, first, 1):
+                yield piece
+            if not first.recovering or self.failed:
+                return
+            self.recoveries += 1
+            try:
+                recovery = await self._post(_recovery_body(body))
+            except UPSTREAM_ERRORS:
+                yield _error_event(CUT_OFF, 502)
+                return
+            if recovery.status >= 300:
+                message = await _error_message(recovery)
+                yield _error_event(message, recovery.status)
+                return
+            second = StreamGuard(self.settings.registry, follows=first)
+            async for piece in self._relayed(recovery, second, 2):
+                yield piece
+        finally:
+            self._log(stream=True)
+
+    async def _relayed(
+        self, response: aiohttp.ClientResponse, guard: StreamGuard, round_number: int
+    ) -> AsyncGenerator[bytes]:
+        """One upstream stream through `guard`, as it comes; ends early, with an error
+        event, when the upstream cuts it."""
+        decoder, done, ended = SseDecoder(), False, False
+        try:
+            while not done and not ended:
+                try:
+                    piece = await response.content.readany()
+                    events = decoder.feed(piece) if piece else decoder.finish()
+                except (*UPSTREAM_ERRORS, LineTooLong):
+                    self.failed = True
+                    yield _error_event(CUT_OFF, 502)
+                    return
+                ended = not piece
+                for event in events:
+                    if event.data.startswith("[DONE]"):
+                        done = True
+                        break
+                    for out in guard.chunk(event.data):
+                        yield out
+            rest = guard.end(done=done)
+            if guard.malformed:
+                yield _error_event(MALFORMED_REPLY, 502)
+                return
+            for out in rest or ():
+                yield out
+        finally:
+            if done or ended:
+                response.release()
+            else:
+                response.close()  # the client left, or the stream broke: the upstream learns
+            self._count(guard.stripped_chars, guard.first_span, round_number)
+
+    # --- whole ------------------------------------------------------------------------------
+
+    async def _whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
+        read = await _completion(response)
+        if isinstance(read, Response):
+            return read
+        raw, completion = read
+        first = CompletionGuard(self.settings.registry, single_choice=_single_choice(body))
+        changed = first.filter(completion)
+        self._count(first.stripped_chars, first.first_span, 1)
+        if not first.wants_recovery:
+            return (
+                _raw_response(response, raw)
+                if not changed
+                else _json_response(response, completion)
+            )
+        self.recoveries += 1
+        try:
+            recovery = await self._post(_recovery_body(body))
+        except UPSTREAM_ERRORS:
+            return _error_response(502, UNREACHABLE)
+        if recovery.status >= 300:
+            return await _relay(recovery)
+        read = await _completion(recovery)
+        if isinstance(read, Response):
+            return read
+        _, second_completion = read
+        second = CompletionGuard(self.settings.registry, follows=first)
+        second.filter(second_completion)
+        self._count(second.stripped_chars, second.first_span, 2)
+        if second.malformed:
+            return _error_response(502, MALFORMED_REPLY, code="malformed_reply")
+        return _json_response(recovery, second_completion)
+
+    # --- upstream and log -------------------------------------------------------------------
+
+    async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        data = json.dumps(body).encode()
+        return await self.session.post(self.url, data=data, headers=self.headers)
+
+    def _count(self, stripped: int, first_span: str, round_number: int) -> None:
+        if stripped:
+            self.stripped += stripped
+            log.warning(strip_warning(stripped, round_number, first_span))
+
+    def _log(self, *, stream: bool) -> None:
+        total_ms = round((time.perf_counter() - self.started) * 1000)
+        log.info(
+            "guard: chat status=%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d",
+            self.status,
+            str(stream).lower(),
+            self.recoveries,
+            total_ms,
+            self.stripped,
+        )
+
+
+# --- requests and responses --------------------------------------------------------------------
+
+
+def _headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
+    """The client's headers for the upstream request (see the module docstring)."""
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers["Accept-Encoding"] = (
+        accept_encoding or request.headers.get("accept-encoding") or "identity"
+    )
+    return headers
+
+
+def _response_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+
+
+def _single_choice(body: dict[str, Any]) -> bool:
+    n = body.get("n")
+    return n is None or n == 1
+
+
+def _recovery_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The one recovery request: the same body, the correction folded in, no tools (G2)."""
+    recovery = {k: v for k, v in body.items() if k not in TOOL_FIELDS}
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        recovery["messages"] = with_correction(
+            [cast(dict[str, Any], m) for m in cast(list[object], messages) if isinstance(m, dict)]
+        )
+    return recovery
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value: object = json.loads(raw)
+    except ValueError:
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def _error_body(message: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "guard_error", "param": None, "code": code}}
+
+
+def _error_event(message: str, status: int) -> bytes:
+    """The OpenAI in-band error event that ends a stream (an SDK raises APIError on it)."""
+    code = "malformed_reply" if message == MALFORMED_REPLY else f"upstream_{status}"
+    return sse_json(_error_body(message, code))
+
+
+def _error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
+    return JSONResponse(_error_body(message, code), status_code=status)
+
+
+async def _read(response: aiohttp.ClientResponse) -> bytes | None:
+    """The whole body, or None when the upstream cut it; the connection is given back or
+    closed either way."""
+    try:
+        raw = await response.read()
+    except UPSTREAM_ERRORS:
+        response.close()
+        return None
+    response.release()
+    return raw
+
+
+async def _completion(response: aiohttp.ClientResponse) -> tuple[bytes, dict[str, Any]] | Response:
+    """A whole completion's bytes and JSON, or the answer when there is none to filter: a
+    502 for a body the upstream cut, the body as it came when it is not a JSON object."""
+    raw = await _read(response)
+    if raw is None:
+        return _error_response(502, CUT_OFF)
+    completion = _json_object(raw)
+    if completion is None:
+        return _raw_response(response, raw)
+    return raw, completion
+
+
+async def _error_message(response: aiohttp.ClientResponse) -> str:
+    """The upstream error's own message, if its body says one."""
+    raw = await _read(response) or b""
+    error = (_json_object(raw) or {}).get("error")
+    message = cast(dict[str, Any], error).get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else f"The model server answered {response.status}."
+
+
+def _raw_response(response: aiohttp.ClientResponse, raw: bytes) -> Response:
+    return Response(raw, status_code=response.status, headers=_response_headers(response.headers))
+
+
+def _json_response(response: aiohttp.ClientResponse, completion: dict[str, Any]) -> Response:
+    body = json.dumps(completion, ensure_ascii=False).encode()
+    return Response(body, status_code=response.status, headers=_response_headers(response.headers))
+
+
+async def _relay(response: aiohttp.ClientResponse) -> Response:
+    """An upstream answer passed on whole: status, headers and body."""
+    raw = await _read(response)
+    if raw is None:
+        return _error_response(502, CUT_OFF)
+    return _raw_response(response, raw)
+
+
+async def _pass_on(
+    session: aiohttp.ClientSession, upstream: str, request: Request, body: bytes
+) -> Response:
+    """Any request passed on as it is; the answer streamed back as it comes."""
+    url = f"{upstream}{request.url.path}"
+    if request.url.query:
+        url += f"?{request.url.query}"
+    try:
+        response = await session.request(
+            request.method, url, data=body or None, headers=_headers(request)
+        )
+    except UPSTREAM_ERRORS:
+        return _error_response(502, UNREACHABLE)
+
+    async def relayed() -> AsyncGenerator[bytes]:
+        try:
+            async for piece in response.content.iter_any():
+                yield piece
+        finally:
+            response.close()
+
+    return StreamingResponse(
+        relayed(), status_code=response.status, headers=_response_headers(response.headers)
+    )
+
+
+def _limit_error(status: int, message: str) -> bytes:
+    del status  # the status line says it
+    return json.dumps(_error_body(message)).encode()

@@ -1,0 +1,177 @@
+"""One streamed chat completion through the guardrail, chunk by chunk. Pure: no I/O.
+
+`StreamGuard` takes the `data:` payloads of an upstream stream in order and says what the
+client gets for each: the payload as it came when the filter changed nothing in it (so a
+clean stream goes out byte for byte), the chunk again with its content filtered, or
+nothing (a chunk whose only text was held back or stripped). A choice's finish chunk
+carries what its filter still held (a partial marker at the very end is text, G8). When
+that finish shows the reply needs the one recovery (`guardrail.policy.needs_recovery`),
+the rest of the upstream stream is dropped, `end` says so, and the server sends the
+recovery request, whose stream goes through a second StreamGuard made with `follows=` the
+first, into the same client stream.
+
+Deliberate choices:
+- Every choice's `delta.content` is filtered, each through its own filter; reasoning
+  fields, tool calls and every other field pass untouched (contract G9, G12).
+- The recovery is only for a single-choice reply (`n` absent or 1): with several choices
+  there is no one reply to retry.
+- A recovery stream takes the first stream's id, creation time and model, and its role
+  chunk loses the role: the client sees one completion, one role, one finish, one
+  `[DONE]`. Its end is always let go; `malformed` says whether it stayed empty (G3).
+- A chunk the guard writes itself (a changed chunk, the tail) is compact JSON; the rest
+  are the upstream's own bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from guard.reply import Reply, choices_of
+from guardrail.policy import RoundFilter
+
+DONE = b"data: [DONE]\n\n"
+
+
+def sse(data: str) -> bytes:
+    return b"data: " + data.encode() + b"\n\n"
+
+
+def sse_json(value: object) -> bytes:
+    return sse(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+@dataclass
+class StreamGuard(Reply):
+    """The guardrail over one upstream stream (see the module docstring)."""
+
+    filters: dict[int, RoundFilter] = field(default_factory=dict[int, RoundFilter])
+    recovering: bool = False  # the reply ended needing the recovery: the rest is dropped
+
+    # --- what the client gets -----------------------------------------------------------
+
+    def chunk(self, data: str) -> list[bytes]:
+        """What the client gets for one `data:` payload (not `[DONE]`)."""
+        try:
+            parsed: object = json.loads(data)
+        except ValueError:
+            return [sse(data)]  # not ours to judge: the client's parser will say
+        if not isinstance(parsed, dict):
+            return [sse(data)]
+        chunk = cast(dict[str, Any], parsed)
+        if self.recovering:
+            return []
+        changed = self.take_identity(chunk)
+        changed = self._filter(chunk) or changed
+        if self.follows is not None:
+            changed = _drop_role(chunk) or changed
+        if _finishes(chunk) and self.wants_recovery:
+            self.recovering = True
+            return []
+        if not changed:
+            return [sse(data)]
+        return [sse_json(chunk)] if _carries_anything(chunk) else []
+
+    def end(self, *, done: bool) -> list[bytes] | None:
+        """The rest of the client's stream once the upstream stream ended (`done`: with
+        `[DONE]`): what the filters still held (a stream cut before its finish), then
+        `[DONE]`; or None when the reply gets the one recovery instead."""
+        if not self.recovering and self.wants_recovery:
+            self.recovering = True  # a stream that ended without a finish chunk
+        if self.recovering:
+            return None
+        out = [
+            self._content_chunk(index, tail)
+            for index, filter_ in sorted(self.filters.items())
+            if (tail := filter_.flush())
+        ]
+        if done:
+            out.append(DONE)
+        return out
+
+    # --- what the server and the log need -------------------------------------------------
+
+    @property
+    def stripped_chars(self) -> int:
+        return sum(f.stripped_chars for f in self.filters.values())
+
+    @property
+    def first_span(self) -> str:
+        return next((f.first_span for f in self.filters.values() if f.first_span), "")
+
+    @property
+    def visible(self) -> bool:
+        return any(f.visible for f in self.filters.values())
+
+    # --- inside ---------------------------------------------------------------------------
+
+    def _filter(self, chunk: dict[str, Any]) -> bool:
+        """Filter each choice's content in place (a finishing choice also gets what its
+        filter held); whether any changed."""
+        changed = False
+        for choice in choices_of(chunk):
+            delta = choice.get("delta")
+            delta = cast(dict[str, Any], delta) if isinstance(delta, dict) else {}
+            if delta.get("tool_calls"):
+                self.tool_calls = True
+            content = delta.get("content")
+            text = content if isinstance(content, str) else ""
+            index = choice.get("index", 0)
+            index = index if isinstance(index, int) else 0
+            filter_ = self.filters.get(index)
+            if filter_ is None:
+                if not text:
+                    continue
+                filter_ = self.filters[index] = RoundFilter(self.registry)
+            shown = filter_.feed(text) if text else ""
+            if choice.get("finish_reason") is not None:
+                shown += filter_.flush()  # the choice ends here: what was held is text
+            if shown == text:
+                continue
+            changed = True
+            if shown:
+                delta["content"] = shown
+                choice["delta"] = delta
+            else:
+                delta.pop("content", None)
+        return changed
+
+    def _content_chunk(self, index: int, text: str) -> bytes:
+        return sse_json(
+            {
+                **self.identity,
+                "object": "chat.completion.chunk",
+                "choices": [{"index": index, "delta": {"content": text}, "finish_reason": None}],
+            }
+        )
+
+
+def _drop_role(chunk: dict[str, Any]) -> bool:
+    """A recovery's chunk loses its role (the client saw the first stream's); whether any did."""
+    changed = False
+    for choice in choices_of(chunk):
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and "role" in delta:
+            del cast(dict[str, Any], delta)["role"]
+            changed = True
+    return changed
+
+
+def _finishes(chunk: dict[str, Any]) -> bool:
+    return any(c.get("finish_reason") is not None for c in choices_of(chunk))
+
+
+def _carries_anything(chunk: dict[str, Any]) -> bool:
+    """Whether a changed chunk still says something (a delta field, a finish, usage)."""
+    if chunk.get("usage") is not None:
+        return True
+    for choice in choices_of(chunk):
+        if choice.get("finish_reason") is not None or choice.get("logprobs"):
+            return True
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and any(
+            value not in (None, "") for value in cast(dict[str, Any], delta).values()
+        ):
+            return True
+    return False

@@ -1,0 +1,83 @@
+"""`python -m guard` as a user runs it: a real process in front of the mock."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from guard.cli import main, upstream_root
+
+from ..deadlines import DEADLINE_S
+from ..ports import taken_port
+from ..processes import child_env, first_lines
+
+STARTED = re.compile(r"guard: proxy on (http://127\.0\.0\.1:\d+)/v1 for (\S+)")
+
+
+def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(tmp_path: Path, mock_url: str):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "guard", "--upstream", f"{mock_url}/v1", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(tmp_path),
+    )
+    try:
+        started = STARTED.match(first_lines(process, 1)[0])
+        assert started
+        assert started.group(2) == mock_url  # the root: the client's /v1 path is kept
+        message = "When do backups run? [[mock:scaffold-recover#guard-cli]]"
+        reply = httpx.post(
+            f"{started.group(1)}/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": message}]},
+            timeout=DEADLINE_S,
+        )
+        assert reply.json()["choices"][0]["message"]["content"].startswith("Backups run nightly")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=DEADLINE_S)
+    assert process.returncode in (0, -signal.SIGTERM), err
+    assert "Traceback" not in err
+    assert "guard: chat status=200 stream=false retries=1" in err
+    assert "agent: stripped 97 chars of tool-scaffolding in round 1" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (["--upstream", "ftp://x"], "--upstream must be an http(s) URL"),
+        (["--upstream", "http://127.0.0.1:9/v1", "--profiles", "nope"], "unknown profile(s) nope"),
+    ],
+    ids=["not-http", "unknown-profile"],
+)
+def test_bad_arguments_stop_the_start(
+    argv: list[str], complaint: str, capsys: pytest.CaptureFixture[str]
+):
+    assert main([*argv, "--port", "0"]) == 2
+    assert complaint in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "root"),
+    [
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"),
+        ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("https://llm.lan/openai/v1", "https://llm.lan/openai"),
+        ("llm.lan:8080", None),
+    ],
+)
+def test_the_upstream_is_taken_at_its_root(given: str, root: str | None):
+    assert upstream_root(given) == root
+
+
+def test_a_taken_port_stops_the_start(capsys: pytest.CaptureFixture[str]):
+    with taken_port() as port:
+        assert main(["--upstream", "http://127.0.0.1:9/v1", "--port", str(port)]) == 2
+    assert f"guard: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
