@@ -60,7 +60,7 @@ from mock_throughput import (
     percentile,
     serving,
 )
-from verdicts import exit_status, verdict
+from verdicts import report, verdict
 
 TURN_TIMEOUT_S = 120.0  # a hang guard for one turn, not a timing claim
 QUESTION = "When do backups run?"
@@ -94,6 +94,7 @@ class Turn:
 
     status: int = 0
     body: list[bytes] = field(default_factory=list[bytes])
+    reads: list[float] = field(default_factory=list[float])  # arrival of each body piece
     sent: float = 0.0
     first: float | None = None  # arrival of the read that carried the first delta/content
     ended: float = 0.0
@@ -140,6 +141,7 @@ class _Protocol(asyncio.Protocol):
         if self.turn.first is None and self.marker in body:
             self.turn.first = self.now
         self.turn.body.append(body)
+        self.turn.reads.append(self.now)
 
     def on_message_complete(self) -> None:
         self.turn.ended = self.now
@@ -156,7 +158,7 @@ class _Protocol(asyncio.Protocol):
             self.done.set_result(None)
 
 
-def _post(port: int, path: str, body: dict[str, Any]) -> bytes:
+def post_request(port: int, path: str, body: dict[str, Any]) -> bytes:
     data = json.dumps(body).encode()
     head = (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
@@ -165,7 +167,7 @@ def _post(port: int, path: str, body: dict[str, Any]) -> bytes:
     return head.encode() + data
 
 
-async def _one(port: int, request: bytes, marker: bytes) -> Turn:
+async def stream_one(port: int, request: bytes, marker: bytes) -> Turn:
     loop = asyncio.get_running_loop()
     turn = Turn()
     done: asyncio.Future[None] = loop.create_future()
@@ -192,9 +194,10 @@ class Keys:
 
 async def app_turns(app: RunningServer, flows: Sequence[str], keys: Keys) -> list[Turn]:
     requests = [
-        _post(app.port, "/api/chat", {"message": f"{QUESTION} {keys.trigger(f)}"}) for f in flows
+        post_request(app.port, "/api/chat", {"message": f"{QUESTION} {keys.trigger(f)}"})
+        for f in flows
     ]
-    return await asyncio.gather(*(_one(app.port, r, b'"type":"delta"') for r in requests))
+    return await asyncio.gather(*(stream_one(app.port, r, b'"type":"delta"') for r in requests))
 
 
 async def mock_streams(mock: RunningServer, count: int, keys: Keys) -> list[Turn]:
@@ -202,8 +205,8 @@ async def mock_streams(mock: RunningServer, count: int, keys: Keys) -> list[Turn
         message = f"{QUESTION} {keys.trigger('clean')}"
         return {"model": "m", "stream": True, "messages": [{"role": "user", "content": message}]}
 
-    requests = [_post(mock.port, "/v1/chat/completions", body()) for _ in range(count)]
-    return await asyncio.gather(*(_one(mock.port, r, b'"content":"') for r in requests))
+    requests = [post_request(mock.port, "/v1/chat/completions", body()) for _ in range(count)]
+    return await asyncio.gather(*(stream_one(mock.port, r, b'"content":"') for r in requests))
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -425,11 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="also write the report to this file")
     args = parser.parse_args(argv)
-    lines = asyncio.run(run(args))
-    print("\n".join(lines))
-    if args.out:
-        args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return exit_status(lines)
+    return report(asyncio.run(run(args)), args.out)
 
 
 if __name__ == "__main__":
