@@ -35,6 +35,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8098, help="port (default 8098; 0 = any)")
     parser.add_argument(
+        "--keepalive-s",
+        type=float,
+        default=15.0,
+        help="send a keep-alive comment after this many seconds of upstream silence (15)",
+    )
+    parser.add_argument(
         "--profiles",
         default="",
         help="extra markup profiles, comma-separated, on top of the default registry"
@@ -67,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = ", ".join(sorted(PROFILES))
         print(f"guard: unknown profile(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
         return 2
+    if not args.keepalive_s > 0:
+        print("guard: --keepalive-s must be more than 0", file=sys.stderr)
+        return 2
     warning = exposure_warning("guard", args.host, "use your model server with your API key")
     if warning is not None:
         print(warning, file=sys.stderr, flush=True)
@@ -76,7 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"guard: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    app = create_app(GuardSettings(upstream=root, registry=registry_with(*names)))
+    settings = GuardSettings(
+        upstream=root, registry=registry_with(*names), keepalive_s=args.keepalive_s
+    )
+    app = create_app(settings)
     print(f"guard: proxy on {socket_url(sock)}/v1 for {root}", flush=True)
     try:
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)

@@ -22,10 +22,15 @@ Deliberate choices:
   that stays empty is a 502 with the OpenAI error body.
 - A client that leaves closes the upstream response at once (the stream's generator is
   closed, which closes the response).
+- While a streamed answer is under way and the upstream sends nothing for `keepalive_s`
+  (a model thinking for a minute), the client gets a `: keep-alive` comment, which every
+  SSE reader skips, so no proxy or browser in between drops the stream as idle. The
+  upstream's own comments are not passed on (the proxy's stand for them).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -71,6 +76,7 @@ HOP_BY_HOP = frozenset(
 )
 UPSTREAM_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 UNREACHABLE = "The model server could not be reached."
+KEEPALIVE = b": keep-alive\n\n"
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 
 
@@ -79,6 +85,7 @@ class GuardSettings:
     upstream: str  # the model server's base URL, e.g. http://127.0.0.1:8080 (no /v1)
     registry: Registry = DEFAULT_REGISTRY
     connect_timeout_s: float = 10.0
+    keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
 
 
 def create_app(settings: GuardSettings) -> Starlette:
@@ -202,7 +209,10 @@ class _Call:
         try:
             while not done and not ended:
                 try:
-                    piece = await response.content.readany()
+                    piece = await _next_piece(response, self.settings.keepalive_s)
+                    if piece is None:
+                        yield KEEPALIVE  # the upstream is silent (a model thinking)
+                        continue
                     events = decoder.feed(piece) if piece else decoder.finish()
                 except (*UPSTREAM_ERRORS, LineTooLong):
                     self.failed = True
@@ -337,6 +347,19 @@ def _error_event(message: str, status: int) -> bytes:
 
 def _error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
     return JSONResponse(_error_body(message, code), status_code=status)
+
+
+async def _next_piece(response: aiohttp.ClientResponse, silence_s: float) -> bytes | None:
+    """The next piece of a streamed body (b"" at its end), or None after `silence_s`
+    without one; a piece that comes later is still there for the next call."""
+    scope = asyncio.timeout(silence_s)
+    try:
+        async with scope:
+            return await response.content.readany()
+    except TimeoutError:
+        if scope.expired():
+            return None
+        raise  # a timeout of the connection's own
 
 
 async def _read(response: aiohttp.ClientResponse) -> bytes | None:

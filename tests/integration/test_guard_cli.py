@@ -53,8 +53,9 @@ def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(tmp_path: Path, moc
     [
         (["--upstream", "ftp://x"], "--upstream must be an http(s) URL"),
         (["--upstream", "http://127.0.0.1:9/v1", "--profiles", "nope"], "unknown profile(s) nope"),
+        (["--upstream", "http://127.0.0.1:9/v1", "--keepalive-s", "0"], "more than 0"),
     ],
-    ids=["not-http", "unknown-profile"],
+    ids=["not-http", "unknown-profile", "no-keepalive"],
 )
 def test_bad_arguments_stop_the_start(
     argv: list[str], complaint: str, capsys: pytest.CaptureFixture[str]

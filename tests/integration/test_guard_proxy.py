@@ -262,7 +262,16 @@ async def test_the_clients_api_key_goes_upstream_and_never_into_a_log(
 # --- when the recovery or the upstream fails --------------------------------------------------
 
 MARKUP = "<|tool_call_start|>[read(path='/homelab/x.md')]<|tool_call_end|>"
-FAILING_RECOVERIES = {
+SHORT_STALL_TEXT = "Backups run nightly at 02:00 with restic to the NAS."
+RUNTIME_FLOWS = {
+    "guard-short-stall": {
+        "steps": [
+            {
+                "content": SHORT_STALL_TEXT,
+                "fault": {"kind": "stall", "after_chunks": 3, "seconds": 0.3},
+            }
+        ]
+    },
     "guard-recovery-503": {
         "steps": [{"content": MARKUP}, {"fault": {"kind": "http", "status": 503}}]
     },
@@ -279,14 +288,12 @@ FAILING_RECOVERIES = {
 
 
 @pytest.fixture(scope="module")
-def failing_recoveries(mock_url: str) -> None:
-    added = httpx.post(
-        f"{mock_url}/_mock/flows", json={"flows": FAILING_RECOVERIES}, timeout=DEADLINE_S
-    )
+def runtime_flows(mock_url: str) -> None:
+    added = httpx.post(f"{mock_url}/_mock/flows", json={"flows": RUNTIME_FLOWS}, timeout=DEADLINE_S)
     assert added.status_code == 200, added.text
 
 
-@pytest.mark.usefixtures("failing_recoveries")
+@pytest.mark.usefixtures("runtime_flows")
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 async def test_a_recovery_the_upstream_refuses_passes_its_error_on(
     sdk: openai.AsyncOpenAI, key: str, stream: bool
@@ -298,7 +305,7 @@ async def test_a_recovery_the_upstream_refuses_passes_its_error_on(
         assert caught.value.status_code == 503
 
 
-@pytest.mark.usefixtures("failing_recoveries")
+@pytest.mark.usefixtures("runtime_flows")
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 async def test_a_recovery_the_upstream_cuts_is_an_error_for_the_client(
     sdk: openai.AsyncOpenAI, key: str, stream: bool
@@ -347,3 +354,40 @@ async def test_a_request_past_the_limits_is_refused_in_the_openai_error_shape(pr
         reply = await client.get(f"{proxy_url}/v1/models", headers={"x-big": "a" * 40_000})
     assert reply.status_code == 431
     assert "headers" in reply.json()["error"]["message"]
+
+
+async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
+    mock_url: str, http: httpx.AsyncClient, key: str
+):
+    settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
+    body = {"model": "m", "stream": True, "messages": messages("stall", key)}
+    seen: list[str] = []
+    with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
+        async with (
+            asyncio.timeout(DEADLINE_S),
+            httpx.AsyncClient(timeout=DEADLINE_S) as client,
+            client.stream("POST", f"{url}/v1/chat/completions", json=body) as reply,
+        ):
+            async for line in reply.aiter_lines():
+                seen.append(line)
+                if line.startswith(":"):
+                    break  # the model is silent for 30 s: the comment came in its place
+    assert seen[-1] == ": keep-alive"
+    assert any('"content":"' in line for line in seen)  # after the first words
+    [entry] = await settled_journal(http, key)  # leaving mid-silence closed the stream too
+    assert entry["outcome"] == "client_disconnected"
+
+
+@pytest.mark.usefixtures("runtime_flows")
+async def test_a_stream_resumes_whole_after_the_keep_alives_of_a_silence(mock_url: str, key: str):
+    settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
+    body = {"model": "m", "stream": True, "messages": messages("guard-short-stall", key)}
+    with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
+        async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+            reply = await client.post(f"{url}/v1/chat/completions", json=body)
+    lines = reply.text.split("\n\n")
+    assert ": keep-alive" in lines
+    chunks = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert text == SHORT_STALL_TEXT
+    assert lines[-2] == "data: [DONE]"
