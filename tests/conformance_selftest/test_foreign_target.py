@@ -17,14 +17,7 @@ the turn's own requests are exactly what its flow expects, so the kit did not co
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -33,65 +26,29 @@ from mock_llm import JournalRecord, MockClient, serve_mock
 
 from ..deadlines import DEADLINE_S
 from .foreign import PROFILE, TITLE_PROMPT, serve_foreign
+from .kit_runs import KIT_DEADLINE_S, KitResult, run_kit
 
-ROOT = Path(__file__).resolve().parents[2]
-KIT_DEADLINE_S = 600.0
-"""The longest the whole kit run may take, a hang guard (a healthy run takes one to two
-minutes, 22 tests one after the other)."""
 SETTLE_MS = 300
-KEPT_ENV = ("CONFORMANCE_CHROMIUM", "CONFORMANCE_TURN_TIMEOUT")
-"""The kit's environment variables passed on; the others would override this run's target."""
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S)]
 
 
 @dataclass(frozen=True)
 class KitRun:
-    returncode: int
-    output: str
-    wall_s: float
-    cases: dict[str, str]  # test name -> passed | failed | error | skipped
-    clauses: dict[str, str]  # test name -> its clause
-    verdicts: dict[str, str]  # clause -> the report's verdict
+    run: KitResult
     journal: dict[str, list[JournalRecord]]  # KEY -> its entries, settled
     expected_requests: dict[str, int]  # flow -> the requests its expect block states
 
     def explain(self) -> str:
-        return f"kit exit {self.returncode} after {self.wall_s:.0f} s:\n{self.output[-6000:]}"
+        return self.run.explain()
 
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory: pytest.TempPathFactory) -> KitRun:
     out = tmp_path_factory.mktemp("foreign-kit")
-    log, junit, report = out / "foreign.log", out / "junit.xml", out / "report.md"
+    log = out / "foreign.log"
     with serve_mock() as mock_url, serve_foreign(mock_url, log) as app_url:
-        command = [
-            sys.executable, "-m", "pytest", "--pyargs", "conformance",
-            "--app-url", f"{app_url}/", "--mock-url", mock_url, "--app-log", str(log),
-            "--profile", str(PROFILE), "--conformance-report", str(report),
-            "--junitxml", str(junit), "--conformance-artifacts", str(out / "artifacts"),
-            "-p", "no:cacheprovider", "-n", "0", "-q",
-        ]  # fmt: skip
-        env = {
-            name: value
-            for name, value in os.environ.items()
-            if not name.startswith("CONFORMANCE_") or name in KEPT_ENV
-        }
-        started = time.monotonic()
-        try:
-            done = subprocess.run(
-                command,
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=KIT_DEADLINE_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            output = (exc.stdout or b"").decode(errors="replace")  # bytes, even with text=True
-            pytest.fail(f"the kit run did not end within {KIT_DEADLINE_S:g} s:\n{output[-6000:]}")
-        wall_s = time.monotonic() - started
+        run = run_kit(app_url, mock_url, PROFILE, out, "--app-log", str(log))
         with MockClient(mock_url, timeout=DEADLINE_S) as mock:
             keys = sorted({e.key for e in mock.requests().requests if e.key is not None})
             journal = {
@@ -103,57 +60,19 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> KitRun:
                 for key in keys
             }
             expected = {f.name: f.expect.requests for f in mock.flows() if f.expect is not None}
-    cases, clauses = read_junit(junit) if junit.exists() else ({}, {})
-    verdicts = read_report(report) if report.exists() else {}
-    return KitRun(
-        done.returncode,
-        done.stdout + done.stderr,
-        wall_s,
-        cases,
-        clauses,
-        verdicts,
-        journal,
-        expected,
-    )
-
-
-def read_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """Each test's outcome, and its clause (from the kit's JUnit properties)."""
-    cases: dict[str, str] = {}
-    clauses: dict[str, str] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        name = case.get("name", "")
-        outcome = "passed"
-        for tag in ("failure", "error", "skipped"):
-            if case.find(tag) is not None:
-                outcome = "failed" if tag == "failure" else tag
-        cases[name] = outcome
-        for prop in case.iter("property"):
-            if prop.get("name") == "conformance_clause":
-                clauses[name] = prop.get("value", "")
-    return cases, clauses
-
-
-def read_report(path: Path) -> dict[str, str]:
-    """Clause -> verdict, from the report's table (`| id | title | verdict | tests |`)."""
-    verdicts: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-        if len(cells) == 4:
-            verdicts[cells[0]] = cells[2]
-    return verdicts
+    return KitRun(run, journal, expected)
 
 
 def test_the_kit_passes_foreign_chat_on_every_clause(kit: KitRun) -> None:
-    assert kit.cases, f"the kit wrote no JUnit results; {kit.explain()}"
-    not_passed = {name: outcome for name, outcome in kit.cases.items() if outcome != "passed"}
+    assert kit.run.cases, f"the kit wrote no JUnit results; {kit.explain()}"
+    not_passed = {name: outcome for name, outcome in kit.run.cases.items() if outcome != "passed"}
     assert not not_passed, f"{not_passed}; {kit.explain()}"
-    assert kit.returncode == 0, kit.explain()
+    assert kit.run.returncode == 0, kit.explain()
     # The profile declares every capability, so no clause may skip, and every one was run.
-    assert {clause.id: kit.verdicts.get(clause.id) for clause in CLAUSES} == {
+    assert {clause.id: kit.run.verdicts.get(clause.id) for clause in CLAUSES} == {
         clause.id: "passed" for clause in CLAUSES
     }, kit.explain()
-    assert set(kit.clauses.values()) == {clause.id for clause in CLAUSES}
+    assert set(kit.run.clauses.values()) == {clause.id for clause in CLAUSES}
 
 
 def test_every_title_call_was_a_side_call_the_kit_did_not_count(kit: KitRun) -> None:

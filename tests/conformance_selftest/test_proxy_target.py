@@ -1,0 +1,65 @@
+"""The guard proxy makes a chat app with no guardrail conform: the whole kit, twice.
+
+Relay Chat (tests/conformance_selftest/relay) asks the model with the official openai SDK
+and relays `delta.content` to its page as it comes, as many chat apps do. Pointed at the
+mock, the kit fails it on every clause the guardrail exists for; pointed at the guard
+proxy in front of the same mock, every clause its profile lets the kit run passes, Stop
+included (the page's Stop closes the app's request, the app's SDK stream, the proxy's
+upstream stream: the mock records the disconnect). Thinking, the per-turn log and tools
+are not things Relay Chat has, so those clauses skip, with the reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+import uvicorn
+
+from guard.server import GuardSettings, create_app
+from mock_llm import serve_in_thread, serve_mock
+
+from ..deadlines import DEADLINE_S
+from .kit_runs import KIT_DEADLINE_S, KitResult, run_kit
+from .relay import PROFILE, serve_relay
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * KIT_DEADLINE_S + 4 * DEADLINE_S)]
+
+GUARDRAIL_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "NEVER"}
+"""What an app that relays markup fails: the recovery, the error, the stripping."""
+NOT_RELAY_CHATS = {"G9", "G10", "G12"}
+"""Clauses for what Relay Chat does not have (thinking, a per-turn log, tools)."""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitResult]:
+    results: dict[str, KitResult] = {}
+    with serve_mock() as mock_url:
+        config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
+        with serve_in_thread(config) as proxy_url:
+            for name, model in (("direct", mock_url), ("behind the proxy", proxy_url)):
+                with serve_relay(f"{model}/v1") as app_url:
+                    out = tmp_path_factory.mktemp("relay-kit")
+                    results[name] = run_kit(app_url, mock_url, PROFILE, out)
+    return results
+
+
+def test_without_the_proxy_the_kit_fails_the_app_on_the_guardrails_clauses(
+    runs: dict[str, KitResult],
+) -> None:
+    direct = runs["direct"]
+    assert direct.cases, f"the kit wrote no JUnit results; {direct.explain()}"
+    assert direct.returncode != 0
+    failed = {clause for clause, verdict in direct.verdicts.items() if verdict == "failed"}
+    assert failed == GUARDRAIL_CLAUSES, direct.explain()
+
+
+def test_behind_the_proxy_the_kit_passes_every_clause_it_can_run(
+    runs: dict[str, KitResult],
+) -> None:
+    proxied = runs["behind the proxy"]
+    assert proxied.cases, f"the kit wrote no JUnit results; {proxied.explain()}"
+    assert proxied.returncode == 0, proxied.explain()
+    skipped = {clause for clause, verdict in proxied.verdicts.items() if verdict == "skipped"}
+    passed = {clause for clause, verdict in proxied.verdicts.items() if verdict == "passed"}
+    assert skipped == NOT_RELAY_CHATS, proxied.explain()
+    assert passed == set(proxied.verdicts) - NOT_RELAY_CHATS
+    assert GUARDRAIL_CLAUSES | {"G1", "G7", "G11"} <= passed
