@@ -68,7 +68,9 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
-def parse_chat_request(raw: bytes) -> ChatRequest:
+def parse_chat_request(raw: bytes, *, stream_default: bool = False) -> ChatRequest:
+    """The request, validated; `stream_default` is what a body without `stream` means
+    (False for OpenAI's chat completions, True for Ollama's /api/chat)."""
     if json_depth_over(raw):
         raise RequestError(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
     try:
@@ -82,7 +84,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     if not isinstance(model, str) or not model:
         raise RequestError("You must provide a model parameter (a non-empty string).", "model")
     messages = _messages(body.get("messages"))
-    stream = body.get("stream", False)
+    stream = body.get("stream", stream_default)
     if not isinstance(stream, bool):
         raise RequestError("'stream' must be a boolean.", "stream")
     n = body.get("n", 1)

@@ -15,6 +15,11 @@ also what the journal's `chunks_sent` counts. For a non-streaming request the fa
 onto the nearest equivalent: a stall delays the answer, a cut sends half the body and
 closes, a malformed line becomes the whole (invalid JSON) body, and an in-band error event
 becomes an HTTP 500 with the error body.
+
+The same step plays in either wire format the request came in (`RequestShape.api`): the
+OpenAI chat completions (SSE chunks, `[DONE]`) or Ollama's `/api/chat` (NDJSON lines, see
+mock_llm.ollama_wire), with every fault in that format's own shape: its error body, an
+`{"error": ...}` line for an in-band error, a malformed line as a bare line.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from mock_llm import wire
+from mock_llm import ollama_wire, wire
 from mock_llm.extractive import extract_answer, note_to_read
 from mock_llm.flows import (
     CutFault,
@@ -39,8 +44,10 @@ from mock_llm.flows import (
 )
 
 Ending = Literal["complete", "eof", "abort"]
+Api = Literal["openai", "ollama"]
 SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
 JSON_HEADERS = (("content-type", "application/json"),)
+NDJSON_HEADERS = (("content-type", ollama_wire.MEDIA_TYPE),)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class RequestShape:
     include_usage: bool
     messages: Sequence[wire.JSON]
     tools: tuple[str, ...] = ()  # the names of the functions the request offers
+    api: Api = "openai"  # the wire format: OpenAI chat completions, or Ollama's /api/chat
 
 
 def describe_fault(fault: Fault) -> str:
@@ -109,17 +117,17 @@ def plan_response(
         else:
             step = replace(step, content=extract_answer(request.messages, step.extract))
     if isinstance(step.fault, HttpFault):
-        return _http_fault(step, step.fault)
+        return _http_fault(step, step.fault, request.api)
     if request.stream:
         return _stream(step, meta, field, request)
     return _completion(step, meta, field, request)
 
 
-def _http_fault(step: Step, fault: HttpFault) -> ResponsePlan:
+def _http_fault(step: Step, fault: HttpFault, api: Api) -> ResponsePlan:
     headers = JSON_HEADERS
     if fault.retry_after is not None:
         headers += (("retry-after", f"{fault.retry_after:g}"),)
-    body = wire.dumps(wire.error_body(fault.message, fault.type, fault.code))
+    body = wire.dumps(_error_body(fault, api))
     actions = [*_pause(step.ttft_ms / 1000), FaultFired(describe_fault(fault)), Send(body)]
     return ResponsePlan(status=fault.status, headers=headers, actions=actions)
 
@@ -128,7 +136,10 @@ def _completion(
     step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
 ) -> ResponsePlan:
     plan = ResponsePlan(headers=JSON_HEADERS, actions=[*_pause(step.ttft_ms / 1000)])
-    body = wire.dumps(wire.completion(step, meta, field, request.messages))
+    if request.api == "ollama":
+        body = wire.dumps(ollama_wire.chat_response(step, meta, request.messages))
+    else:
+        body = wire.dumps(wire.completion(step, meta, field, request.messages))
     fault = step.fault
     if fault is not None:
         plan.actions.append(FaultFired(describe_fault(fault)))
@@ -142,7 +153,7 @@ def _completion(
         body = fault.line.encode()
     elif isinstance(fault, ErrorEventFault):
         plan.status = 500
-        body = wire.dumps(wire.error_body(fault.message, fault.type, fault.code))
+        body = wire.dumps(_error_body(fault, request.api))
     plan.actions.append(Send(body))
     return plan
 
@@ -150,22 +161,26 @@ def _completion(
 def _stream(
     step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
 ) -> ResponsePlan:
-    frames = _chunk_frames(step, meta, field, request)
+    ollama = request.api == "ollama"
+    if ollama:
+        frames = ollama_wire.chat_lines(step, meta, request.messages)
+    else:
+        frames = _chunk_frames(step, meta, field, request)
     fault = step.fault
     assert not isinstance(fault, HttpFault)
     fire_at = None if fault is None else min(fault.after_chunks, len(frames))
-    plan = ResponsePlan(headers_first=True)
+    plan = ResponsePlan(headers=NDJSON_HEADERS if ollama else SSE_HEADERS, headers_first=True)
     ended = False
     for sent, (pause, data) in enumerate(frames):
         if fault is not None and sent == fire_at:
-            ended = _inject(plan, fault)
+            ended = _inject(plan, fault, request.api)
             if ended:
                 break
         plan.actions += _pause(pause)
         plan.actions.append(Send(data, chunks=1))
     if fault is not None and fire_at == len(frames):
-        ended = _inject(plan, fault)
-    if not ended:
+        ended = _inject(plan, fault, request.api)
+    if not ended and not ollama:
         plan.actions.append(Send(wire.DONE_FRAME))
     plan.actions = coalesce(plan.actions)
     return plan
@@ -206,8 +221,14 @@ def _chunk_frames(
     return frames
 
 
+def _error_body(fault: HttpFault | ErrorEventFault, api: Api) -> wire.JSON:
+    if api == "ollama":
+        return ollama_wire.error_body(fault.message)
+    return wire.error_body(fault.message, fault.type, fault.code)
+
+
 def _inject(
-    plan: ResponsePlan, fault: CutFault | StallFault | MalformedFault | ErrorEventFault
+    plan: ResponsePlan, fault: CutFault | StallFault | MalformedFault | ErrorEventFault, api: Api
 ) -> bool:
     """Add the fault's actions to a stream; True when the stream ends with it."""
     plan.actions.append(FaultFired(describe_fault(fault)))
@@ -218,9 +239,10 @@ def _inject(
         plan.actions.append(Pause(fault.seconds))
         return False
     if isinstance(fault, MalformedFault):
-        plan.actions.append(Send(b"data: " + fault.line.encode() + b"\n\n"))
+        line = fault.line.encode()
+        plan.actions.append(Send(line + b"\n" if api == "ollama" else b"data: " + line + b"\n\n"))
         return False
-    body = wire.error_body(fault.message, fault.type, fault.code)
-    plan.actions.append(Send(wire.sse_frame(body)))
+    body = _error_body(fault, api)
+    plan.actions.append(Send(ollama_wire.line(body) if api == "ollama" else wire.sse_frame(body)))
     plan.ending = "eof"
     return True

@@ -52,7 +52,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mock_llm import wire
+from mock_llm import ollama_wire, wire
 from mock_llm.catalog import (
     DEFAULT_MAX_RUNTIME_FLOWS,
     RUNTIME_SOURCE,
@@ -69,6 +69,7 @@ from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
 from mock_llm.journal_query import QueryError, parse_journal_query
 from mock_llm.response_plan import (
+    Api,
     FaultFired,
     Pause,
     RequestShape,
@@ -219,43 +220,51 @@ def create_app(settings: MockSettings) -> Starlette:
     state = MockState(settings)
 
     async def chat_completions(request: Request) -> Response | PlayedResponse:
+        return await chat(request, "openai")
+
+    async def ollama_chat(request: Request) -> Response | PlayedResponse:
+        return await chat(request, "ollama")
+
+    async def chat(request: Request, api: Api) -> Response | PlayedResponse:
         entry = state.journal.open(request.url.path)
         try:
-            return await answer_chat(request, entry)
+            return await answer_chat(request, entry, api)
         except Exception as exc:  # a bug: the entry must still end, or settle reads would hang
             if entry.outcome == "in_progress":
                 entry.finish("rejected", f"The mock failed on this request ({type(exc).__name__}).")
             raise
 
-    async def answer_chat(request: Request, entry: JournalEntry) -> Response | PlayedResponse:
+    async def answer_chat(
+        request: Request, entry: JournalEntry, api: Api
+    ) -> Response | PlayedResponse:
         try:
             raw = await _read_body(request, settings.max_body_bytes, settings.body_timeout_s)
         except _BodyTooLarge:
             limit = settings.max_body_bytes
-            return _reject(entry, 413, f"The request body is larger than {limit} bytes.")
+            return _reject(entry, 413, f"The request body is larger than {limit} bytes.", api=api)
         except _BodyTimeout:
-            return _closing(_reject(entry, 408, _body_timeout_message(settings)))
+            return _closing(_reject(entry, 408, _body_timeout_message(settings), api=api))
         except ClientDisconnect:  # gone before its body was read: no answer will reach it
             entry.finish("client_disconnected")
             return Response(status_code=400)
         try:
-            chat = parse_chat_request(raw)
+            chat = parse_chat_request(raw, stream_default=api == "ollama")
         except RequestError as exc:
             preview = _preview(raw)
             state.journal.attach_body(entry, preview, len(preview))
-            return _reject(entry, exc.status, exc.message, exc.param)
+            return _reject(entry, exc.status, exc.message, exc.param, api=api)
         state.journal.attach_body(entry, chat.body, len(raw))
         entry.stream = chat.stream
         try:
             route = await _route(chat.messages, state.side_calls)
         except TriggerError as exc:
-            return _reject(entry, 400, str(exc), "messages")
+            return _reject(entry, 400, str(exc), "messages", api=api)
         entry.identify(route.key, route.side_call)
         flow = state.flows.get(route.flow)
         if flow is None:
             known = ", ".join(sorted(state.flows))
             message = f"Unknown mock flow {_cut(route.flow)!r}. Known flows: {known}."
-            return _reject(entry, 400, message, "messages", code="unknown_flow")
+            return _reject(entry, 400, message, "messages", code="unknown_flow", api=api)
         step_index = 0  # a side call belongs to no turn: it plays the first step
         if not route.side_call:
             position = state.turns.advance(flow.name, len(flow.steps), route.key, route.turn_text)
@@ -267,7 +276,8 @@ def create_app(settings: MockSettings) -> Starlette:
         if step.fault is not None:
             entry.fault = describe_fault(step.fault)
         meta = wire.CompletionMeta(f"chatcmpl-mock{entry.seq}", int(time.time()), chat.model)
-        shape = RequestShape(chat.stream, chat.include_usage, chat.messages, offered_tools(chat))
+        tools = offered_tools(chat)
+        shape = RequestShape(chat.stream, chat.include_usage, chat.messages, tools, api)
         plan = plan_response(step, meta, step.reasoning_field or settings.reasoning_field, shape)
         entry.status = plan.status
         return PlayedResponse(plan, entry)
@@ -344,6 +354,12 @@ def create_app(settings: MockSettings) -> Starlette:
         model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "mock_llm"}
         return JSONResponse({"object": "list", "data": [model]})
 
+    async def ollama_tags(request: Request) -> Response:
+        return JSONResponse(ollama_wire.tags(MODEL_ID, 0))
+
+    async def ollama_version(request: Request) -> Response:
+        return JSONResponse({"version": ollama_wire.VERSION})
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "flows": len(state.flows)})
 
@@ -357,6 +373,9 @@ def create_app(settings: MockSettings) -> Starlette:
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
+        Route("/api/chat", ollama_chat, methods=["POST"]),
+        Route("/api/tags", ollama_tags, methods=["GET"]),
+        Route("/api/version", ollama_version, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/_mock/requests", list_requests, methods=["GET"]),
         Route("/_mock/requests", clear_requests, methods=["DELETE"]),
@@ -401,9 +420,13 @@ def _reject(
     message: str,
     param: str | None = None,
     code: str | None = None,
+    api: Api = "openai",
 ) -> Response:
+    """The refusal of a chat request, in its API's error shape (journalled as rejected)."""
     entry.status = status
     entry.finish("rejected", message)
+    if api == "ollama":
+        return JSONResponse(ollama_wire.error_body(_cut(message, MAX_ERROR_MESSAGE_CHARS)), status)
     return error_response(status, message, param=param, code=code)
 
 

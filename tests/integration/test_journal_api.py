@@ -194,7 +194,7 @@ async def test_an_unexpected_failure_of_the_chat_handler_still_ends_its_entry(
     """Regression (issue 12): a 500 left its entry in progress forever, so every later
     settle read on that mock waited out its timeout."""
 
-    def broken(raw: bytes) -> object:
+    def broken(raw: bytes, **options: object) -> object:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(mock_server, "parse_chat_request", broken)
