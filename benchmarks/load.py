@@ -53,10 +53,11 @@ from typing import Any, cast
 import httptools
 import yaml
 from mock_throughput import (
-    REPO_ROOT,
     RunningServer,
     ServerSpec,
     group_cpu_seconds,
+    module_spec,
+    ours_spec,
     percentile,
     serving,
 )
@@ -286,23 +287,7 @@ def app_spec(mock: RunningServer, data: Path, port: int) -> ServerSpec:
         SG_DATA_DIR=str(data),
         SG_LLM_TIMEOUT_S="120",
     )
-    argv = [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(port)]
-    return ServerSpec("app", argv, env, REPO_ROOT, "/healthz")
-
-
-def mock_spec(flows: Path, port: int) -> ServerSpec:
-    argv = [
-        sys.executable,
-        "-m",
-        "mock_llm",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--flows",
-        str(flows),
-    ]
-    return ServerSpec("mock_llm", argv, dict(os.environ), REPO_ROOT, "/healthz")
+    return module_spec("app", port, env=env)
 
 
 async def run(args: argparse.Namespace) -> list[str]:
@@ -313,7 +298,7 @@ async def run(args: argparse.Namespace) -> list[str]:
         flows = folder / "load_flows.yaml"
         flows.write_text(yaml.safe_dump({"flows": PACED_FLOW}), encoding="utf-8")
         async with (
-            serving(lambda port: mock_spec(flows, port), folder) as mock,
+            serving(lambda port: ours_spec(flows, port), folder) as mock,
             serving(lambda port: app_spec(mock, folder / "data", port), folder) as app,
         ):
             await app_turns(app, ["clean"] * n, keys)  # warm-up

@@ -231,10 +231,17 @@ def uv_executable() -> str:
     return found
 
 
+def module_spec(
+    module: str, port: int, *args: str, env: dict[str, str] | None = None
+) -> ServerSpec:
+    """`python -m MODULE --host 127.0.0.1 --port PORT ARGS...` from the checkout, ready when
+    its /healthz answers."""
+    argv = [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port), *args]
+    return ServerSpec(module, argv, dict(os.environ) if env is None else env, REPO_ROOT, "/healthz")
+
+
 def ours_spec(flows: Path, port: int) -> ServerSpec:
-    argv = [sys.executable, "-m", "mock_llm", "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--flows", str(flows)]
-    return ServerSpec(OURS, argv, dict(os.environ), REPO_ROOT, "/healthz")
+    return module_spec(OURS, port, "--flows", str(flows))
 
 
 def mockllm_spec(responses: Path, port: int, mode: MockllmMode) -> ServerSpec:

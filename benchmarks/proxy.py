@@ -33,7 +33,6 @@ import asyncio
 import os
 import platform
 import statistics
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,13 +44,12 @@ from load import (
     Keys,
     Turn,
     measured,
-    mock_spec,
     ms,
     post_request,
     stream_one,
     ttfds,
 )
-from mock_throughput import REPO_ROOT, RunningServer, ServerSpec, serving
+from mock_throughput import RunningServer, ServerSpec, module_spec, ours_spec, serving
 from verdicts import report, verdict
 
 ADDED_TTFT_TARGET_MS = 5.0
@@ -62,18 +60,7 @@ CONTENT = b'"content":"'
 
 
 def proxy_spec(mock: RunningServer, port: int) -> ServerSpec:
-    argv = [
-        sys.executable,
-        "-m",
-        "guard",
-        "--upstream",
-        f"{mock.base_url}/v1",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    return ServerSpec("guard", argv, dict(os.environ), REPO_ROOT, "/healthz")
+    return module_spec("guard", port, "--upstream", f"{mock.base_url}/v1")
 
 
 async def streams(server: RunningServer, flow: str, count: int, keys: Keys) -> list[Turn]:
@@ -101,7 +88,7 @@ async def run(args: argparse.Namespace) -> list[str]:
         flows = folder / "flows.yaml"
         flows.write_text(yaml.safe_dump({"flows": PACED_FLOW}), encoding="utf-8")
         async with (
-            serving(lambda port: mock_spec(flows, port), folder) as mock,
+            serving(lambda port: ours_spec(flows, port), folder) as mock,
             serving(lambda port: proxy_spec(mock, port), folder) as proxy,
         ):
             await streams(proxy, "clean", args.streams, keys)  # warm-up: pools fill

@@ -1,14 +1,20 @@
-"""The public surface of mock_llm is exactly what `__all__` lists."""
+"""The public surface of each library package is exactly what its `__all__` lists."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
+import pytest
+
+import guardrail
 import mock_llm
 
 
-def test_all_lists_the_public_names_sorted():
+@pytest.mark.parametrize("package", [mock_llm, guardrail], ids=lambda p: p.__name__)
+def test_all_lists_the_public_names_sorted(package: ModuleType):
     public = sorted(
         name
-        for name in vars(mock_llm)
-        if not name.startswith("_") and not isinstance(getattr(mock_llm, name), type(mock_llm))
+        for name in vars(package)
+        if not name.startswith("_") and not isinstance(getattr(package, name), ModuleType)
     )
-    assert mock_llm.__all__ == public
+    assert package.__all__ == public

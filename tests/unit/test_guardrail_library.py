@@ -27,12 +27,3 @@ def _imported(path: Path) -> set[str]:
 def test_the_library_imports_nothing_of_the_app_the_mock_or_the_proxy(path: Path):
     ours = {name for name in _imported(path) if name.split(".")[0] in OURS}
     assert ours == set()
-
-
-def test_all_lists_the_public_names_sorted():
-    public = sorted(
-        name
-        for name in vars(guardrail)
-        if not name.startswith("_") and not isinstance(getattr(guardrail, name), type(guardrail))
-    )
-    assert guardrail.__all__ == public
