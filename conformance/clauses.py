@@ -3,7 +3,8 @@
 Core clauses hold for every chat app that streams a model's answer and never skip. An
 optional clause needs a capability the target's profile must declare (a thinking display,
 a stop control, a readable log, document tools); a profile that does not declare it skips
-the clause with the reason, never guesses it.
+the clause with the reason, never guesses it. CASE runs the user's own cases (`--cases`, a
+recorded leak for one): one test per flow of theirs that states an outcome.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ class Clause:
     id: str
     title: str
     needs: Capability | None = None  # None: a core clause
+    on_request: bool = False
+    """Run only for what the user hands the kit (`--cases`), and reported only when it ran."""
 
     @property
     def core(self) -> bool:
@@ -39,6 +42,9 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("G11", "stop generation closes the upstream stream", needs="stop"),
     Clause("G12", "a round with a real tool call needs no recovery", needs="tools"),
     Clause("NEVER", "raw scaffolding never appears in the page, not even for a moment"),
+    Clause(
+        "CASE", "a recorded case (--cases) ends as its flow's expect block says", on_request=True
+    ),
 )
 
 BY_ID = {clause.id: clause for clause in CLAUSES}

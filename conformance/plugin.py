@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from conformance.baseline import Baseline, BaselineError, load_baseline
+from conformance.cases import CaseFile, CasesError, case_flows, load_cases
 from conformance.clauses import BY_ID
 from conformance.profile import DEFAULT_PROFILE, Profile, ProfileError, load_profile
 
@@ -73,6 +74,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " screenshots (DOM snapshots and a filmstrip, slower) or off [env CONFORMANCE_TRACE]",
     )
     group.addoption(
+        "--cases",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="a flow file of your own cases (a recording with `expect` blocks, .gz or not):"
+        " each flow that states an outcome is checked as clause CASE (repeatable)"
+        " [env CONFORMANCE_CASES, paths separated by the OS path separator]",
+    )
+    group.addoption(
         "--turn-timeout",
         type=float,
         default=None,
@@ -100,6 +110,7 @@ class KitConfig:
     artifacts: Path
     turn_timeout_s: float
     trace: str = "dom"
+    cases: tuple[CaseFile, ...] = ()
 
 
 def kit_config(config: pytest.Config) -> KitConfig:
@@ -143,7 +154,24 @@ def kit_config(config: pytest.Config) -> KitConfig:
         artifacts=Path(_option(config, "--conformance-artifacts") or "conformance-artifacts"),
         turn_timeout_s=timeout,
         trace=trace,
+        cases=kit_cases(config),
     )
+
+
+_CASES_KEY = pytest.StashKey[tuple[CaseFile, ...]]()
+
+
+def kit_cases(config: pytest.Config) -> tuple[CaseFile, ...]:
+    """The `--cases` files, read once per process; UsageError names a bad one."""
+    if _CASES_KEY not in config.stash:
+        paths: list[str] = config.getoption("--cases") or []
+        if not paths and (env := os.environ.get("CONFORMANCE_CASES")):
+            paths = [path for path in env.split(os.pathsep) if path]
+        try:
+            config.stash[_CASES_KEY] = load_cases(Path(path) for path in paths)
+        except CasesError as exc:
+            raise pytest.UsageError(f"conformance: {exc}") from exc
+    return config.stash[_CASES_KEY]
 
 
 # --- hooks ------------------------------------------------------------------------------------
@@ -168,6 +196,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RESULTS_KEY] = _Results()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A CASE test runs once per case flow, the flow's name its id."""
+    marker = metafunc.definition.get_closest_marker("clause")
+    if marker is not None and marker.args[0] == "CASE":
+        try:
+            names = case_flows(kit_cases(metafunc.config))
+        except pytest.UsageError:  # raised again once collected, where it ends the run cleanly
+            names = []
+        metafunc.parametrize("flow", names, ids=names)
+
+
 def _clause_of(item: pytest.Item) -> str | None:
     marker = item.get_closest_marker("clause")
     return None if marker is None else str(marker.args[0])
@@ -179,6 +218,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not kit_items:
         return
     kit = kit_config(config)
+    if not kit.cases:  # no --cases: the CASE test has no flow to run, and is not collected
+        unused = [item for item in kit_items if _clause_of(item) == "CASE"]
+        if unused:
+            config.hook.pytest_deselected(items=unused)
+            items[:] = [item for item in items if item not in unused]
+            kit_items = [item for item in kit_items if item not in unused]
     config.stash[_CONFIG_KEY] = kit
     tested = {(_clause_of(item), _flow_of(item)) for item in kit_items}
     for clause, flow in sorted(kit.baseline.entries, key=str):
@@ -331,10 +376,11 @@ def conformance_target(
             timeout_s=kit.turn_timeout_s,
             artifacts=kit.artifacts,
         )
-        from conformance.preflight import check_reachable, register_side_calls
+        from conformance.preflight import add_cases, check_reachable, register_side_calls
 
         check_reachable(target)
         register_side_calls(target)
+        add_cases(target, kit.cases)
         yield target
 
 

@@ -15,6 +15,7 @@ from conformance.upstream import MockUnreachable
 from mock_llm import MockClientError
 
 if TYPE_CHECKING:
+    from conformance.cases import CaseFile
     from conformance.page import ChatPage
     from conformance.plugin import Target
 
@@ -47,6 +48,15 @@ def register_side_calls(target: Target) -> None:
         target.upstream.add_side_calls(target.profile.side_calls)
     except MockClientError as exc:
         fail(f"the mock refused the profile's model_calls.side_calls: {exc.message}")
+
+
+def add_cases(target: Target, cases: tuple[CaseFile, ...]) -> None:
+    """Add the `--cases` flows to the mock (a no-op for the same flows already there)."""
+    for case in cases:
+        try:
+            target.upstream.add_flows(case.text)
+        except MockClientError as exc:
+            fail(f"the mock refused the flows of the case file {case.path}: {exc.message}")
 
 
 def check_wiring(target: Target, chat: ChatPage, key: str) -> None:

@@ -34,6 +34,8 @@ def render(rows: dict[str, list[str]], target: str | None, profile: Profile) -> 
     ]
     for clause in CLAUSES:
         outcomes = rows.get(clause.id, [])
+        if clause.on_request and not outcomes:
+            continue
         counts = Counter(outcomes)
         detail = ", ".join(f"{counts[w]} {w}" for w in ORDER if counts[w]) or "none"
         title = clause.title.replace("|", "\\|")

@@ -195,17 +195,20 @@ def test_g3_an_empty_recovery_ends_in_the_error_state_and_the_page_stays_usable(
 def test_raw_scaffolding_never_appears_in_the_page(
     flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
-    want = expected(conformance_wired, flow)
-    play = conformance_play(flow)
+    assert_never_shown(conformance_play(flow), expected(conformance_wired, flow))
+
+
+def assert_never_shown(play: Play, want: Expected) -> None:
+    """No marker, and not the flow's canary, in anything the page ever showed."""
     assert play.recorder_live, "the DOM recorder is not live: it missed the kit's own marker"
     seen = play.recorded
     for marker in MARKERS:
         assert marker not in seen, (
-            f"flow {flow!r}: {marker!r} reached the page: {_around(seen, marker)}"
+            f"flow {play.flow!r}: {marker!r} reached the page: {_around(seen, marker)}"
         )
     if want.canary:
         assert want.canary not in seen, (
-            f"flow {flow!r}: the markup's canary {want.canary!r} reached the page:"
+            f"flow {play.flow!r}: the markup's canary {want.canary!r} reached the page:"
             f" {_around(seen, want.canary)}"
         )
 
@@ -234,19 +237,22 @@ def test_g10_the_log_line_counts_the_stripped_characters(
     flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
     needs(conformance_wired, "log")
-    target = conformance_wired
-    assert target.log_file is not None
     play = conformance_play(flow)
-    want = expected(target, flow).stripped_chars
+    assert_logged_count(conformance_wired, play, expected(conformance_wired, flow))
+
+
+def assert_logged_count(target: Target, play: Play, want: Expected) -> None:
+    """The turn's log line counts exactly the characters of markup the flow strips (G10)."""
+    assert target.log_file is not None
     pattern = target.profile.log.pattern(play.view.turn_id)
     found = logged_line(target.log_file, play.log_offset, pattern, target.timeout_s)
     assert found is not None, (
         f"G10: no log line matching {pattern.pattern!r} was written for the turn"
         f" within {target.timeout_s:g} s of its end"
     )
-    assert int(found.group(1)) == want, (
-        f"G10: flow {flow!r} logged scaffold_stripped={found.group(1)}, the flow's markup"
-        f" adds up to {want}"
+    assert int(found.group(1)) == want.stripped_chars, (
+        f"G10: flow {play.flow!r} logged scaffold_stripped={found.group(1)}, the flow's markup"
+        f" adds up to {want.stripped_chars}"
     )
 
 
@@ -309,3 +315,35 @@ def test_g12_a_round_with_a_real_tool_call_gets_no_recovery(
             "G12: a round that carried a real tool call was answered with a recovery request"
         )
     assert not re.search(r"<\|tool_call", view.answer), f"G12: markup shown: {view.answer!r}"
+
+
+# --- the user's own cases (--cases) ---------------------------------------------------------------
+
+
+@pytest.mark.clause("CASE")
+def test_a_recorded_case_ends_as_its_flow_expects(
+    flow: str, conformance_play: PlayFlow, conformance_wired: Target
+):
+    """One per `--cases` flow that states an outcome: what the page shows, the turn's
+    requests and the one recovery, the malformed-reply error, no markup in the page, and
+    the log's count where the profile has a log."""
+    target = conformance_wired
+    want = expected(target, flow)
+    play = conformance_play(flow)
+    view = play.view
+    if want.error:
+        assert view.state == "error", f"flow {flow!r}: the turn did not end in the error state"
+        assert view.error == MALFORMED_REPLY, f"flow {flow!r}: the error shows {view.error!r}"
+    else:
+        assert view.state == "done", f"flow {flow!r} ended in the error state: {view.error!r}"
+        assert_shown(view, want, flow)
+    entries = play.requests()
+    assert len(entries) == want.requests, count_problem(entries, flow, want.requests)
+    corrected = [e for e in entries if CORRECTION in json.dumps(messages_of(e), ensure_ascii=False)]
+    assert len(corrected) == (1 if want.recovery else 0), (
+        f"flow {flow!r}: {len(corrected)} requests carried the correction line, the flow"
+        f" expects {'one recovery' if want.recovery else 'none'}"
+    )
+    assert_never_shown(play, want)
+    if target.profile.has("log"):
+        assert_logged_count(target, play, want)

@@ -113,6 +113,11 @@ class Upstream:
         """The outcome `flow` states, None when the mock has no such flow or it states none."""
         return self._outcomes.get(flow)
 
+    def add_flows(self, text: str) -> None:
+        """Add a flow file's flows (MockClientError when the mock refuses them). Called
+        before any outcome is read: the outcomes are read once."""
+        self._client.add_flows(text)
+
     def add_side_calls(self, patterns: tuple[str, ...]) -> None:
         if patterns:
             self._client.add_side_calls(patterns)

@@ -26,7 +26,7 @@ from mock_llm import JournalRecord, MockClient, serve_mock
 
 from ..deadlines import DEADLINE_S
 from .foreign import PROFILE, TITLE_PROMPT, serve_foreign
-from .kit_runs import KIT_DEADLINE_S, KitResult, run_kit
+from .kit_runs import CASES, KIT_DEADLINE_S, KitResult, run_kit
 
 SETTLE_MS = 300
 
@@ -48,7 +48,7 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> KitRun:
     out = tmp_path_factory.mktemp("foreign-kit")
     log = out / "foreign.log"
     with serve_mock() as mock_url, serve_foreign(mock_url, log) as app_url:
-        run = run_kit(app_url, mock_url, PROFILE, out, "--app-log", str(log))
+        run = run_kit(app_url, mock_url, PROFILE, out, "--app-log", str(log), "--cases", str(CASES))
         with MockClient(mock_url, timeout=DEADLINE_S) as mock:
             keys = sorted({e.key for e in mock.requests().requests if e.key is not None})
             journal = {
@@ -68,7 +68,8 @@ def test_the_kit_passes_foreign_chat_on_every_clause(kit: KitRun) -> None:
     not_passed = {name: outcome for name, outcome in kit.run.cases.items() if outcome != "passed"}
     assert not not_passed, f"{not_passed}; {kit.explain()}"
     assert kit.run.returncode == 0, kit.explain()
-    # The profile declares every capability, so no clause may skip, and every one was run.
+    # The profile declares every capability, so no clause may skip, and every one was run
+    # (CASE too: the run is given a recorded leak).
     assert {clause.id: kit.run.verdicts.get(clause.id) for clause in CLAUSES} == {
         clause.id: "passed" for clause in CLAUSES
     }, kit.explain()

@@ -279,7 +279,9 @@ def test_every_clause_has_a_target_that_fails_it() -> None:
     both to the same account (G4, G6 and G8 are raw-relay's ALSO_FAILS only).
     """
     failed = {clause for mode in MODES for clause in (*BREAKS[mode], *ALSO_FAILS[mode])}
-    assert [c.id for c in CLAUSES if c.id not in failed] == []
+    # CASE runs only with --cases, which these runs are not given; its teeth are the proxy
+    # proof's (test_proxy_target.py: straight from the mock, Relay Chat fails the case).
+    assert [c.id for c in CLAUSES if c.id not in failed and not c.on_request] == []
     for mode in MODES:
         declared = (*BREAKS[mode], *ALSO_FAILS[mode])
         assert set(declared) <= set(BY_ID), f"{mode}: unknown clause in {declared}"
@@ -308,7 +310,9 @@ def test_the_kit_fails_exactly_the_clauses_a_target_breaks(
             f"\n{run.describe()}"
         )
     assert run.returncode == (1 if want else 0), f"exit {run.returncode}:\n{run.describe()}"
-    verdicts = {clause.id: expected_verdict(mode, clause.id) for clause in CLAUSES}
+    verdicts = {
+        clause.id: expected_verdict(mode, clause.id) for clause in CLAUSES if not clause.on_request
+    }
     for case in run.cases:
         assert case.verdict == VERDICT_OF[case.outcome], case  # JUnit carries the verdict
         if case.outcome in ("failed", "error"):

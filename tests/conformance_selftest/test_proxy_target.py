@@ -6,7 +6,9 @@ mock, the kit fails it on every clause the guardrail exists for; pointed at the 
 proxy in front of the same mock, every clause its profile lets the kit run passes, Stop
 included (the page's Stop closes the app's request, the app's SDK stream, the proxy's
 upstream stream: the mock records the disconnect). Thinking, the per-turn log and tools
-are not things Relay Chat has, so those clauses skip, with the reason.
+are not things Relay Chat has, so those clauses skip, with the reason. Both runs are given a
+recorded leak (`--cases`): straight from the mock Relay Chat shows it, behind the proxy the
+case ends as its flow expects.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from guard.server import GuardSettings, create_app
 from mock_llm import serve_in_thread, serve_mock
 
 from ..deadlines import DEADLINE_S
-from .kit_runs import KIT_DEADLINE_S, KitResult, run_kit
+from .kit_runs import CASES, KIT_DEADLINE_S, KitResult, run_kit
 from .relay import PROFILE, serve_relay
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * KIT_DEADLINE_S + 4 * DEADLINE_S)]
@@ -38,7 +40,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitResult]:
             for name, model in (("direct", mock_url), ("behind the proxy", proxy_url)):
                 with serve_relay(f"{model}/v1") as app_url:
                     out = tmp_path_factory.mktemp("relay-kit")
-                    results[name] = run_kit(app_url, mock_url, PROFILE, out)
+                    results[name] = run_kit(app_url, mock_url, PROFILE, out, "--cases", str(CASES))
     return results
 
 
@@ -49,7 +51,7 @@ def test_without_the_proxy_the_kit_fails_the_app_on_the_guardrails_clauses(
     assert direct.cases, f"the kit wrote no JUnit results; {direct.explain()}"
     assert direct.returncode != 0
     failed = {clause for clause, verdict in direct.verdicts.items() if verdict == "failed"}
-    assert failed == GUARDRAIL_CLAUSES, direct.explain()
+    assert failed == GUARDRAIL_CLAUSES | {"CASE"}, direct.explain()  # the recorded leak too
 
 
 def test_behind_the_proxy_the_kit_passes_every_clause_it_can_run(
@@ -62,4 +64,4 @@ def test_behind_the_proxy_the_kit_passes_every_clause_it_can_run(
     passed = {clause for clause, verdict in proxied.verdicts.items() if verdict == "passed"}
     assert skipped == NOT_RELAY_CHATS, proxied.explain()
     assert passed == set(proxied.verdicts) - NOT_RELAY_CHATS
-    assert GUARDRAIL_CLAUSES | {"G1", "G7", "G11"} <= passed
+    assert GUARDRAIL_CLAUSES | {"G1", "G7", "G11", "CASE"} <= passed

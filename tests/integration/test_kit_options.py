@@ -133,3 +133,35 @@ def test_a_missing_browser_stops_the_run_in_the_preflight(tmp_path: Path, notes_
     )  # fmt: skip
     assert done.returncode == PREFLIGHT_FAILED
     assert f"conformance preflight: no browser at {tmp_path / 'no-chromium'}" in done.stdout
+
+
+def test_a_case_file_that_states_no_outcome_is_a_usage_error(tmp_path: Path):
+    (tmp_path / "plain.yaml").write_text(
+        "flows:\n  mine:\n    steps:\n      - content: hi\n", encoding="utf-8"
+    )
+    done = run_kit(tmp_path, "--cases", "plain.yaml")
+    assert done.returncode == USAGE_ERROR
+    assert "no flow in the case file plain.yaml states an expected outcome" in done.stderr
+
+
+def test_a_missing_case_file_from_the_environment_is_a_usage_error(tmp_path: Path):
+    done = run_kit(tmp_path, CONFORMANCE_CASES="gone.yaml")
+    assert done.returncode == USAGE_ERROR
+    assert "cannot read the case file gone.yaml" in done.stderr
+
+
+def test_a_case_the_mock_has_under_another_definition_stops_the_run_in_the_preflight(
+    tmp_path: Path, notes_app, mock_url: str
+):
+    (tmp_path / "cases.yaml").write_text(
+        "flows:\n  clean:\n    steps:\n      - content: not the built-in clean flow\n"
+        "    expect: {shown: x, recovery: false, stripped_chars: 0, error: null, requests: 1}\n",
+        encoding="utf-8",
+    )
+    done = run_kit(
+        tmp_path, "--app-url", f"{notes_app.url}/", "--mock-url", mock_url,
+        "--app-log", str(notes_app.settings.log_file), "--cases", "cases.yaml",
+    )  # fmt: skip
+    assert done.returncode == PREFLIGHT_FAILED
+    assert "the mock refused the flows of the case file cases.yaml" in done.stdout
+    assert "already exists with a different definition" in done.stdout

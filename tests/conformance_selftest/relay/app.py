@@ -15,6 +15,7 @@ conformance kit, pointed at the proxy it passes (tests/conformance_selftest/test
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import openai
@@ -56,4 +57,13 @@ def build_app(model_base_url: str) -> Starlette:
         except openai.OpenAIError as exc:
             yield f"{ERROR_MARK}{getattr(exc, 'message', None) or exc}"
 
-    return Starlette(routes=[Route("/", page), Route("/api/ask", ask, methods=["POST"])])
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        # The SDK's pooled connections close with the app: one left open when the server's
+        # event loop closed made uvloop refuse to close it (EBUSY, after a run that ended on
+        # a completed stream).
+        yield
+        await client.close()
+
+    routes = [Route("/", page), Route("/api/ask", ask, methods=["POST"])]
+    return Starlette(routes=routes, lifespan=lifespan)
