@@ -18,8 +18,8 @@ import uvicorn
 
 from guard.server import GuardSettings, create_app
 from guardrail.scaffolding import PROFILES, registry_with
-from mock_llm import bind_socket, socket_url
-from mock_llm.cli import exposure_warning
+from mock_llm import socket_url
+from mock_llm.cli import listen
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -76,13 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.keepalive_s > 0:
         print("guard: --keepalive-s must be more than 0", file=sys.stderr)
         return 2
-    warning = exposure_warning("guard", args.host, "use your model server with your API key")
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
-    try:
-        sock = bind_socket(args.host, args.port)
-    except OSError as exc:
-        print(f"guard: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+    sock = listen("guard", args.host, args.port, "use your model server with your API key")
+    if sock is None:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     settings = GuardSettings(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mock_llm.flow_file import load_flow_file, parse_flows
-from mock_llm.flows import Expect, Flow, Step
+from mock_llm.flows import Expect, Flow, RecordedChunk, Step
 from mock_llm.response_plan import describe_fault
 
 BUILTIN_RESOURCE = "builtin_flows.yaml"
@@ -79,6 +79,7 @@ def text_size(flow: Flow) -> int:
         if step.extract is not None:
             size += len(step.extract.fallback) + len(step.extract.preamble)
         size += sum(len(c.name) + len(c.arguments) + len(c.id or "") for c in step.tool_calls)
+        size += sum(len(chunk.text) for chunk in step.recorded)
     return size
 
 
@@ -136,13 +137,22 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "reasoning": step.reasoning,
         "tool_calls": [asdict(call) for call in step.tool_calls],
         "finish_reason": step.resolved_finish_reason,
-        "chunking": step.chunking.describe(),
+        "chunking": "recorded" if step.recorded else step.chunking.describe(),
         "delay_ms": step.delay_ms,
         "ttft_ms": step.ttft_ms,
         "reasoning_field": step.reasoning_field,
         "fault": describe_fault(step.fault) if step.fault is not None else None,
         "extract": asdict(step.extract) if step.extract is not None else None,
+        "chunks": [recorded_chunk_to_json(chunk) for chunk in step.recorded],
     }
+
+
+def recorded_chunk_to_json(chunk: RecordedChunk) -> dict[str, Any]:
+    """A recorded chunk as a flow file writes it: `{content: TEXT, after_ms: N}`,
+    `{reasoning: ...}` or `{call: INDEX, arguments: TEXT, after_ms: N}`."""
+    if chunk.part == "call":
+        return {"call": chunk.call, "arguments": chunk.text, "after_ms": chunk.after_ms}
+    return {chunk.part: chunk.text, "after_ms": chunk.after_ms}
 
 
 def catalog_to_json(flows: Mapping[str, Flow]) -> dict[str, Any]:

@@ -30,6 +30,9 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     stream: bool
     include_usage: bool
+    tool_names: tuple[str, ...] | None = None
+    """The functions the request offers, when its parser read them (the Responses API's
+    flat tools); None: `offered_tools` reads them from the chat-completions `tools`."""
 
 
 MAX_JSON_DEPTH = 64
@@ -71,18 +74,8 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 def parse_chat_request(raw: bytes, *, stream_default: bool = False) -> ChatRequest:
     """The request, validated; `stream_default` is what a body without `stream` means
     (False for OpenAI's chat completions, True for Ollama's /api/chat)."""
-    if json_depth_over(raw):
-        raise RequestError(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
-    try:
-        decoded = json.loads(raw)
-    except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
-        raise RequestError(f"The request body is not valid JSON: {exc}") from exc
-    if not isinstance(decoded, dict):
-        raise RequestError("The request body must be a JSON object.")
-    body = cast(dict[str, Any], decoded)
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise RequestError("You must provide a model parameter (a non-empty string).", "model")
+    body = decode_body(raw)
+    model = body_model(body)
     messages = _messages(body.get("messages"))
     stream = body.get("stream", stream_default)
     if not isinstance(stream, bool):
@@ -94,6 +87,27 @@ def parse_chat_request(raw: bytes, *, stream_default: bool = False) -> ChatReque
     if tools is not None and not isinstance(tools, list):
         raise RequestError("'tools' must be a list.", "tools")
     return ChatRequest(body, model, messages, stream, _include_usage(body.get("stream_options")))
+
+
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object: not too deeply nested, valid JSON, an object."""
+    if json_depth_over(raw):
+        raise RequestError(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
+    try:
+        decoded = json.loads(raw)
+    except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
+        raise RequestError(f"The request body is not valid JSON: {exc}") from exc
+    if not isinstance(decoded, dict):
+        raise RequestError("The request body must be a JSON object.")
+    return cast(dict[str, Any], decoded)
+
+
+def body_model(body: dict[str, Any]) -> str:
+    """The body's `model`, a non-empty string."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise RequestError("You must provide a model parameter (a non-empty string).", "model")
+    return model
 
 
 def _messages(value: object) -> list[dict[str, Any]]:
@@ -142,6 +156,8 @@ def _include_usage(options: object) -> bool:
 
 def offered_tools(chat: ChatRequest) -> tuple[str, ...]:
     """The names of the functions the request offers as tools (malformed entries skipped)."""
+    if chat.tool_names is not None:
+        return chat.tool_names
     names: list[str] = []
     for tool in cast(list[object], chat.body.get("tools") or []):
         function = cast(dict[str, object], tool).get("function") if isinstance(tool, dict) else None

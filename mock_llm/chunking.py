@@ -1,12 +1,29 @@
-"""Cut a text into stream chunks. Joining the chunks always gives the text back exactly."""
+"""Cut a step's texts into stream chunks, and pace them. Joining the chunks always gives the
+text back exactly.
+
+Every wire format asks here, and only here, what a step streams and when: `pieces` is the
+chunks of one part of a step (its reasoning, its content, one tool call's arguments), and
+`ttft_s`, `gap_s` and `answer_delay_s` are the pauses. An authored step cuts its text by its
+`chunking` and paces with `ttft_ms` and `delay_ms`; a recorded step (`Step.recorded`,
+written by `python -m mock_llm record`) streams its recorded pieces, each after its recorded
+gap, which `paced` scales by the server's replay pacing (`--replay-pacing`: 1 = as
+recorded, 0 = no pauses) before a response is planned.
+"""
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+from dataclasses import replace
 
-from mock_llm.flows import Chunking
+from mock_llm.flows import Chunking, ChunkPart, Step
 
 _WORD = re.compile(r"\s*\S+|\s+")
+REAL_PACING = 1.0
+"""Replay recorded gaps as they were recorded."""
+NO_PACING = 0.0
+"""Replay recorded chunks with no pauses at all."""
 
 
 def split(text: str, chunking: Chunking) -> list[str]:
@@ -25,3 +42,72 @@ def split(text: str, chunking: Chunking) -> list[str]:
         return _WORD.findall(text)
     size = chunking.size
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@functools.lru_cache(maxsize=512)
+def _split(text: str, chunking: Chunking) -> tuple[str, ...]:
+    return tuple(split(text, chunking))
+
+
+def pieces(step: Step, part: ChunkPart, call: int | None = None) -> tuple[str, ...]:
+    """The chunks `part` of `step` streams in, in order: for `call`, tool call number `call`
+    (0-based). A recorded step gives its recorded pieces (the first of a call is its
+    opening, which may be empty); any other step its text cut by its chunking."""
+    if step.recorded:
+        return tuple(c.text for c in step.recorded if c.part == part and c.call == call)
+    if part == "call":
+        assert call is not None
+        text = step.tool_calls[call].arguments
+    else:
+        text = step.reasoning if part == "reasoning" else step.content
+    return _split(text, step.chunking)
+
+
+def ttft_s(step: Step) -> float:
+    """The pause before a stream's first frame, in seconds: `ttft_ms`. A recorded step has
+    none there: its first gap comes before its first recorded chunk."""
+    return 0.0 if step.recorded else step.ttft_ms / 1000
+
+
+def gap_s(step: Step, index: int) -> float:
+    """The pause before the step's delta chunk number `index` (0-based, over reasoning,
+    content and tool-call pieces in that order), in seconds: `delay_ms`, or for a recorded
+    step that chunk's recorded gap."""
+    if not step.recorded:
+        return step.delay_ms / 1000
+    if index >= len(step.recorded):
+        return 0.0
+    return step.recorded[index].after_ms / 1000
+
+
+def answer_delay_s(step: Step) -> float:
+    """The pause before a whole (not streamed) answer or an HTTP fault, in seconds:
+    `ttft_ms`, or for a recorded step the whole stream's recorded time."""
+    if not step.recorded:
+        return step.ttft_ms / 1000
+    return sum(c.after_ms for c in step.recorded) / 1000
+
+
+def paced(step: Step, pacing: float) -> Step:
+    """`step` with its recorded gaps multiplied by `pacing` (1: as recorded, 0: none). An
+    authored step keeps its `delay_ms` and `ttft_ms`: pacing is for recordings only."""
+    if not step.recorded or pacing == REAL_PACING:
+        return step
+    recorded = tuple(replace(c, after_ms=c.after_ms * pacing) for c in step.recorded)
+    return replace(step, recorded=recorded)
+
+
+def parse_pacing(text: str) -> float:
+    """`real` (1), `none` (0) or a positive factor, as `--replay-pacing` takes it;
+    ValueError otherwise."""
+    if text == "real":
+        return REAL_PACING
+    if text == "none":
+        return NO_PACING
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = math.nan
+    if not (math.isfinite(factor) and factor > 0):
+        raise ValueError(f"expected real, none or a positive number, not {text!r}")
+    return factor

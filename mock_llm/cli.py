@@ -1,21 +1,40 @@
 """`python -m mock_llm`: the command line. Loopback by default, with a warning on stderr when
 told to listen anywhere else (`exposure_warning`, shared with `python -m app`); a bad flow
-file or side-call rule stops the start."""
+file or side-call rule stops the start.
+
+`python -m mock_llm record --upstream URL --out FILE` (the first word `record`) runs the
+recording proxy instead (mock_llm/recorder.py); a bad upstream URL, `--redact` pattern or
+existing recording stops its start the same way.
+"""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
+import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import cast
 
 import uvicorn
 
+from mock_llm.chunking import REAL_PACING, parse_pacing
 from mock_llm.flow_file import FlowFileError
 from mock_llm.flows import REASONING_FIELDS, ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
+from mock_llm.recorder import DEFAULT_PORT as RECORDER_PORT
+from mock_llm.recorder import (
+    Recorder,
+    RecorderSettings,
+    Upstream,
+    UpstreamError,
+    load_recording,
+    recorder_config,
+)
+from mock_llm.redaction import RedactionError, Redactor, compile_patterns
 from mock_llm.runner import bind_socket, build_settings, socket_url, uvicorn_config
 from mock_llm.server import DEFAULT_MAX_BODY_BYTES
 from mock_llm.side_calls import SideCallsRefused
@@ -47,6 +66,19 @@ def exposure_warning(program: str, host: str, what: str) -> str | None:
         f"anyone who can reach this machine can {what}; there is no login. "
         "Use --host 127.0.0.1 unless that is what you want."
     )
+
+
+def listen(program: str, host: str, port: int, what: str) -> socket.socket | None:
+    """The listening socket, after the exposure warning when `host` is not loopback (anyone
+    there can `what`); None, with the reason on stderr, when it cannot be bound."""
+    warning = exposure_warning(program, host, what)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
+    try:
+        return bind_socket(host, port)
+    except OSError as exc:
+        print(f"{program}: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+        return None
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -91,6 +123,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="a request whose system or last user message this matches is a side call "
         "(a title, tags...): it never advances a turn (repeatable)",
     )
+    parser.add_argument(
+        "--replay-pacing",
+        type=_pacing,
+        default=REAL_PACING,
+        metavar="real|none|FACTOR",
+        help="the gaps of recorded flows: as recorded (real, the default), none, or each "
+        "multiplied by FACTOR (0.5 = twice as fast)",
+    )
     parser.add_argument("--access-log", action="store_true", help="log every HTTP request")
     args = parser.parse_args(argv)
     for name in ("max_body_bytes", "journal_size", "journal_bytes"):
@@ -101,11 +141,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _pacing(text: str) -> float:
+    try:
+        return parse_pacing(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m mock_llm [options]` serves the mock; `python -m mock_llm record ...`
+    records an upstream's answers as flows (mock_llm.recorder)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["record"]:
+        return record_main(argv[1:])
     args = parse_args(argv)
-    warning = exposure_warning("mock_llm", args.host, "use this mock and read its journal")
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
     try:
         settings = build_settings(
             tuple(args.flows),
@@ -115,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             journal_max_body_bytes=args.journal_bytes,
             quiet_reset_s=args.quiet_reset,
             side_calls=args.side_calls,
+            replay_pacing=args.replay_pacing,
         )
     except FlowFileError as exc:
         print(f"mock_llm: bad flow file: {exc}", file=sys.stderr)
@@ -122,10 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SideCallsRefused as exc:
         print(f"mock_llm: --side-call: {exc.message}", file=sys.stderr)
         return 2
-    try:
-        sock = bind_socket(args.host, args.port)
-    except OSError as exc:
-        print(f"mock_llm: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+    sock = listen("mock_llm", args.host, args.port, "use this mock and read its journal")
+    if sock is None:
         return 2
     url = socket_url(sock)
     print(
@@ -136,3 +184,84 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = uvicorn.Server(uvicorn_config(settings, access_log=args.access_log))
     server.run(sockets=[sock])
     return 0
+
+
+def parse_record_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m mock_llm record",
+        description="A proxy in front of an OpenAI-compatible server that passes every chat "
+        "completion through unchanged and records it as a flow file.",
+    )
+    parser.add_argument(
+        "--upstream",
+        required=True,
+        metavar="URL",
+        help="the upstream's OpenAI base URL, e.g. http://127.0.0.1:8080/v1",
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="the recording (a flow file; gzip-compressed when it ends in .gz; an existing "
+        "one is continued)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=RECORDER_PORT,
+        help=f"port (default: {RECORDER_PORT}; 0 = any)",
+    )
+    parser.add_argument(
+        "--redact",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="replace what this matches in recorded texts by [REDACTED] (repeatable)",
+    )
+    parser.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    return parser.parse_args(argv)
+
+
+def record_main(argv: Sequence[str]) -> int:
+    """`python -m mock_llm record ...`: serve the recording proxy until stopped."""
+    args = parse_record_args(argv)
+    prog = "mock_llm record"
+    try:
+        upstream = Upstream.parse(args.upstream)
+    except UpstreamError as exc:
+        print(f"{prog}: --upstream: {exc}", file=sys.stderr)
+        return 2
+    try:
+        redactor = Redactor(compile_patterns(args.redact))
+    except RedactionError as exc:
+        print(f"{prog}: --redact: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
+        print(f"{prog}: --out: cannot write into the folder {str(out.parent)!r}", file=sys.stderr)
+        return 2
+    try:
+        recording = load_recording(out)
+    except FlowFileError as exc:
+        print(f"{prog}: --out: the existing file is not a flow file: {exc}", file=sys.stderr)
+        return 2
+    sock = listen(prog, args.host, args.port, f"send requests to {upstream.display} through it")
+    if sock is None:
+        return 2
+    url = socket_url(sock)
+    kept = f", continuing its {len(recording.flows)} flows" if recording.flows else ""
+    print(
+        f"{prog}: recording {upstream.display} on {url} (OpenAI base URL {url}/v1) "
+        f"into {out}{kept}",
+        flush=True,
+    )
+    settings = RecorderSettings(upstream, out, redactor, log=_print_line)
+    recorder = Recorder(settings, recording)
+    server = uvicorn.Server(recorder_config(recorder, access_log=args.access_log))
+    server.run(sockets=[sock])
+    return 0
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)

@@ -14,10 +14,17 @@ before they are turned into JSON, so an alias bomb or a recursive anchor is an e
 instead of an exponential dump. JSON is YAML except that JSON allows tabs as whitespace;
 a raw tab cannot occur inside a valid JSON string, so in text that is valid JSON every tab
 is read as a space (line numbers unchanged).
+
+A recorded step (`python -m mock_llm record`) carries `chunks:`, the chunk sequence of the
+stream it was recorded from. Its texts are the joins of the pieces, so a step that also
+states them must state the same text, and it may not set what the chunks replace
+(`chunking`, `delay_ms`, `ttft_ms`) or build its content otherwise (`extract`). A file
+whose name ends in `.gz` is read gzip-compressed.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
@@ -43,6 +50,7 @@ from mock_llm.flows import (
     HttpFault,
     MalformedFault,
     ReasoningField,
+    RecordedChunk,
     StallFault,
     Step,
     ToolCall,
@@ -87,11 +95,14 @@ class _Ctx:
 
 
 def load_flow_file(path: str | Path) -> dict[str, Flow]:
-    """Read and validate one flow file from disk."""
+    """Read and validate one flow file from disk (gzip-compressed when its name ends in .gz)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+        if path.name.endswith(".gz"):
+            data = gzip.decompress(data)
+        text = data.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # gzip.BadGzipFile is an OSError
         raise FlowFileError(str(path), None, f"cannot read the file: {exc}") from exc
     return parse_flows(text, source=str(path))
 
@@ -207,7 +218,9 @@ _STEP_KEYS = {
     "reasoning_field",
     "fault",
     "extract",
+    "chunks",
 }
+_NOT_WITH_CHUNKS = ("chunking", "delay_ms", "ttft_ms", "extract")
 
 
 def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
@@ -217,22 +230,44 @@ def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
             fields.key_nodes["extract"],
             f"{what}: 'extract' builds the content from the request; drop 'content'",
         )
-    tool_calls: tuple[ToolCall, ...] = ()
+    recorded = "chunks" in fields
+    for key in _NOT_WITH_CHUNKS:
+        if recorded and key in fields:
+            raise ctx.fail(
+                fields.key_nodes[key],
+                f"{what}: {key!r} cannot go with 'chunks': a recorded step streams its "
+                "recorded chunks after their recorded gaps",
+            )
+    calls: list[tuple[ToolCall, yaml.Node | None]] = []
     if "tool_calls" in fields:
         tc_node = fields["tool_calls"]
         if not isinstance(tc_node, yaml.SequenceNode):
             raise ctx.fail(tc_node, f"{what}: 'tool_calls' must be a list")
-        tool_calls = tuple(
-            _tool_call(ctx, f"{what} tool call {i}", item)
+        calls = [
+            _tool_call(ctx, f"{what} tool call {i}", item, arguments_optional=recorded)
             for i, item in enumerate(cast(list[yaml.Node], tc_node.value), start=1)
-        )
+        ]
+    chunks: tuple[RecordedChunk, ...] = ()
+    if recorded:
+        chunks = _chunks(ctx, what, fields["chunks"], len(calls))
+    tool_calls = tuple(
+        _joined_call(ctx, f"{what} tool call {i}", call, args_node, chunks, i - 1)
+        if recorded
+        else call
+        for i, (call, args_node) in enumerate(calls, start=1)
+    )
     finish: FinishReason | None = _opt(ctx, fields, "finish_reason", _choice(FINISH_REASONS), None)
     reasoning_field: ReasoningField | None = _opt(
         ctx, fields, "reasoning_field", _choice(REASONING_FIELDS), None
     )
+    content = _opt(ctx, fields, "content", _string, "")
+    reasoning = _opt(ctx, fields, "reasoning", _string, "")
+    if recorded:
+        content = _joined(ctx, what, fields, "content", chunks)
+        reasoning = _joined(ctx, what, fields, "reasoning", chunks)
     return Step(
-        content=_opt(ctx, fields, "content", _string, ""),
-        reasoning=_opt(ctx, fields, "reasoning", _string, ""),
+        content=content,
+        reasoning=reasoning,
         tool_calls=tool_calls,
         finish_reason=finish,
         chunking=_opt(ctx, fields, "chunking", _chunking, Chunking()),
@@ -241,13 +276,111 @@ def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
         reasoning_field=reasoning_field,
         fault=_opt(ctx, fields, "fault", _fault, None),
         extract=_opt(ctx, fields, "extract", _extract, None),
+        recorded=chunks,
     )
 
 
-def _tool_call(ctx: _Ctx, what: str, node: yaml.Node) -> ToolCall:
-    fields = _mapping(
-        ctx, node, what, required={"name", "arguments"}, allowed={"name", "arguments", "id"}
-    )
+_CHUNK_PARTS = ("reasoning", "content", "call")
+_CHUNK_SHAPES = "{reasoning: TEXT}, {content: TEXT} or {call: INDEX, arguments: TEXT}"
+
+
+def _chunks(ctx: _Ctx, what: str, node: yaml.Node, calls: int) -> tuple[RecordedChunk, ...]:
+    """A recorded step's chunks, in the order the mock streams them: the reasoning's, the
+    content's, then each tool call's by index, every call from its opening chunk on."""
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise ctx.fail(node, f"{what}: 'chunks' must be a non-empty list of {_CHUNK_SHAPES}")
+    chunks: list[RecordedChunk] = []
+    for i, item in enumerate(cast(list[yaml.Node], node.value), start=1):
+        where = f"{what} chunk {i}"
+        chunk = _chunk(ctx, where, item)
+        if chunk.call is not None and chunk.call >= calls:
+            have = f"{calls} tool calls (0 to {calls - 1})" if calls else "no tool_calls"
+            raise ctx.fail(item, f"{where}: 'call' is {chunk.call} but the step has {have}")
+        if chunks and _chunk_rank(chunk) < _chunk_rank(chunks[-1]):
+            raise ctx.fail(
+                item,
+                f"{where}: {_chunk_label(chunk)} cannot follow {_chunk_label(chunks[-1])}: "
+                "chunks go reasoning, then content, then each tool call's by index",
+            )
+        chunks.append(chunk)
+    present = {c.call for c in chunks if c.call is not None}
+    for call in range(calls):
+        if call not in present:
+            raise ctx.fail(
+                node,
+                f"{what}: tool call {call + 1} has no chunk; its first chunk is its opening "
+                f"({{call: {call}, arguments: ''}} at least)",
+            )
+    return tuple(chunks)
+
+
+def _chunk(ctx: _Ctx, where: str, node: yaml.Node) -> RecordedChunk:
+    fields = _mapping(ctx, node, where, allowed={*_CHUNK_PARTS, "arguments", "after_ms"})
+    parts = [key for key in _CHUNK_PARTS if key in fields]
+    if len(parts) != 1:
+        raise ctx.fail(node, f"{where}: a chunk is one of {_CHUNK_SHAPES}")
+    after_ms = _opt(ctx, fields, "after_ms", _non_negative, 0.0)
+    if parts[0] == "call":
+        if "arguments" not in fields:
+            raise ctx.fail(node, f"{where}: a 'call' chunk needs 'arguments' (a string)")
+        call = _count(ctx, fields["call"], "call")
+        return RecordedChunk("call", _string(ctx, fields["arguments"], "arguments"), call, after_ms)
+    if "arguments" in fields:
+        raise ctx.fail(fields.key_nodes["arguments"], f"{where}: 'arguments' goes with 'call'")
+    part = "reasoning" if parts[0] == "reasoning" else "content"
+    return RecordedChunk(part, _string(ctx, fields[part], part), None, after_ms)
+
+
+def _chunk_rank(chunk: RecordedChunk) -> tuple[int, int]:
+    return (_CHUNK_PARTS.index(chunk.part), chunk.call or 0)
+
+
+def _chunk_label(chunk: RecordedChunk) -> str:
+    return f"a chunk of tool call {chunk.call}" if chunk.part == "call" else f"a {chunk.part} chunk"
+
+
+def _joined(
+    ctx: _Ctx, what: str, fields: _Fields, key: str, chunks: tuple[RecordedChunk, ...]
+) -> str:
+    """The text of a recorded step's `key` part: the join of its chunks, which the step may
+    state too (the recorder does, for a reader), but only exactly."""
+    joined = "".join(c.text for c in chunks if c.part == key)
+    if key in fields and _string(ctx, fields[key], key) != joined:
+        raise ctx.fail(
+            fields[key], f"{what}: {key!r} must be the join of its chunks (or be left out)"
+        )
+    return joined
+
+
+def _joined_call(
+    ctx: _Ctx,
+    what: str,
+    call: ToolCall,
+    args_node: yaml.Node | None,
+    chunks: tuple[RecordedChunk, ...],
+    index: int,
+) -> ToolCall:
+    joined = "".join(c.text for c in chunks if c.part == "call" and c.call == index)
+    if args_node is None:
+        return ToolCall(call.name, joined, call.id)
+    if call.arguments != joined:
+        raise ctx.fail(
+            args_node, f"{what}: 'arguments' must be the join of its chunks (or be left out)"
+        )
+    return call
+
+
+def _tool_call(
+    ctx: _Ctx, what: str, node: yaml.Node, *, arguments_optional: bool = False
+) -> tuple[ToolCall, yaml.Node | None]:
+    """The call, and the node of its `arguments` (None when a recorded step leaves them
+    out: they are then the join of the call's chunks)."""
+    required = {"name"} if arguments_optional else {"name", "arguments"}
+    fields = _mapping(ctx, node, what, required=required, allowed={"name", "arguments", "id"})
+    name = _string(ctx, fields["name"], "name")
+    call_id = _opt(ctx, fields, "id", _string, None)
+    if "arguments" not in fields:
+        return ToolCall(name, "", call_id), None
     args_node = fields["arguments"]
     if isinstance(args_node, yaml.MappingNode):
         _check_size(ctx, args_node, f"{what}: 'arguments'")
@@ -259,11 +392,8 @@ def _tool_call(ctx: _Ctx, what: str, node: yaml.Node) -> ToolCall:
         arguments = cast(str, _construct(ctx, args_node))
     else:
         raise ctx.fail(args_node, f"{what}: 'arguments' must be a mapping or a JSON string")
-    return ToolCall(
-        name=_string(ctx, fields["name"], "name"),
-        arguments=_encodable(ctx, args_node, arguments, "arguments"),
-        id=_opt(ctx, fields, "id", _string, None),
-    )
+    arguments = _encodable(ctx, args_node, arguments, "arguments")
+    return ToolCall(name=name, arguments=arguments, id=call_id), args_node
 
 
 _FAULT_KEYS: Mapping[str, set[str]] = {
@@ -317,7 +447,7 @@ def _http_fault(ctx: _Ctx, node: yaml.Node, fields: _Fields) -> HttpFault:
         message=_opt(ctx, fields, "message", _string, default_message),
         type=_opt(ctx, fields, "type", _string, default_type),
         code=_opt(ctx, fields, "code", _string, None),
-        retry_after=_opt(ctx, fields, "retry_after", _non_negative, default_retry),
+        retry_after=_opt(ctx, fields, "retry_after", _optional(_non_negative), default_retry),
     )
 
 
@@ -462,6 +592,17 @@ def _non_negative(ctx: _Ctx, node: yaml.Node, key: str) -> float:
     if not (math.isfinite(value) and value >= 0):
         raise ctx.fail(node, f"'{key}' must be a finite number >= 0, not {value!r}")
     return float(value)
+
+
+def _optional(parse: Parser[T]) -> Parser[T | None]:
+    """`parse`, or None for an explicit null (`retry_after: null`: no Retry-After header)."""
+
+    def parse_or_null(ctx: _Ctx, node: yaml.Node, key: str) -> T | None:
+        if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
+            return None
+        return parse(ctx, node, key)
+
+    return parse_or_null
 
 
 def _choice(options: tuple[str, ...]) -> Parser[Any]:

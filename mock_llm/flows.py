@@ -23,6 +23,7 @@ ReasoningField = Literal["reasoning_content", "reasoning", "both"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 CutMode = Literal["abort", "eof"]
 ExpectedError = Literal["malformed"]
+ChunkPart = Literal["reasoning", "content", "call"]
 
 REASONING_FIELDS: tuple[ReasoningField, ...] = ("reasoning_content", "reasoning", "both")
 FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "tool_calls", "content_filter")
@@ -119,8 +120,30 @@ class Extract:
 
 
 @dataclass(frozen=True)
+class RecordedChunk:
+    """One delta chunk of a recorded stream (`python -m mock_llm record`), replayed as is.
+
+    `part` says what the chunk carries: a piece of the reasoning, of the content, or of the
+    arguments of tool call `call` (0-based; the first chunk of a call is its opening, which
+    also carries its id and name). `after_ms` is the gap before the chunk: the first chunk's
+    counted from the start of the response, every other one's from the chunk before it.
+    """
+
+    part: ChunkPart
+    text: str
+    call: int | None = None
+    after_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class Step:
-    """One response of a flow. With `extract`, the content is built per request instead."""
+    """One response of a flow. With `extract`, the content is built per request instead.
+
+    A recorded step carries its chunks in `recorded` (reasoning pieces, then content, then
+    each tool call's argument pieces by index): they replace the cut by `chunking` and the
+    pacing of `ttft_ms`/`delay_ms`, and `content`, `reasoning` and each call's `arguments`
+    are their joins.
+    """
 
     content: str = ""
     reasoning: str = ""
@@ -132,6 +155,7 @@ class Step:
     reasoning_field: ReasoningField | None = None
     fault: Fault | None = None
     extract: Extract | None = None
+    recorded: tuple[RecordedChunk, ...] = ()
 
     @property
     def resolved_finish_reason(self) -> FinishReason:

@@ -69,6 +69,9 @@ class JournalEntry:
     seq: int
     received_ms: float
     path: str
+    api: str = "openai"
+    """The wire format the request came in: `openai` (chat completions), `ollama` or
+    `responses`."""
     body: Any = None
     key: str | None = None
     flow: str | None = None
@@ -128,6 +131,7 @@ class JournalEntry:
         return {
             "seq": self.seq,
             "path": self.path,
+            "api": self.api,
             "key": self.key,
             "flow": self.flow,
             "step": self.step,
@@ -165,13 +169,14 @@ class Journal:
         self.on_change: Callable[[], None] = _nothing
         """Called after an entry arrives or ends, and after the journal is cleared."""
 
-    def open(self, path: str) -> JournalEntry:
-        """Start an entry for a request that just arrived."""
+    def open(self, path: str, api: str = "openai") -> JournalEntry:
+        """Start an entry for a request that just arrived at `path`, in the wire format `api`."""
         self._seq += 1
         entry = JournalEntry(
             seq=self._seq,
             received_ms=self.clock.now_ms(),
             path=path,
+            api=api,
             _now_ms=self.clock.now_ms,
             _changed=self._changed,
         )

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mock_llm.chunking import split
+from mock_llm.chunking import gap_s, pieces, ttft_s
 from mock_llm.flows import Step
 from mock_llm.wire import JSON, CompletionMeta, dumps, usage
 
@@ -47,24 +47,34 @@ def created_at(meta: CompletionMeta) -> str:
 def chat_lines(
     step: Step, meta: CompletionMeta, messages: Sequence[JSON]
 ) -> list[tuple[float, bytes]]:
-    """Every line of the stream with the pause before it, in seconds."""
+    """Every line of the stream with the pause before it, in seconds.
+
+    A piece of thinking or content is a line; the tool calls go whole in one line, after
+    the gaps of all their pieces when the step was recorded."""
     head = {"model": meta.model, "created_at": created_at(meta)}
-    pieces: list[JSON] = [
+    messages_out: list[JSON] = [
         {"role": "assistant", "content": "", "thinking": piece}
-        for piece in split(step.reasoning, step.chunking)
+        for piece in pieces(step, "reasoning")
     ]
-    pieces += [
-        {"role": "assistant", "content": piece} for piece in split(step.content, step.chunking)
-    ]
+    messages_out += [{"role": "assistant", "content": piece} for piece in pieces(step, "content")]
+    texts = len(messages_out)
     if step.tool_calls:
-        pieces.append({"role": "assistant", "content": "", "tool_calls": tool_calls(step)})
-    delay, ttft = step.delay_ms / 1000, step.ttft_ms / 1000
+        messages_out.append({"role": "assistant", "content": "", "tool_calls": tool_calls(step)})
+    if step.recorded:  # each text line after its chunk's gap, the calls after all of theirs
+        pauses = [gap_s(step, index) for index in range(texts)]
+        if step.tool_calls:
+            calls = range(texts, len(step.recorded))
+            pauses.append(sum(gap_s(step, index) for index in calls))
+    else:  # ttft_ms before the first line, delay_ms before each other
+        pauses = [
+            gap_s(step, index) if index else ttft_s(step) for index in range(len(messages_out))
+        ]
     end = {**head, "message": {"role": "assistant", "content": ""}, **_end(step, messages)}
     frames = [
-        (delay if index else ttft, line({**head, "message": message, "done": False}))
-        for index, message in enumerate(pieces)
+        (pause, line({**head, "message": message, "done": False}))
+        for pause, message in zip(pauses, messages_out, strict=True)
     ]
-    frames.append((0.0 if pieces else ttft, line(end)))
+    frames.append((0.0 if messages_out else ttft_s(step), line(end)))
     return frames
 
 

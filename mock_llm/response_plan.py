@@ -16,10 +16,12 @@ onto the nearest equivalent: a stall delays the answer, a cut sends half the bod
 closes, a malformed line becomes the whole (invalid JSON) body, and an in-band error event
 becomes an HTTP 500 with the error body.
 
-The same step plays in either wire format the request came in (`RequestShape.api`): the
-OpenAI chat completions (SSE chunks, `[DONE]`) or Ollama's `/api/chat` (NDJSON lines, see
-mock_llm.ollama_wire), with every fault in that format's own shape: its error body, an
-`{"error": ...}` line for an in-band error, a malformed line as a bare line.
+The same step plays in whichever wire format the request came in (`RequestShape.api`):
+the OpenAI chat completions (SSE chunks, `[DONE]`), Ollama's `/api/chat` (NDJSON lines, see
+mock_llm.ollama_wire) or the OpenAI Responses API (typed SSE events, see
+mock_llm.responses_wire), with every fault in that format's own shape: its error body, an
+`{"error": ...}` line for an in-band error (for the Responses API an `error` event and
+`response.failed`), a malformed line as a bare line.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from mock_llm import ollama_wire, wire
+from mock_llm import ollama_wire, responses_wire, wire
+from mock_llm.chunking import REAL_PACING, answer_delay_s, gap_s, paced, ttft_s
 from mock_llm.extractive import extract_answer, note_to_read
 from mock_llm.flows import (
     CutFault,
@@ -44,7 +47,7 @@ from mock_llm.flows import (
 )
 
 Ending = Literal["complete", "eof", "abort"]
-Api = Literal["openai", "ollama"]
+Api = Literal["openai", "ollama", "responses"]
 SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
 JSON_HEADERS = (("content-type", "application/json"),)
 NDJSON_HEADERS = (("content-type", ollama_wire.MEDIA_TYPE),)
@@ -89,7 +92,7 @@ class RequestShape:
     include_usage: bool
     messages: Sequence[wire.JSON]
     tools: tuple[str, ...] = ()  # the names of the functions the request offers
-    api: Api = "openai"  # the wire format: OpenAI chat completions, or Ollama's /api/chat
+    api: Api = "openai"  # the wire format: chat completions, Ollama's /api/chat, Responses
 
 
 def describe_fault(fault: Fault) -> str:
@@ -106,9 +109,16 @@ def describe_fault(fault: Fault) -> str:
 
 
 def plan_response(
-    step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
+    step: Step,
+    meta: wire.CompletionMeta,
+    field: ReasoningField,
+    request: RequestShape,
+    pacing: float = REAL_PACING,
 ) -> ResponsePlan:
-    """The whole response to `step` (an `extract` step's content built from the request)."""
+    """The whole response to `step` (an `extract` step's content built from the request).
+
+    `pacing` scales a recorded step's gaps (`--replay-pacing`: 1 as recorded, 0 none)."""
+    step = paced(step, pacing)
     if step.extract is not None:
         note = note_to_read(request.messages, request.tools, step.extract)
         if note is not None and step.extract.read is not None:
@@ -128,16 +138,18 @@ def _http_fault(step: Step, fault: HttpFault, api: Api) -> ResponsePlan:
     if fault.retry_after is not None:
         headers += (("retry-after", f"{fault.retry_after:g}"),)
     body = wire.dumps(_error_body(fault, api))
-    actions = [*_pause(step.ttft_ms / 1000), FaultFired(describe_fault(fault)), Send(body)]
+    actions = [*_pause(answer_delay_s(step)), FaultFired(describe_fault(fault)), Send(body)]
     return ResponsePlan(status=fault.status, headers=headers, actions=actions)
 
 
 def _completion(
     step: Step, meta: wire.CompletionMeta, field: ReasoningField, request: RequestShape
 ) -> ResponsePlan:
-    plan = ResponsePlan(headers=JSON_HEADERS, actions=[*_pause(step.ttft_ms / 1000)])
+    plan = ResponsePlan(headers=JSON_HEADERS, actions=[*_pause(answer_delay_s(step))])
     if request.api == "ollama":
         body = wire.dumps(ollama_wire.chat_response(step, meta, request.messages))
+    elif request.api == "responses":
+        body = wire.dumps(responses_wire.response(step, meta, request.messages))
     else:
         body = wire.dumps(wire.completion(step, meta, field, request.messages))
     fault = step.fault
@@ -164,6 +176,8 @@ def _stream(
     ollama = request.api == "ollama"
     if ollama:
         frames = ollama_wire.chat_lines(step, meta, request.messages)
+    elif request.api == "responses":
+        frames = responses_wire.stream_events(step, meta, request.messages)
     else:
         frames = _chunk_frames(step, meta, field, request)
     fault = step.fault
@@ -173,14 +187,14 @@ def _stream(
     ended = False
     for sent, (pause, data) in enumerate(frames):
         if fault is not None and sent == fire_at:
-            ended = _inject(plan, fault, request.api)
+            ended = _inject(plan, fault, request.api, meta, sent)
             if ended:
                 break
         plan.actions += _pause(pause)
         plan.actions.append(Send(data, chunks=1))
     if fault is not None and fire_at == len(frames):
-        ended = _inject(plan, fault, request.api)
-    if not ended and not ollama:
+        ended = _inject(plan, fault, request.api, meta, len(frames))
+    if not ended and request.api == "openai":  # Ollama and the Responses API send no [DONE]
         plan.actions.append(Send(wire.DONE_FRAME))
     plan.actions = coalesce(plan.actions)
     return plan
@@ -211,10 +225,9 @@ def _chunk_frames(
 ) -> list[tuple[float, bytes]]:
     """Every chunk frame with the pause before it, in seconds."""
     encoder = wire.ChunkEncoder(meta, request.include_usage)
-    delay = step.delay_ms / 1000
     deltas = wire.text_deltas(step, field) + wire.tool_call_deltas(step, meta)
-    frames = [(step.ttft_ms / 1000, encoder.frame(b'{"role":"assistant","content":""}'))]
-    frames += [(delay, encoder.frame(delta)) for delta in deltas]
+    frames = [(ttft_s(step), encoder.frame(b'{"role":"assistant","content":""}'))]
+    frames += [(gap_s(step, index), encoder.frame(delta)) for index, delta in enumerate(deltas)]
     frames.append((0.0, encoder.frame(b"{}", step.resolved_finish_reason)))
     if request.include_usage:
         frames.append((0.0, encoder.usage_frame(wire.usage(step, request.messages))))
@@ -222,15 +235,21 @@ def _chunk_frames(
 
 
 def _error_body(fault: HttpFault | ErrorEventFault, api: Api) -> wire.JSON:
+    """Ollama's error body, or the OpenAI one (chat completions and Responses alike)."""
     if api == "ollama":
         return ollama_wire.error_body(fault.message)
     return wire.error_body(fault.message, fault.type, fault.code)
 
 
 def _inject(
-    plan: ResponsePlan, fault: CutFault | StallFault | MalformedFault | ErrorEventFault, api: Api
+    plan: ResponsePlan,
+    fault: CutFault | StallFault | MalformedFault | ErrorEventFault,
+    api: Api,
+    meta: wire.CompletionMeta,
+    sent: int,
 ) -> bool:
-    """Add the fault's actions to a stream; True when the stream ends with it."""
+    """Add the fault's actions to a stream after `sent` frames; True when the stream ends
+    with it."""
     plan.actions.append(FaultFired(describe_fault(fault)))
     if isinstance(fault, CutFault):
         plan.ending = fault.mode
@@ -242,7 +261,11 @@ def _inject(
         line = fault.line.encode()
         plan.actions.append(Send(line + b"\n" if api == "ollama" else b"data: " + line + b"\n\n"))
         return False
-    body = _error_body(fault, api)
-    plan.actions.append(Send(ollama_wire.line(body) if api == "ollama" else wire.sse_frame(body)))
+    if api == "responses":
+        plan.actions.append(Send(responses_wire.failure_events(fault, meta, sent)))
+    else:
+        body = _error_body(fault, api)
+        frame = ollama_wire.line(body) if api == "ollama" else wire.sse_frame(body)
+        plan.actions.append(Send(frame))
     plan.ending = "eof"
     return True

@@ -22,6 +22,7 @@ from pathlib import Path
 import uvicorn
 
 from mock_llm.catalog import DEFAULT_MAX_RUNTIME_FLOWS, load_catalog
+from mock_llm.chunking import REAL_PACING
 from mock_llm.flows import ReasoningField
 from mock_llm.journal import DEFAULT_CAPACITY
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
@@ -48,9 +49,11 @@ def build_settings(
     max_runtime_flows: int = DEFAULT_MAX_RUNTIME_FLOWS,
     max_flows_body_bytes: int = DEFAULT_MAX_FLOWS_BODY_BYTES,
     side_calls: Iterable[str] = (),
+    replay_pacing: float = REAL_PACING,
 ) -> MockSettings:
     """Settings with the catalog loaded; raises FlowFileError for a bad flow file, and
-    SideCallsRefused for a bad side-call rule (or too many)."""
+    SideCallsRefused for a bad side-call rule (or too many). `replay_pacing` multiplies the
+    gaps of recorded steps (1: as recorded, 0: none)."""
     rules = SideCallRules.of(side_calls)
     return MockSettings(
         flows=load_catalog(flow_files),
@@ -62,6 +65,7 @@ def build_settings(
         max_runtime_flows=max_runtime_flows,
         max_flows_body_bytes=max_flows_body_bytes,
         side_calls=rules.patterns,
+        replay_pacing=replay_pacing,
     )
 
 

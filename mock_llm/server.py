@@ -61,7 +61,7 @@ from mock_llm.catalog import (
     catalog_to_json,
     runtime_count,
 )
-from mock_llm.chat_request import RequestError, offered_tools, parse_chat_request
+from mock_llm.chat_request import ChatRequest, RequestError, offered_tools, parse_chat_request
 from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
 from mock_llm.http_limits import RequestLimits
@@ -75,9 +75,9 @@ from mock_llm.response_plan import (
     RequestShape,
     ResponsePlan,
     describe_fault,
-    plan_response,
 )
 from mock_llm.response_plan import Send as SendBytes
+from mock_llm.responses_request import parse_responses_request
 from mock_llm.routing import Destination, route_request
 from mock_llm.security_headers import API_POLICY, SecurityHeaders, security_headers
 from mock_llm.settle import ChangeSignal, wait_settled
@@ -89,6 +89,7 @@ from mock_llm.side_calls import (
     compile_rules,
     parse_patterns_body,
 )
+from mock_llm.stream_template import plan_stream_response
 from mock_llm.trigger import TriggerError
 from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
 
@@ -116,6 +117,9 @@ class MockSettings:
     body_timeout_s: float = 10.0
     """How long a request's body may take to arrive whole (else 408): a body shorter than
     its Content-Length was held for over 90 s, waiting for bytes that never came."""
+    replay_pacing: float = 1.0
+    """What recorded steps' gaps are multiplied by (`--replay-pacing`): 1 plays them as
+    recorded, 0 with no pauses. Authored flows keep their `delay_ms` and `ttft_ms`."""
 
 
 @dataclass
@@ -170,12 +174,20 @@ class PlayedResponse:
         self._disconnected = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
-            if self._plan.headers_first:
-                await self._start(send)
-            await self._play(send)
-            group.cancel_scope.cancel()
+        # The watcher is a bare task cancelled once the plan has played, not a task group:
+        # a group (and its cancel, which formats the task) cost a stream more than its bytes.
+        playing = anyio.CancelScope()
+        watcher = asyncio.ensure_future(self._watch_disconnect(receive, playing))
+        with playing:  # entered before the watcher first runs (at the first await below)
+            try:
+                if self._plan.headers_first:
+                    await self._start(send)
+                await self._play(send)
+            finally:
+                watcher.cancel()
+        failed = watcher.exception() if watcher.done() and not watcher.cancelled() else None
+        if failed is not None:  # receive() raised: as a task group would, re-raise it
+            raise failed
         if self._disconnected:
             self._entry.finish("client_disconnected")
             return
@@ -225,8 +237,11 @@ def create_app(settings: MockSettings) -> Starlette:
     async def ollama_chat(request: Request) -> Response | PlayedResponse:
         return await chat(request, "ollama")
 
+    async def responses(request: Request) -> Response | PlayedResponse:
+        return await chat(request, "responses")
+
     async def chat(request: Request, api: Api) -> Response | PlayedResponse:
-        entry = state.journal.open(request.url.path)
+        entry = state.journal.open(request.url.path, api)
         try:
             return await answer_chat(request, entry, api)
         except Exception as exc:  # a bug: the entry must still end, or settle reads would hang
@@ -248,7 +263,7 @@ def create_app(settings: MockSettings) -> Starlette:
             entry.finish("client_disconnected")
             return Response(status_code=400)
         try:
-            chat = parse_chat_request(raw, stream_default=api == "ollama")
+            chat = _parse_request(raw, api)
         except RequestError as exc:
             preview = _preview(raw)
             state.journal.attach_body(entry, preview, len(preview))
@@ -258,13 +273,14 @@ def create_app(settings: MockSettings) -> Starlette:
         try:
             route = await _route(chat.messages, state.side_calls)
         except TriggerError as exc:
-            return _reject(entry, 400, str(exc), "messages", api=api)
+            return _reject(entry, 400, str(exc), _messages_param(api), api=api)
         entry.identify(route.key, route.side_call)
         flow = state.flows.get(route.flow)
         if flow is None:
             known = ", ".join(sorted(state.flows))
             message = f"Unknown mock flow {_cut(route.flow)!r}. Known flows: {known}."
-            return _reject(entry, 400, message, "messages", code="unknown_flow", api=api)
+            param = _messages_param(api)
+            return _reject(entry, 400, message, param, code="unknown_flow", api=api)
         step_index = 0  # a side call belongs to no turn: it plays the first step
         if not route.side_call:
             position = state.turns.advance(flow.name, len(flow.steps), route.key, route.turn_text)
@@ -278,7 +294,8 @@ def create_app(settings: MockSettings) -> Starlette:
         meta = wire.CompletionMeta(f"chatcmpl-mock{entry.seq}", int(time.time()), chat.model)
         tools = offered_tools(chat)
         shape = RequestShape(chat.stream, chat.include_usage, chat.messages, tools, api)
-        plan = plan_response(step, meta, step.reasoning_field or settings.reasoning_field, shape)
+        reasoning = step.reasoning_field or settings.reasoning_field
+        plan = plan_stream_response(step, meta, reasoning, shape, settings.replay_pacing)
         entry.status = plan.status
         return PlayedResponse(plan, entry)
 
@@ -372,6 +389,8 @@ def create_app(settings: MockSettings) -> Starlette:
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/responses", responses, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/api/chat", ollama_chat, methods=["POST"]),
         Route("/api/tags", ollama_tags, methods=["GET"]),
@@ -400,6 +419,18 @@ async def _route(messages: list[dict[str, Any]], rules: SideCallRules) -> Destin
     if not rules:
         return route_request(messages, rules)
     return await anyio.to_thread.run_sync(route_request, messages, rules)
+
+
+def _parse_request(raw: bytes, api: Api) -> ChatRequest:
+    """A chat request read in its API's shape (RequestError when it is not one)."""
+    if api == "responses":
+        return parse_responses_request(raw)
+    return parse_chat_request(raw, stream_default=api == "ollama")
+
+
+def _messages_param(api: Api) -> str:
+    """The parameter that holds the conversation, as an error names it."""
+    return "input" if api == "responses" else "messages"
 
 
 def _side_calls_json(rules: SideCallRules) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mock_llm.chunking import split
-from mock_llm.flows import Chunking, ReasoningField, Step, ToolCall
+from mock_llm.chunking import pieces
+from mock_llm.flows import ReasoningField, Step, ToolCall
 from mock_llm.trigger import message_text
 
 JSON = dict[str, Any]
@@ -74,30 +74,35 @@ def text_deltas(step: Step, field: ReasoningField) -> list[bytes]:
     """The reasoning then content deltas of a step, JSON-encoded (cached: steps are immutable)."""
     names = ("reasoning_content", "reasoning") if field == "both" else (field,)
     return [
-        *_encoded_deltas(step.reasoning, step.chunking, names),
-        *_encoded_deltas(step.content, step.chunking, ("content",)),
+        *_encoded_deltas(pieces(step, "reasoning"), names),
+        *_encoded_deltas(pieces(step, "content"), ("content",)),
     ]
 
 
 @functools.lru_cache(maxsize=512)
-def _encoded_deltas(text: str, chunking: Chunking, names: tuple[str, ...]) -> tuple[bytes, ...]:
-    return tuple(dumps(dict.fromkeys(names, piece)) for piece in split(text, chunking))
+def _encoded_deltas(chunks: tuple[str, ...], names: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(dumps(dict.fromkeys(names, piece)) for piece in chunks)
 
 
 def tool_call_deltas(step: Step, meta: CompletionMeta) -> list[bytes]:
-    """Each tool call: an opening delta (index, id, type, name), then argument slices."""
+    """Each tool call: an opening delta (index, id, type, name), then argument slices.
+
+    A recorded call's first recorded piece is its opening's `arguments` (often empty), so
+    each recorded chunk is one delta."""
     deltas: list[bytes] = []
     for index, call in enumerate(step.tool_calls):
+        slices = list(pieces(step, "call", index))
+        first = slices.pop(0) if step.recorded and slices else ""
         opening = {
             "index": index,
             "id": tool_call_id(meta, index, call),
             "type": "function",
-            "function": {"name": call.name, "arguments": ""},
+            "function": {"name": call.name, "arguments": first},
         }
         deltas.append(dumps({"tool_calls": [opening]}))
         deltas += [
             dumps({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in split(call.arguments, step.chunking)
+            for piece in slices
         ]
     return deltas
 

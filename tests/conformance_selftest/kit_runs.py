@@ -41,12 +41,20 @@ class KitResult:
         return f"kit exit {self.returncode} after {self.wall_s:.0f} s:\n{self.output[-6000:]}"
 
 
-def run_kit(app_url: str, mock_url: str, profile: Path, out: Path, *extra: str) -> KitResult:
+def run_kit(
+    app_url: str | None, mock_url: str | None, profile: Path | None, out: Path, *extra: str
+) -> KitResult:
+    """The kit against an app and its mock, or (all three None) against the reference app
+    it starts itself."""
     junit, report = out / "junit.xml", out / "report.md"
+    target: list[str] = []
+    if app_url is not None and mock_url is not None:
+        target = ["--app-url", f"{app_url}/", "--mock-url", mock_url]
+    if profile is not None:
+        target += ["--profile", str(profile)]
     command = [
-        sys.executable, "-m", "pytest", "--pyargs", "conformance",
-        "--app-url", f"{app_url}/", "--mock-url", mock_url,
-        "--profile", str(profile), "--conformance-report", str(report),
+        sys.executable, "-m", "pytest", "--pyargs", "conformance", *target,
+        "--conformance-report", str(report),
         "--junitxml", str(junit), "--conformance-artifacts", str(out / "artifacts"),
         "-p", "no:cacheprovider", "-n", "0", "-q", *extra,
     ]  # fmt: skip

@@ -65,6 +65,7 @@ def test_a_settle_read_returns_the_turns_typed_records(mock: MockClient, mock_ur
     ]
     assert read.requests[0].ended_ms is not None
     assert read.requests[0].ended_ms <= read.requests[1].received_ms
+    assert {r.api for r in read.requests} == {"openai"}
 
 
 def test_a_plain_read_does_not_say_whether_it_settled(mock: MockClient, key: str):

@@ -101,8 +101,9 @@ def test_entry_json_names_every_documented_field():
     assert set(data) == {
         "seq", "path", "key", "flow", "step", "steps", "request_in_turn", "stream", "status",
         "outcome", "error", "fault", "chunks_sent", "received_ms", "first_chunk_ms", "ended_ms",
-        "disconnected_ms", "body", "side_call",
+        "disconnected_ms", "body", "side_call", "api",
     }  # fmt: skip
+    assert data["api"] == "openai"
 
 
 def test_a_read_carries_the_schema_version_and_the_clock():
