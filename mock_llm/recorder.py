@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import json
 import os
 import tempfile
 import threading
@@ -59,6 +58,7 @@ from mock_llm.recording import (
     completion_step,
     description,
     error_step,
+    read_json,
     request_turn,
 )
 from mock_llm.redaction import Redactor
@@ -409,7 +409,7 @@ class Recorder:
         return self.settings.redactor.with_secrets(secret_values(exchange.headers)).step(step)
 
     async def _record(self, exchange: _Exchange, step: Step, when: datetime) -> None:
-        body = _json(exchange.body)
+        body = read_json(exchange.body)
         turn = request_turn(body)
         model = cast(dict[str, Any], body).get("model") if isinstance(body, dict) else None
         redactor = self.settings.redactor.with_secrets(secret_values(exchange.headers))
@@ -426,15 +426,6 @@ class Recorder:
             self._count(saved=1)
         steps = len(self.recording.flows[name].steps)
         self._log(f"mock_llm record: {name} step {steps}: {_summary(step)}")
-
-
-def _json(data: bytes) -> object:
-    """The JSON `data` holds, or None."""
-    try:
-        value: object = json.loads(data)
-    except ValueError:
-        return None
-    return value
 
 
 def _unrecordable(exchange: _Exchange, decoder: _Decoder, kept: int) -> str | None:

@@ -175,10 +175,7 @@ class StreamParser:
         if payload == "[DONE]":
             self.done = True
             return
-        try:
-            event: object = json.loads(payload)
-        except ValueError:
-            event = None
+        event = read_json(payload)
         if not isinstance(event, dict):
             if self._malformed is None:
                 line = clean_text(" ".join(payload.splitlines()))
@@ -334,12 +331,20 @@ def _error_fields(body: object, default_type: str) -> tuple[str, str, str | None
     )
 
 
+def read_json(data: str | bytes) -> object:
+    """The JSON value `data` holds; None when it holds none. Nesting too deep for the parser
+    (a body of 100 000 `[`, from a hostile client or upstream) holds none too: it raised
+    RecursionError, which escaped the recorder and lost the exchange."""
+    try:
+        value: object = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return value
+
+
 def completion_step(body: bytes) -> Step:
     """The step of a whole (not streamed) answer: its texts whole, no chunks."""
-    try:
-        obj: object = json.loads(body)
-    except ValueError:
-        obj = None
+    obj = read_json(body)
     if not isinstance(obj, dict):
         text = body.decode("utf-8", "replace")
         return Step(fault=MalformedFault(0, clean_text(" ".join(text.splitlines()))))
@@ -382,9 +387,8 @@ def completion_step(body: bytes) -> Step:
 
 def error_step(status: int, headers: Mapping[str, str], body: bytes) -> Step:
     """The step of an upstream's error status (400 to 599): an `http` fault."""
-    try:
-        obj: object = json.loads(body)
-    except ValueError:
+    obj = read_json(body)
+    if obj is None:
         obj = body.decode("utf-8", "replace").strip()
     default_type = _ERROR_TYPES.get(
         status, "server_error" if status >= 500 else "invalid_request_error"

@@ -23,7 +23,8 @@ KIT_DEADLINE_S = 600.0
 """The longest a whole kit run may take, a hang guard (a healthy run takes 15 s to two
 minutes)."""
 CASES = ROOT / "tests" / "fixtures" / "cases" / "lfm2-leak.yaml"
-"""A recorded leak with its expected outcome, for the kit's CASE clause (`--cases`)."""
+"""Two LFM2 leaks with their expected outcomes (one recovered, one ending in the malformed-reply
+error), for the kit's CASE clause (`--cases`)."""
 KEPT_ENV = ("CONFORMANCE_CHROMIUM", "CONFORMANCE_TURN_TIMEOUT")
 """The kit's environment variables passed on; the others would override this run's target."""
 

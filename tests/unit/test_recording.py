@@ -31,6 +31,7 @@ from mock_llm.recording import (
     completion_step,
     description,
     error_step,
+    read_json,
     request_turn,
     retry_after,
 )
@@ -363,3 +364,30 @@ def test_the_description_says_from_where_when_and_which_model():
         "by python -m mock_llm record."
     )
     assert "(model" not in description("u", "t", None)
+
+
+DEEP = b"[" * 100_000
+"""JSON nested past the parser's recursion limit (regression: RecursionError escaped the
+recorder, lost the exchange and left `wait_for` to time out)."""
+
+
+def test_json_nested_too_deep_is_read_as_no_json():
+    assert read_json(DEEP) is None
+    assert read_json(b'{"a": [1]}') == {"a": [1]}
+
+
+def test_a_stream_line_nested_too_deep_is_a_malformed_fault():
+    step = record(sse(chunk({"content": "a"}), DEEP, b"[DONE]"))
+    assert step.content == "a"
+    assert isinstance(step.fault, MalformedFault)
+
+
+def test_answers_nested_too_deep_are_malformed_or_their_status():
+    assert isinstance(completion_step(DEEP).fault, MalformedFault)
+    fault = error_step(400, {}, DEEP).fault
+    assert isinstance(fault, HttpFault)
+    assert fault.status == 400
+
+
+def test_a_request_nested_too_deep_is_named_by_its_hash():
+    assert request_turn(read_json(DEEP)).name.startswith("rec-")

@@ -332,6 +332,39 @@ def test_requests_the_templates_do_not_serve_get_the_reference():
     assert (len(store), store.hits) == (0, 0)
 
 
+def test_a_request_field_that_cannot_be_a_key_gets_the_reference():
+    store = StreamTemplates()
+    step = Step(content="x y")
+    request = RequestShape(True, False, MESSAGES, ["read"], "openai")  # type: ignore[arg-type]
+    for meta in METAS[:3]:
+        assert store.plan(step, meta, "both", request) == plan_response(step, meta, "both", request)
+    assert (len(store), store.hits) == (0, 0)
+
+
+def test_keys_seen_once_are_remembered_up_to_a_bound_oldest_forgotten_first():
+    store = StreamTemplates()
+    request = shape("ollama", include_usage=False)
+    first = Step(content="first")
+    store.plan(first, METAS[0], "both", request)
+    for n in range(stream_template.MAX_SEEN):
+        store.plan(Step(content=f"other {n}"), METAS[0], "both", request)
+    store.plan(first, METAS[1], "both", request)  # forgotten: a first request again
+    assert (len(store), store.hits) == (0, 0)
+    store.plan(first, METAS[2], "both", request)
+    assert (len(store), store.hits) == (1, 1)
+
+
+def test_a_cleared_store_starts_over():
+    store = StreamTemplates()
+    step, request = Step(content="one two"), shape("openai", include_usage=False)
+    for meta in METAS[:2]:
+        store.plan(step, meta, "both", request)
+    assert len(store) == 1
+    store.clear()
+    store.plan(step, METAS[2], "both", request)
+    assert (len(store), store.hits) == (0, 1)
+
+
 # Any step, any request shape, any meta: the template's plan is the reference's.
 
 texts = st.one_of(
