@@ -11,12 +11,9 @@ import httpx
 import ollama
 import pytest
 
-from mock_llm import builtin_flows
-
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
-
-FLOWS = builtin_flows()
+from .played_flows import FLOWS, PLAYED
 
 
 def ask(flow: str, key: str) -> list[dict[str, str]]:
@@ -44,9 +41,7 @@ async def streamed(client: ollama.AsyncClient, flow: str, key: str) -> dict[str,
     return {"text": "".join(text), "thinking": "".join(thinking), "calls": calls, "last": last}
 
 
-@pytest.mark.parametrize(
-    "flow", ["clean", "thinking", "tool-then-answer", "length", "scaffold-split"]
-)
+@pytest.mark.parametrize("flow", PLAYED)
 async def test_a_flow_streams_and_answers_whole_alike(
     client: ollama.AsyncClient, key: str, flow: str
 ):

@@ -14,31 +14,12 @@ import openai
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from mock_llm import builtin_flows
-from mock_llm.chunking import split
-from mock_llm.flows import Step
-
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
+from .played_flows import FLOWS, PLAYED
 
-FLOWS = builtin_flows()
-LONG_S = 2.0  # a step that plays longer than this is read in part, then left
 NO_FINAL_RESPONSE = r"Didn't receive a `response\.completed` event"
 """What the SDK's stream helper raises when a stream ends without `response.completed`."""
-
-
-def duration_s(step: Step) -> float:
-    chunks = len(split(step.content, step.chunking)) + len(split(step.reasoning, step.chunking))
-    return (step.ttft_ms + step.delay_ms * chunks) / 1000
-
-
-PLAYED = sorted(
-    name
-    for name, flow in FLOWS.items()
-    if flow.steps[0].fault is None and duration_s(flow.steps[0]) <= LONG_S
-)
-"""Every built-in flow whose first step answers (text, thinking, tool calls, length) in
-under LONG_S; `slow` is read in part below, the faults have tests of their own."""
 
 
 def ask(flow: str, key: str) -> str:

@@ -1,0 +1,28 @@
+"""The built-in flows a wire-format test plays whole: those whose first step answers.
+
+Shared by the tests of each wire format (chat completions through the proxy, Ollama's API,
+the Responses API), so that each is held to every such flow, not to a sample of them.
+"""
+
+from __future__ import annotations
+
+from mock_llm import builtin_flows
+from mock_llm.chunking import split
+from mock_llm.flows import Step
+
+FLOWS = builtin_flows()
+LONG_S = 2.0  # a step that plays longer than this is read in part, then left
+
+
+def duration_s(step: Step) -> float:
+    chunks = len(split(step.content, step.chunking)) + len(split(step.reasoning, step.chunking))
+    return (step.ttft_ms + step.delay_ms * chunks) / 1000
+
+
+PLAYED = sorted(
+    name
+    for name, flow in FLOWS.items()
+    if flow.steps[0].fault is None and duration_s(flow.steps[0]) <= LONG_S
+)
+"""Every built-in flow whose first step answers (text, thinking, tool calls, length) in
+under LONG_S; `slow` is read in part, the faults have tests of their own."""
