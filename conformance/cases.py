@@ -18,12 +18,11 @@ Deliberate choices:
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mock_llm.flow_file import FlowFileError, parse_flows
+from mock_llm.flow_file import FlowFileError, parse_flows, read_flow_text
 
 
 class CasesError(ValueError):
@@ -37,19 +36,11 @@ class CaseFile:
     flows: tuple[str, ...]  # the flows that state an expected outcome, in file order
 
 
-def read_flow_text(path: Path) -> str:
-    """A flow file's text; `.gz` files are decompressed. CasesError when unreadable."""
-    try:
-        raw = path.read_bytes()
-        if path.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        return raw.decode("utf-8")
-    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
-        raise CasesError(f"cannot read the case file {path}: {exc}") from exc
-
-
 def load_case_file(path: Path) -> CaseFile:
-    text = read_flow_text(path)
+    try:
+        text = read_flow_text(path)
+    except FlowFileError as exc:
+        raise CasesError(f"cannot read the case file {path}: {exc.problem}") from exc
     try:
         flows = parse_flows(text, source=str(path))
     except FlowFileError as exc:

@@ -96,6 +96,12 @@ class _Ctx:
 
 def load_flow_file(path: str | Path) -> dict[str, Flow]:
     """Read and validate one flow file from disk (gzip-compressed when its name ends in .gz)."""
+    return parse_flows(read_flow_text(path), source=str(path))
+
+
+def read_flow_text(path: str | Path) -> str:
+    """A flow file's text, decompressed when its name ends in .gz; FlowFileError when it
+    cannot be read."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -104,7 +110,7 @@ def load_flow_file(path: str | Path) -> dict[str, Flow]:
         text = data.decode("utf-8")
     except (OSError, EOFError, UnicodeDecodeError) as exc:  # gzip.BadGzipFile is an OSError
         raise FlowFileError(str(path), None, f"cannot read the file: {exc}") from exc
-    return parse_flows(text, source=str(path))
+    return text
 
 
 def parse_flows(text: str, source: str) -> dict[str, Flow]:

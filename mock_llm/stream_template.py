@@ -39,6 +39,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import cast
 
 from mock_llm import ollama_wire, wire
 from mock_llm.chunking import REAL_PACING
@@ -195,6 +196,28 @@ def _messages_free(request: RequestShape) -> bool:
     return request.api == "openai" and not request.include_usage
 
 
+class _Key:
+    """A store key hashed once: a key holds the step, whose hash (a frozen dataclass's, its
+    texts and recorded chunks included) is computed anew on every call, and each request
+    looks its key up several times."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: Hashable) -> None:
+        self.value = value
+        self._hash = hash(value)  # TypeError for a value that cannot be a key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and other._hash == self._hash and other.value == self.value
+
+
+_UNKNOWN = object()
+"""What the store holds for a key it has no entry for (an entry may be None: refused)."""
+
+
 class StreamTemplates:
     """A bounded store of templates, filled on a key's second request."""
 
@@ -203,8 +226,8 @@ class StreamTemplates:
     ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, Template | None] = OrderedDict()
-        self._seen: OrderedDict[Hashable, None] = OrderedDict()
+        self._entries: OrderedDict[_Key, Template | None] = OrderedDict()
+        self._seen: OrderedDict[_Key, None] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -233,23 +256,23 @@ class StreamTemplates:
         if not request.stream or step.extract is not None or not meta.id.startswith(ID_PREFIX):
             return plan_response(step, meta, field, request, pacing)
         try:
-            key = self._key(step, field, request, pacing)
-            hash(key)
+            key = _Key(self._key(step, field, request, pacing))
         except TypeError:  # a request field that cannot be a key: no template
             return plan_response(step, meta, field, request, pacing)
         with self._lock:
-            known = key in self._entries
-            template = self._entries.get(key)
-            if known:
+            entry = self._entries.get(key, _UNKNOWN)
+            if entry is not _UNKNOWN:
                 self._entries.move_to_end(key)
             elif not admit_at_once and key not in self._seen:
                 self._seen[key] = None
                 if len(self._seen) > MAX_SEEN:
                     self._seen.popitem(last=False)
                 return plan_response(step, meta, field, request, pacing)
-        if not known:
+        if entry is _UNKNOWN:
             template = self._build(step, field, request, pacing)
             self._store(key, template)
+        else:
+            template = cast(Template | None, entry)
         if template is None:
             return plan_response(step, meta, field, request, pacing)
         self.hits += 1
@@ -277,7 +300,7 @@ class StreamTemplates:
             return None
         return template
 
-    def _store(self, key: Hashable, template: Template | None) -> None:
+    def _store(self, key: _Key, template: Template | None) -> None:
         size = 0 if template is None else template.size
         if size > self.max_bytes // 8:
             template, size = None, 0  # too big to keep: served by the reference
