@@ -250,11 +250,15 @@ class ChatPage:
         ]
         return next((text for text in reversed(texts) if text), "")
 
-    def stop(self) -> None:
+    def stop(self, *, trial: bool = False) -> None:
+        """Click the stop control; with `trial`, only wait until it can be clicked
+        (visible, stable, enabled, not covered), so that a click timed just after is
+        timed from its own dispatch, not from Playwright's wait for the page (two
+        animation frames at least, far more on a loaded machine)."""
         stop = self.profile.selectors.stop
         if stop is None:
             raise RuntimeError("the profile declares no stop control")
-        self.page.locator(stop).first.click()
+        self.page.locator(stop).first.click(trial=trial)
 
     # --- the recorder --------------------------------------------------------------------
 

@@ -286,6 +286,7 @@ def test_g11_stop_closes_the_upstream_stream(
     conformance_chat.page.wait_for_function(
         "el => el.textContent.trim().length > 0", arg=answer.first.element_handle()
     )
+    conformance_chat.stop(trial=True)  # the clock starts once the control can be clicked
     clicked_ms = conformance_wired.upstream.now_ms()
     conformance_chat.stop()
     entries = conformance_wired.upstream.requests(key)
