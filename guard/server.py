@@ -32,11 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, cast
 
 import aiohttp
@@ -47,65 +44,43 @@ from starlette.routing import Route
 
 from guard.completion import CompletionGuard
 from guard.stream import StreamGuard, sse_json
-from guardrail.policy import MALFORMED_REPLY, strip_warning, with_correction
-from guardrail.scaffolding import DEFAULT_REGISTRY, Registry
+from guard.upstream import (
+    CUT_OFF,
+    METHODS,
+    UNREACHABLE,
+    UPSTREAM_ERRORS,
+    GuardedCall,
+    GuardSettings,
+    UpstreamSession,
+    json_object,
+    json_response,
+    pass_on,
+    raw_response,
+    read_whole,
+    relay,
+    response_headers,
+    upstream_headers,
+)
+from guardrail.policy import MALFORMED_REPLY, with_correction
 from guardrail.sse_events import LineTooLong, SseDecoder
 from mock_llm.http_limits import RequestLimits
 
-log = logging.getLogger("guard")
+__all__ = ["MAX_BODY_BYTES", "GuardSettings", "create_app"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """The largest request body (a long conversation with images as data URLs fits)."""
-CUT_OFF = "The model's reply was cut off."
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-        "accept-encoding",  # set per request (`_headers`)
-        "date",  # the server adds its own date and server headers
-        "server",
-    }
-)
-UPSTREAM_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
-UNREACHABLE = "The model server could not be reached."
 KEEPALIVE = b": keep-alive\n\n"
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 
 
-@dataclass(frozen=True)
-class GuardSettings:
-    upstream: str  # the model server's base URL, e.g. http://127.0.0.1:8080 (no /v1)
-    registry: Registry = DEFAULT_REGISTRY
-    connect_timeout_s: float = 10.0
-    keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
-
-
 def create_app(settings: GuardSettings) -> Starlette:
     upstream = settings.upstream.rstrip("/")
-    holder: dict[str, aiohttp.ClientSession] = {}
-
-    def session() -> aiohttp.ClientSession:
-        if "s" not in holder:
-            holder["s"] = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=settings.connect_timeout_s),
-                auto_decompress=False,
-            )
-        return holder["s"]
+    session = UpstreamSession(settings)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
         yield
-        if "s" in holder:
-            await holder["s"].close()
+        await session.close()
 
     async def chat(request: Request) -> Response:
         raw = await request.body()
@@ -115,18 +90,17 @@ def create_app(settings: GuardSettings) -> Starlette:
             body = None
         if not isinstance(body, dict):  # not ours to judge: the upstream answers it
             return await _pass_on(session(), upstream, request, raw)
-        headers = _headers(request, accept_encoding="identity")
+        headers = upstream_headers(request, accept_encoding="identity")
         call = _Call(session(), f"{upstream}{request.url.path}", headers, settings)
         return await call.answer(cast(dict[str, Any], body))
 
     async def other(request: Request) -> Response:
         return await _pass_on(session(), upstream, request, await request.body())
 
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     app = Starlette(
         routes=[
             Route("/{prefix:path}chat/completions", chat, methods=["POST"]),
-            Route("/{path:path}", other, methods=methods),
+            Route("/{path:path}", other, methods=METHODS),
         ],
         lifespan=lifespan,
     )
@@ -134,44 +108,30 @@ def create_app(settings: GuardSettings) -> Starlette:
     return app
 
 
-class _Call:
+class _Call(GuardedCall):
     """One chat completion request through the guardrail: its upstream requests and log."""
-
-    def __init__(
-        self,
-        session: aiohttp.ClientSession,
-        url: str,
-        headers: dict[str, str],
-        settings: GuardSettings,
-    ) -> None:
-        self.session, self.url, self.headers, self.settings = session, url, headers, settings
-        self.started = time.perf_counter()
-        self.stripped = 0
-        self.recoveries = 0
-        self.status = 0
-        self.failed = False
 
     async def answer(self, body: dict[str, Any]) -> Response:
         stream = bool(body.get("stream"))
         try:
-            response = await self._post(body)
+            response = await self.post(body)
         except UPSTREAM_ERRORS:
-            self._log(stream=stream)
+            self.log("chat", stream=stream)
             return _error_response(502, UNREACHABLE)
         self.status = response.status
         if response.status >= 300:
-            self._log(stream=stream)
+            self.log("chat", stream=stream)
             return await _relay(response)
         if stream:
             return StreamingResponse(
                 self._stream(body, response),
                 status_code=response.status,
-                headers=_response_headers(response.headers),
+                headers=response_headers(response.headers),
             )
         try:
             return await self._whole(body, response)
         finally:
-            self._log(stream=False)
+            self.log("chat", stream=False)
 
     # --- streamed ---------------------------------------------------------------------------
 
@@ -186,7 +146,7 @@ class _Call:
                 return
             self.recoveries += 1
             try:
-                recovery = await self._post(_recovery_body(body))
+                recovery = await self.post(_recovery_body(body))
             except UPSTREAM_ERRORS:
                 yield _error_event(CUT_OFF, 502)
                 return
@@ -198,7 +158,7 @@ class _Call:
             async for piece in self._relayed(recovery, second, 2):
                 yield piece
         finally:
-            self._log(stream=True)
+            self.log("chat", stream=True)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: StreamGuard, round_number: int
@@ -236,7 +196,7 @@ class _Call:
                 response.release()
             else:
                 response.close()  # the client left, or the stream broke: the upstream learns
-            self._count(guard.stripped_chars, guard.first_span, round_number)
+            self.count(guard.stripped_chars, guard.first_span, round_number)
 
     # --- whole ------------------------------------------------------------------------------
 
@@ -247,16 +207,14 @@ class _Call:
         raw, completion = read
         first = CompletionGuard(self.settings.registry, single_choice=_single_choice(body))
         changed = first.filter(completion)
-        self._count(first.stripped_chars, first.first_span, 1)
+        self.count(first.stripped_chars, first.first_span, 1)
         if not first.wants_recovery:
             return (
-                _raw_response(response, raw)
-                if not changed
-                else _json_response(response, completion)
+                raw_response(response, raw) if not changed else json_response(response, completion)
             )
         self.recoveries += 1
         try:
-            recovery = await self._post(_recovery_body(body))
+            recovery = await self.post(_recovery_body(body))
         except UPSTREAM_ERRORS:
             return _error_response(502, UNREACHABLE)
         if recovery.status >= 300:
@@ -267,48 +225,13 @@ class _Call:
         _, second_completion = read
         second = CompletionGuard(self.settings.registry, follows=first)
         second.filter(second_completion)
-        self._count(second.stripped_chars, second.first_span, 2)
+        self.count(second.stripped_chars, second.first_span, 2)
         if second.malformed:
             return _error_response(502, MALFORMED_REPLY, code="malformed_reply")
-        return _json_response(recovery, second_completion)
-
-    # --- upstream and log -------------------------------------------------------------------
-
-    async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
-        data = json.dumps(body).encode()
-        return await self.session.post(self.url, data=data, headers=self.headers)
-
-    def _count(self, stripped: int, first_span: str, round_number: int) -> None:
-        if stripped:
-            self.stripped += stripped
-            log.warning(strip_warning(stripped, round_number, first_span))
-
-    def _log(self, *, stream: bool) -> None:
-        total_ms = round((time.perf_counter() - self.started) * 1000)
-        log.info(
-            "guard: chat status=%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d",
-            self.status,
-            str(stream).lower(),
-            self.recoveries,
-            total_ms,
-            self.stripped,
-        )
+        return json_response(recovery, second_completion)
 
 
 # --- requests and responses --------------------------------------------------------------------
-
-
-def _headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
-    """The client's headers for the upstream request (see the module docstring)."""
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
-    headers["Accept-Encoding"] = (
-        accept_encoding or request.headers.get("accept-encoding") or "identity"
-    )
-    return headers
-
-
-def _response_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
 
 
 def _single_choice(body: dict[str, Any]) -> bool:
@@ -325,14 +248,6 @@ def _recovery_body(body: dict[str, Any]) -> dict[str, Any]:
             [cast(dict[str, Any], m) for m in cast(list[object], messages) if isinstance(m, dict)]
         )
     return recovery
-
-
-def _json_object(raw: bytes) -> dict[str, Any] | None:
-    try:
-        value: object = json.loads(raw)
-    except ValueError:
-        return None
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
 def _error_body(message: str, code: str | None = None) -> dict[str, Any]:
@@ -362,78 +277,37 @@ async def _next_piece(response: aiohttp.ClientResponse, silence_s: float) -> byt
         raise  # a timeout of the connection's own
 
 
-async def _read(response: aiohttp.ClientResponse) -> bytes | None:
-    """The whole body, or None when the upstream cut it; the connection is given back or
-    closed either way."""
-    try:
-        raw = await response.read()
-    except UPSTREAM_ERRORS:
-        response.close()
-        return None
-    response.release()
-    return raw
-
-
 async def _completion(response: aiohttp.ClientResponse) -> tuple[bytes, dict[str, Any]] | Response:
     """A whole completion's bytes and JSON, or the answer when there is none to filter: a
     502 for a body the upstream cut, the body as it came when it is not a JSON object."""
-    raw = await _read(response)
+    raw = await read_whole(response)
     if raw is None:
         return _error_response(502, CUT_OFF)
-    completion = _json_object(raw)
+    completion = json_object(raw)
     if completion is None:
-        return _raw_response(response, raw)
+        return raw_response(response, raw)
     return raw, completion
 
 
 async def _error_message(response: aiohttp.ClientResponse) -> str:
     """The upstream error's own message, if its body says one."""
-    raw = await _read(response) or b""
-    error = (_json_object(raw) or {}).get("error")
+    raw = await read_whole(response) or b""
+    error = (json_object(raw) or {}).get("error")
     message = cast(dict[str, Any], error).get("message") if isinstance(error, dict) else None
     return message if isinstance(message, str) else f"The model server answered {response.status}."
 
 
-def _raw_response(response: aiohttp.ClientResponse, raw: bytes) -> Response:
-    return Response(raw, status_code=response.status, headers=_response_headers(response.headers))
-
-
-def _json_response(response: aiohttp.ClientResponse, completion: dict[str, Any]) -> Response:
-    body = json.dumps(completion, ensure_ascii=False).encode()
-    return Response(body, status_code=response.status, headers=_response_headers(response.headers))
-
-
 async def _relay(response: aiohttp.ClientResponse) -> Response:
     """An upstream answer passed on whole: status, headers and body."""
-    raw = await _read(response)
-    if raw is None:
-        return _error_response(502, CUT_OFF)
-    return _raw_response(response, raw)
+    return await relay(response) or _error_response(502, CUT_OFF)
 
 
 async def _pass_on(
     session: aiohttp.ClientSession, upstream: str, request: Request, body: bytes
 ) -> Response:
     """Any request passed on as it is; the answer streamed back as it comes."""
-    url = f"{upstream}{request.url.path}"
-    if request.url.query:
-        url += f"?{request.url.query}"
-    try:
-        response = await session.request(
-            request.method, url, data=body or None, headers=_headers(request)
-        )
-    except UPSTREAM_ERRORS:
-        return _error_response(502, UNREACHABLE)
-
-    async def relayed() -> AsyncGenerator[bytes]:
-        try:
-            async for piece in response.content.iter_any():
-                yield piece
-        finally:
-            response.close()
-
-    return StreamingResponse(
-        relayed(), status_code=response.status, headers=_response_headers(response.headers)
+    return await pass_on(
+        session, upstream, request, body, lambda: _error_response(502, UNREACHABLE)
     )
 
 

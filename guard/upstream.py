@@ -1,0 +1,212 @@
+"""The guard proxy's upstream side, shared by every route it guards or passes on.
+
+Each guarded route (OpenAI chat completions in `guard.server`, Ollama's native API in
+`guard.ollama_route`) sends the client's request to the same model server, reads its answer
+and logs one line per request the same way; this module is that common part, so no route
+keeps a second copy: the proxy's settings, the one upstream session, which of the client's
+headers go upstream and which of the upstream's come back, reading a whole answer that may
+be cut, passing any request on as it is, and `GuardedCall`, the per-request counts and log
+line.
+
+Deliberate choices:
+- The client's headers go upstream, Authorization included, except hop-by-hop ones and
+  Host; no header is ever logged. A guarded answer is asked for uncompressed (the proxy
+  reads it); a passed-on request keeps the client's Accept-Encoding, its bytes untouched.
+- What a fault looks like to the client is each route's own (the OpenAI error body, or
+  Ollama's `{"error": ...}`): the helpers here say that a fault happened (None, an
+  exception) or take the route's error response, and never write an error body themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import aiohttp
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from guardrail.policy import strip_warning
+from guardrail.scaffolding import DEFAULT_REGISTRY, Registry
+
+log = logging.getLogger("guard")
+
+CUT_OFF = "The model's reply was cut off."
+UNREACHABLE = "The model server could not be reached."
+UPSTREAM_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",  # set per request (`upstream_headers`)
+        "date",  # the server adds its own date and server headers
+        "server",
+    }
+)
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    upstream: str  # the model server's base URL, e.g. http://127.0.0.1:8080 (no /v1)
+    registry: Registry = DEFAULT_REGISTRY
+    connect_timeout_s: float = 10.0
+    keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
+
+
+class UpstreamSession:
+    """The one aiohttp session of an app, made on first use (inside the server's loop)."""
+
+    def __init__(self, settings: GuardSettings) -> None:
+        self._settings = settings
+        self._session: aiohttp.ClientSession | None = None
+
+    def __call__(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self._settings.connect_timeout_s
+                ),
+                auto_decompress=False,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+class GuardedCall:
+    """One guarded request: its upstream requests, the counts for its log, the log line."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        headers: dict[str, str],
+        settings: GuardSettings,
+    ) -> None:
+        self.session, self.url, self.headers, self.settings = session, url, headers, settings
+        self.started = time.perf_counter()
+        self.stripped = 0
+        self.recoveries = 0
+        self.status = 0
+        self.failed = False
+
+    async def post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        data = json.dumps(body).encode()
+        return await self.session.post(self.url, data=data, headers=self.headers)
+
+    def count(self, stripped: int, first_span: str, round_number: int) -> None:
+        """Add one upstream reply's stripped characters, with the warning when there are any."""
+        if stripped:
+            self.stripped += stripped
+            log.warning(strip_warning(stripped, round_number, first_span))
+
+    def log(self, route: str, *, stream: bool) -> None:
+        """`guard: ROUTE status=N stream=B retries=N total_ms=N scaffold_stripped=N`."""
+        total_ms = round((time.perf_counter() - self.started) * 1000)
+        log.info(
+            "guard: %s status=%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d",
+            route,
+            self.status,
+            str(stream).lower(),
+            self.recoveries,
+            total_ms,
+            self.stripped,
+        )
+
+
+def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
+    """The client's headers for the upstream request (see the module docstring)."""
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers["Accept-Encoding"] = (
+        accept_encoding or request.headers.get("accept-encoding") or "identity"
+    )
+    return headers
+
+
+def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+
+
+def json_object(raw: bytes) -> dict[str, Any] | None:
+    """`raw` as a JSON object, or None when it is not one (not JSON, nested past the
+    parser's limit, an array, a number)."""
+    try:
+        value: object = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+async def read_whole(response: aiohttp.ClientResponse) -> bytes | None:
+    """The whole body, or None when the upstream cut it; the connection is given back or
+    closed either way."""
+    try:
+        raw = await response.read()
+    except UPSTREAM_ERRORS:
+        response.close()
+        return None
+    response.release()
+    return raw
+
+
+def raw_response(response: aiohttp.ClientResponse, raw: bytes) -> Response:
+    return Response(raw, status_code=response.status, headers=response_headers(response.headers))
+
+
+def json_response(response: aiohttp.ClientResponse, value: dict[str, Any]) -> Response:
+    body = json.dumps(value, ensure_ascii=False).encode()
+    return Response(body, status_code=response.status, headers=response_headers(response.headers))
+
+
+async def relay(response: aiohttp.ClientResponse) -> Response | None:
+    """An upstream answer passed on whole (status, headers and body), or None when the
+    upstream cut its body."""
+    raw = await read_whole(response)
+    return None if raw is None else raw_response(response, raw)
+
+
+async def pass_on(
+    session: aiohttp.ClientSession,
+    upstream: str,
+    request: Request,
+    body: bytes,
+    unreachable: Callable[[], Response],
+) -> Response:
+    """Any request passed on as it is; the answer streamed back as it comes (`unreachable`:
+    the answer when the upstream cannot be reached, in the route's error shape)."""
+    url = f"{upstream}{request.url.path}"
+    if request.url.query:
+        url += f"?{request.url.query}"
+    try:
+        response = await session.request(
+            request.method, url, data=body or None, headers=upstream_headers(request)
+        )
+    except UPSTREAM_ERRORS:
+        return unreachable()
+
+    async def relayed() -> AsyncGenerator[bytes]:
+        try:
+            async for piece in response.content.iter_any():
+                yield piece
+        finally:
+            response.close()
+
+    return StreamingResponse(
+        relayed(), status_code=response.status, headers=response_headers(response.headers)
+    )
