@@ -34,7 +34,7 @@ import pytest
 from conformance.baseline import Baseline, BaselineError, load_baseline
 from conformance.cases import CaseFile, CasesError, case_flows, load_cases
 from conformance.clauses import BY_ID
-from conformance.profile import DEFAULT_PROFILE, Profile, ProfileError, load_profile
+from conformance.profile import DEFAULT_PROFILE, Profile, ProfileError, resolve_profile
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Playwright
@@ -54,7 +54,11 @@ _OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("--app-url", "CONFORMANCE_APP_URL", "the chat page to check (with --mock-url)"),
     ("--mock-url", "CONFORMANCE_MOCK_URL", "the mock_llm the app talks to (with --app-url)"),
     ("--app-log", "CONFORMANCE_APP_LOG", "the app's log file, for the log clause (G10)"),
-    ("--profile", "CONFORMANCE_PROFILE", "a TOML profile describing the target's page"),
+    (
+        "--profile",
+        "CONFORMANCE_PROFILE",
+        "a built-in profile (openwebui) or a TOML file describing the page",
+    ),
     ("--expected-failures", "CONFORMANCE_EXPECTED_FAILURES", "a baseline of known failures"),
     ("--conformance-report", "CONFORMANCE_REPORT", "write a clause-by-result table (markdown)"),
     ("--chromium-path", "CONFORMANCE_CHROMIUM", f"the browser binary (default {DEFAULT_CHROMIUM})"),
@@ -124,7 +128,7 @@ def kit_config(config: pytest.Config) -> KitConfig:
     profile = DEFAULT_PROFILE
     if (path := _option(config, "--profile")) is not None:
         try:
-            profile = load_profile(Path(path))
+            profile = resolve_profile(path)
         except ProfileError as exc:
             raise pytest.UsageError(f"conformance: {exc}") from exc
     baseline = Baseline()

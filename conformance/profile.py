@@ -59,6 +59,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -149,12 +150,36 @@ _SECTIONS = {"name", "selectors", "input", "done", "setup", "session", "capabili
              "model_calls"}  # fmt: skip
 
 
+BUILT_IN = resources.files("conformance").joinpath("profiles")
+"""The profiles shipped with the kit, one TOML file each (`--profile openwebui`)."""
+
+
+def built_in_profiles() -> list[str]:
+    """The names `--profile` takes besides a file's path."""
+    return sorted(
+        entry.name.removesuffix(".toml")
+        for entry in BUILT_IN.iterdir()
+        if entry.name.endswith(".toml")
+    )
+
+
+def resolve_profile(value: str) -> Profile:
+    """`--profile`'s value: a built-in profile's name, else a TOML file's path."""
+    if value in built_in_profiles() and not Path(value).exists():
+        with resources.as_file(BUILT_IN.joinpath(f"{value}.toml")) as path:
+            return replace(load_profile(path), source=f"built-in ({value})")
+    return load_profile(Path(value))
+
+
 def load_profile(path: Path) -> Profile:
     """The profile in a TOML file, on top of the default; ProfileError names what is wrong."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror}") from exc
+        builtin = ", ".join(built_in_profiles())
+        raise ProfileError(
+            f"{path}: cannot read the profile: {exc.strerror} (built-in profiles: {builtin})"
+        ) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}") from exc
     return _build(data, path)

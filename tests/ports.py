@@ -21,3 +21,11 @@ def refusing_port() -> Generator[int]:
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         yield held.getsockname()[1]
+
+
+def free_port() -> int:
+    """A loopback port free a moment ago, for a child that binds it itself (a third-party
+    server with no `--port 0`); another process could take it first, so use it at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -1,0 +1,21 @@
+"""Third-party layer: real programs a user runs (Open WebUI, LiteLLM's proxy), each from a
+pinned, isolated venv of its own (tests/thirdparty/venvs.py), against our mock and guard.
+
+Not part of validate.sh: the installs are large (Open WebUI with torch is about 2 GB) and
+a first run installs them (minutes). Run with `uv run pytest tests/thirdparty -n 0`
+(docs/integrations.md gives each suite's time). Every test here is marked `thirdparty`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.thirdparty)

@@ -1,0 +1,69 @@
+"""The conformance kit against the real Open WebUI, by each route a person can wire it.
+
+One route is one Open WebUI (its own data folder), one mock, and the whole kit run against
+its page with the built-in `openwebui` profile and the recorded LFM2 leaks as cases:
+
+- `direct`: Open WebUI's default route, its Ollama connection, straight to the mock. Open
+  WebUI shows the raw markup: the kit must fail the leak clauses and pass the clean ones.
+- `guard-openai` and `guard-ollama`: the guard proxy (in-process, on the same mock) between
+  Open WebUI and the mock, through its OpenAI connection and through its Ollama
+  connection: every clause the page can be checked on passes.
+- `filter`: straight to the mock over the Ollama connection, with our Filter Function
+  (integrations/openwebui/scaffold_guard_filter.py) installed through Open WebUI's API and
+  made global: every clause a filter can honour passes; the ones it cannot (a filter cannot
+  ask the model again: no recovery request, and an all-markup reply shows the
+  malformed-reply copy as the answer, not an error state) are its strict baseline,
+  integrations/openwebui/expected-failures.txt.
+
+`run_route` is shared by the third-party test (tests/thirdparty/test_openwebui_kit.py)
+and the report command (scripts/openwebui_report.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+
+from guard.server import GuardSettings, create_app
+from mock_llm import serve_in_thread, serve_mock
+
+from ..conformance_selftest.kit_runs import CASES, ROOT, KitResult, run_kit
+from .openwebui import Connection, install_function, serve_open_webui
+
+ROUTES = ("direct", "guard-openai", "guard-ollama", "filter")
+ROUTE_TITLES = {
+    "direct": "Open WebUI straight from the model server (its Ollama connection)",
+    "guard-openai": "Open WebUI behind the guard proxy, through its OpenAI connection",
+    "guard-ollama": "Open WebUI behind the guard proxy, through its Ollama connection",
+    "filter": "Open WebUI with the scaffold-guard Filter Function (Ollama connection)",
+}
+FILTER_FILE = ROOT / "integrations" / "openwebui" / "scaffold_guard_filter.py"
+FILTER_BASELINE = ROOT / "integrations" / "openwebui" / "expected-failures.txt"
+
+
+@contextmanager
+def guard_in_front_of(mock_url: str) -> Generator[str]:
+    config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
+    with serve_in_thread(config) as proxy_url:
+        yield proxy_url
+
+
+def run_route(route: str, out: Path) -> KitResult:
+    """The whole kit against Open WebUI wired by `route` (see the module docstring)."""
+    with serve_mock() as mock_url, guard_in_front_of(mock_url) as guard_url:
+        connection = {
+            "direct": Connection("ollama", mock_url),
+            "guard-openai": Connection("openai", f"{guard_url}/v1"),
+            "guard-ollama": Connection("ollama", guard_url),
+            "filter": Connection("ollama", mock_url),
+        }[route]
+        with serve_open_webui(connection, out / "open-webui-data") as app_url:
+            extra = ["--cases", str(CASES)]
+            if route == "filter":
+                source = FILTER_FILE.read_text(encoding="utf-8")
+                install_function(app_url, "scaffold_guard", source, "Scaffold guard")
+                extra += ["--expected-failures", str(FILTER_BASELINE)]
+            return run_kit(app_url, mock_url, None, out, "--profile", "openwebui", *extra)

@@ -1,0 +1,78 @@
+"""The conformance kit proves the guardrail on the real Open WebUI, by every route.
+
+Four whole kit runs (tests/thirdparty/openwebui_runs.py), each against its own Open WebUI
+0.12.4 from PyPI: straight from the mock it fails the leak clauses (Open WebUI shows raw
+markup) and passes the clean ones; behind the guard proxy, through either of Open WebUI's
+connections, every clause the kit can check on its page passes; with our Filter Function
+installed, every clause a filter can honour passes and the rest fail exactly as its strict
+baseline says. About 5 minutes in all once Open WebUI is installed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ..conformance_selftest.kit_runs import KIT_DEADLINE_S, KitResult
+from .openwebui import STARTUP_DEADLINE_S
+from .openwebui_runs import run_route
+
+pytestmark = pytest.mark.timeout(KIT_DEADLINE_S + STARTUP_DEADLINE_S + 120)
+
+LEAK_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "NEVER", "CASE"}
+"""What a page that shows the model's markup fails (the recorded leaks, CASE, too)."""
+CLEAN_CLAUSES = {"G1", "G7", "G9", "G11"}
+"""What Open WebUI gets right on its own: clean text, look-alikes, raw thinking, Stop."""
+NOT_OPEN_WEBUIS = {"G10", "G12"}
+"""No per-turn log the kit can read, and no document tools of ours: these skip."""
+
+
+def kit_run(route: str, tmp_path_factory: pytest.TempPathFactory) -> KitResult:
+    result = run_route(route, tmp_path_factory.mktemp(f"openwebui-{route}"))
+    assert result.cases, f"the kit wrote no JUnit results; {result.explain()}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def direct(tmp_path_factory: pytest.TempPathFactory) -> KitResult:
+    return kit_run("direct", tmp_path_factory)
+
+
+@pytest.fixture(scope="module", params=["guard-openai", "guard-ollama"])
+def guarded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KitResult:
+    return kit_run(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def filtered(tmp_path_factory: pytest.TempPathFactory) -> KitResult:
+    return kit_run("filter", tmp_path_factory)
+
+
+def verdicts(result: KitResult, verdict: str) -> set[str]:
+    return {clause for clause, v in result.verdicts.items() if v == verdict}
+
+
+def test_straight_from_the_mock_open_webui_fails_every_leak_clause(direct: KitResult) -> None:
+    assert direct.returncode != 0
+    assert verdicts(direct, "failed") == LEAK_CLAUSES, direct.explain()
+
+
+def test_straight_from_the_mock_open_webui_passes_the_clean_clauses(direct: KitResult) -> None:
+    assert verdicts(direct, "passed") == CLEAN_CLAUSES, direct.explain()
+
+
+def test_behind_the_guard_proxy_every_clause_the_page_allows_passes(guarded: KitResult) -> None:
+    assert guarded.returncode == 0, guarded.explain()
+    assert verdicts(guarded, "skipped") == NOT_OPEN_WEBUIS, guarded.explain()
+    assert verdicts(guarded, "passed") == set(guarded.verdicts) - NOT_OPEN_WEBUIS
+
+
+def test_with_the_filter_function_the_page_never_shows_markup(filtered: KitResult) -> None:
+    assert CLEAN_CLAUSES | {"G4", "G6", "G8", "NEVER"} <= verdicts(filtered, "passed"), (
+        filtered.explain()
+    )
+
+
+def test_with_the_filter_function_only_its_baselined_clauses_fail(filtered: KitResult) -> None:
+    # The baseline's entries are strict xfails: the run passes only if each of them fails
+    # and nothing else does.
+    assert filtered.returncode == 0, filtered.explain()

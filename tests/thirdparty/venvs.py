@@ -1,0 +1,83 @@
+"""Third-party apps in virtual environments of their own, cached outside the repository.
+
+Open WebUI and LiteLLM's proxy are real programs a user runs in front of a model; the
+third-party suite (tests/thirdparty) starts them against the mock and the guard. They are
+never dependencies of this project: each is installed, pinned, into its own venv under
+`$XDG_CACHE_HOME/scaffold-guard-thirdparty/<name>` on first use (minutes, once per machine)
+and reused after that; the folder holds a stamp of what was asked for, so a changed pin
+installs anew.
+
+Deliberate choices:
+- pip, not uv, installs into these venvs: the machine image keeps a CPU build of torch on
+  disk where pip finds it (`pip install torch==2.13.0`), and Open WebUI pulls torch in;
+  uv would download a CUDA build of several GB.
+- The project itself (its `guardrail`, `integrations` and `guard` packages) is never
+  installed there: a test puts the repository on the child's PYTHONPATH when the
+  third-party program must import one of our adapters, as a user's install would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+INSTALL_TIMEOUT_S = 3600.0
+"""A hang guard for one install (Open WebUI's takes 5-10 minutes on a 2-core machine)."""
+
+
+@dataclass(frozen=True)
+class IsolatedVenv:
+    """A pinned third-party install: `steps` are pip install argument lists, in order."""
+
+    name: str
+    steps: tuple[tuple[str, ...], ...]
+
+    @property
+    def home(self) -> Path:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return cache / "scaffold-guard-thirdparty" / self.name
+
+    @property
+    def python(self) -> Path:
+        return self.home / "bin" / "python"
+
+    def bin(self, script: str) -> Path:
+        return self.home / "bin" / script
+
+    def _stamp(self) -> str:
+        return json.dumps({"steps": self.steps, "python": sys.version.split()[0]})
+
+    def ensure(self) -> IsolatedVenv:
+        """Install on first use (or when the pins changed); afterwards a no-op."""
+        stamp = self.home / "scaffold-guard-stamp.json"
+        if self.python.is_file() and stamp.is_file() and stamp.read_text() == self._stamp():
+            return self
+        self.home.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--clear", str(self.home)],
+            check=True,
+            timeout=INSTALL_TIMEOUT_S,
+        )
+        for step in self.steps:
+            subprocess.run(
+                [str(self.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 *step],
+                check=True,
+                timeout=INSTALL_TIMEOUT_S,
+            )  # fmt: skip
+        stamp.write_text(self._stamp())
+        return self
+
+
+OPEN_WEBUI_VERSION = "0.12.4"
+OPEN_WEBUI = IsolatedVenv(
+    f"open-webui-{OPEN_WEBUI_VERSION}",
+    (("torch==2.13.0",), (f"open-webui=={OPEN_WEBUI_VERSION}",)),
+)
+LITELLM_VERSION = "1.108.7"
+"""From 1.108.8 the proxy needs a `litellm-proxy` package the registry here does not have."""
+LITELLM = IsolatedVenv(f"litellm-{LITELLM_VERSION}", ((f"litellm[proxy]=={LITELLM_VERSION}",),))
