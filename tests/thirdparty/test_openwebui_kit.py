@@ -14,16 +14,9 @@ import pytest
 
 from ..conformance_selftest.kit_runs import KIT_DEADLINE_S, KitResult
 from .openwebui import STARTUP_DEADLINE_S
-from .openwebui_runs import run_route
+from .openwebui_runs import CLEAN_CLAUSES, LEAK_CLAUSES, NOT_OPEN_WEBUIS, run_route
 
 pytestmark = pytest.mark.timeout(KIT_DEADLINE_S + STARTUP_DEADLINE_S + 120)
-
-LEAK_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "NEVER", "CASE"}
-"""What a page that shows the model's markup fails (the recorded leaks, CASE, too)."""
-CLEAN_CLAUSES = {"G1", "G7", "G9", "G11"}
-"""What Open WebUI gets right on its own: clean text, look-alikes, raw thinking, Stop."""
-NOT_OPEN_WEBUIS = {"G10", "G12"}
-"""No per-turn log the kit can read, and no document tools of ours: these skip."""
 
 
 def kit_run(route: str, tmp_path_factory: pytest.TempPathFactory) -> KitResult:

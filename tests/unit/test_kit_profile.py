@@ -13,7 +13,9 @@ from conformance.profile import (
     LogSpec,
     ProfileError,
     SetupStep,
+    built_in_profiles,
     load_profile,
+    resolve_profile,
 )
 
 
@@ -170,3 +172,31 @@ def test_a_missing_or_unreadable_file_is_refused(tmp_path: Path):
     (tmp_path / "latin1.toml").write_bytes(b'name = "caf\xe9"')
     with pytest.raises(ProfileError, match="not valid TOML"):
         load_profile(tmp_path / "latin1.toml")
+
+
+def test_the_kit_ships_a_profile_for_open_webui():
+    assert "openwebui" in built_in_profiles()
+
+
+def test_a_built_in_profile_is_taken_by_its_name():
+    profile = resolve_profile("openwebui")
+    assert profile.name == "openwebui"
+    assert profile.source == "built-in (openwebui)"
+    assert profile.selectors.input == "#chat-input"
+    assert profile.send_with == "enter"
+    assert profile.done.attribute is None
+    assert profile.done.appears == ".buttons button"
+    assert profile.side_calls == ("^### Task:",)
+    assert profile.has("thinking") and profile.has("stop")
+    assert not profile.has("log") and not profile.has("tools")
+
+
+def test_a_file_of_a_built_in_profiles_name_is_still_a_file(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "openwebui").write_text('name = "mine"', encoding="utf-8")
+    assert resolve_profile("openwebui").name == "mine"
+
+
+def test_an_unknown_name_is_refused_with_the_built_in_profiles_listed(tmp_path: Path):
+    with pytest.raises(ProfileError, match=r"built-in profiles: openwebui"):
+        resolve_profile(str(tmp_path / "open-webui"))
