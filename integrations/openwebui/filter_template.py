@@ -1,0 +1,332 @@
+"""The Open WebUI filter function's own code, written once: the template of the pasteable file.
+
+Open WebUI runs a function file with its own interpreter, where our packages are not
+installed, so the file a person pastes (scaffold_guard_filter.py) is this module with the
+guardrail library's code inlined in place of its `guardrail` imports (integrations/openwebui/
+build.py). Here it imports the library, so it is type-checked and tested like any module.
+
+Open WebUI's hooks (open_webui/utils/filter.py and middleware.py, 0.12.4):
+- `stream(event)` gets each decoded SSE event of the model's stream before Open WebUI builds
+  the message from it, and what it returns replaces the event. Ollama connections arrive
+  converted to chat completion chunks too. `[DONE]` is not JSON and never reaches a filter,
+  so a reply's held-back tail goes out on the chunk that carries its `finish_reason`.
+- `outlet(body)` gets the chat's messages once the reply has ended (content, and the
+  Responses-style `output` items the page renders first), and what it returns is saved and
+  sent to the page.
+
+What the filter does:
+- Each choice of each reply streams its `delta.content` through a fresh filter of its own
+  (guardrail.policy.RoundFilter): raw markup never reaches the page, a partial marker is
+  held back until the next chunk shows what it is. Reasoning fields, tool calls and every
+  other field pass untouched (contract G9, G12).
+- A reply that was nothing but markup (guardrail.policy.needs_recovery) cannot be asked
+  again from a filter: its finishing chunk carries MALFORMED_REPLY as its content, so the
+  user reads the malformed-reply copy instead of an empty answer (G3 as copy, no G2).
+- `outlet` repairs every assistant message: its content and the text parts of its `message`
+  output items, each through a fresh filter, MALFORMED_REPLY where all of it was markup (a
+  reply that did not stream, a message saved before the filter was on). A reply whose
+  stream ended without a finish chunk is finished there: its held tail is appended.
+
+Deliberate choices:
+- Replies are told apart by Open WebUI's message id (`__metadata__["message_id"]`), else the
+  completion's `id` (an API client's stream has no message), and the choice index. The
+  message id, not the completion id, is the first choice because some servers change `id`
+  from chunk to chunk; a message's tool round and answer round are still two replies, since
+  the first one's finish chunk ends it.
+- At most MAX_OPEN_REPLIES replies are open at once; past that the least recently fed is
+  forgotten. A stopped stream never sends its finish chunk and its outlet never runs, so
+  without the bound every Stop would leak a filter; each one is small (the held tail and
+  a 200-character preview), so the bound caps the memory at a few hundred KB.
+- Nothing raises: an event or body of any other shape goes back as it came (Open WebUI
+  drops an event whose filter raised, which would lose the text, not guard it).
+- Non-text content is filtered as the text Open WebUI would make of it (`f'{value}'`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from typing import Any, cast
+
+from pydantic import BaseModel, Field, field_validator
+
+from guardrail.policy import MALFORMED_REPLY, RoundFilter, needs_recovery
+from guardrail.scaffolding import PROFILES, Registry, registry_with
+
+MAX_OPEN_REPLIES = 1024
+"""How many replies may stream through the filter at once before the oldest is forgotten."""
+
+ReplyKey = tuple[str, str, int]
+"""(what names the reply: "message" or "completion", that name, the choice index)."""
+
+Json = dict[str, Any]
+
+
+def profile_names(text: str) -> tuple[str, ...]:
+    """The profile names of a valve's text: comma- or space-separated, in order, once each."""
+    names = (name.strip().lower() for name in text.replace(",", " ").split())
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
+def registry_for(text: str) -> Registry:
+    """LFM2's markup plus the known profiles `text` names (unknown ones are skipped: the
+    valve refuses them when saved, so only a hand-edited database could hold one)."""
+    return registry_with(*(name for name in profile_names(text) if name in PROFILES))
+
+
+class _Reply:
+    """One streamed choice of one reply: its filter, and whether it carried tool calls."""
+
+    __slots__ = ("filter", "tool_calls")
+
+    def __init__(self, registry: Registry) -> None:
+        self.filter = RoundFilter(registry)
+        self.tool_calls = 0
+
+    def end(self, *, tool_call_finish: bool) -> tuple[str, bool]:
+        """The held tail, and whether the whole reply was markup with no tool call (so its
+        user must read the malformed-reply copy)."""
+        tail = self.filter.flush()
+        tool_calls = self.tool_calls + int(tool_call_finish)
+        stripped, visible = self.filter.stripped_chars, self.filter.visible
+        return tail, needs_recovery(stripped_chars=stripped, visible=visible, tool_calls=tool_calls)
+
+
+class _OpenReplies:
+    """The replies streaming now, least recently fed first, at most `bound` of them."""
+
+    def __init__(self, bound: int) -> None:
+        self._bound = bound
+        self._replies: OrderedDict[ReplyKey, _Reply] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._replies)
+
+    def get(self, key: ReplyKey) -> _Reply | None:
+        reply = self._replies.get(key)
+        if reply is not None:
+            self._replies.move_to_end(key)
+        return reply
+
+    def start(self, key: ReplyKey, registry: Registry) -> _Reply:
+        reply = self._replies[key] = _Reply(registry)
+        while len(self._replies) > self._bound:
+            self._replies.popitem(last=False)
+        return reply
+
+    def pop(self, key: ReplyKey) -> None:
+        self._replies.pop(key, None)
+
+    def pop_message(self, message_id: str) -> list[_Reply]:
+        """The open replies of an Open WebUI message, lowest choice first, now closed."""
+        keys = sorted(k for k in self._replies if k[:2] == ("message", message_id))
+        return [self._replies.pop(k) for k in keys]
+
+
+class Filter:
+    """Keeps raw tool-call markup out of what Open WebUI shows and saves (module docstring)."""
+
+    class Valves(BaseModel):
+        enabled: bool = Field(
+            default=True, description="Strip raw tool-call markup from answers (off: pass all)."
+        )
+        profiles: str = Field(
+            default="",
+            description=(
+                "Opt-in markup profiles stripped besides LFM2's, comma-separated: "
+                + ", ".join(PROFILES)
+            ),
+        )
+        priority: int = Field(
+            default=0, description="Filter order: Open WebUI runs lower priorities first."
+        )
+
+        @field_validator("profiles")
+        @classmethod
+        def known_profiles(cls, value: str) -> str:
+            registry_with(*profile_names(value))  # raises ValueError naming the known ones
+            return value
+
+    def __init__(self) -> None:
+        self.valves = self.Valves()
+        self._open = _OpenReplies(MAX_OPEN_REPLIES)
+
+    def stream(self, event: object, __metadata__: object = None) -> object:
+        """One event of a streamed reply, its choices' content filtered in place."""
+        if not self.valves.enabled or not isinstance(event, dict):
+            return event
+        chunk = cast(Json, event)
+        choices = chunk.get("choices")
+        if isinstance(choices, list):
+            name = _reply_name(chunk, __metadata__)
+            for position, choice in enumerate(cast(list[object], choices)):
+                if isinstance(choice, dict):
+                    self._filter_choice(name, position, cast(Json, choice))
+        return chunk
+
+    def outlet(self, body: object, __metadata__: object = None) -> object:
+        """The finished chat: every assistant message's content and output text repaired."""
+        if not self.valves.enabled or not isinstance(body, dict):
+            return body
+        chat = cast(Json, body)
+        messages = chat.get("messages")
+        if not isinstance(messages, list):
+            return chat
+        message_id = _string(_get(__metadata__, "message_id")) or _string(chat.get("id"))
+        unfinished = self._open.pop_message(message_id) if message_id else []
+        registry = registry_for(self.valves.profiles)
+        for message in cast(list[object], messages):
+            if not isinstance(message, dict):
+                continue
+            message = cast(Json, message)
+            if message.get("role") != "assistant":
+                continue
+            tail = ""
+            if unfinished and message.get("id") == message_id:
+                tail, malformed = unfinished[0].end(tool_call_finish=False)
+                tail = MALFORMED_REPLY if malformed else tail  # as its finish chunk would
+            _repair_message(message, registry, tail)
+        return chat
+
+    def _filter_choice(self, name: tuple[str, str], position: int, choice: Json) -> None:
+        index = choice.get("index")
+        index = index if type(index) is int else position
+        key: ReplyKey = (*name, index)
+        delta = choice.get("delta")
+        delta = cast(Json, delta) if isinstance(delta, dict) else None
+        text = _text(delta.get("content")) if delta is not None else None
+        calls = delta is not None and bool(delta.get("tool_calls"))
+        finish = choice.get("finish_reason")
+        reply = self._open.get(key)
+        if reply is None:
+            if text is None and not calls:
+                return  # nothing of this reply has been text: nothing held, nothing to say
+            reply = self._open.start(key, registry_for(self.valves.profiles))
+        reply.tool_calls += calls
+        shown = reply.filter.feed(text) if text else ""
+        if finish is not None:
+            self._open.pop(key)
+            tail, malformed = reply.end(tool_call_finish=finish == "tool_calls")
+            shown = MALFORMED_REPLY if malformed else shown + tail
+        if text is None and not shown:
+            return
+        if delta is None:
+            delta = choice["delta"] = {}
+        delta["content"] = shown
+
+
+def _reply_name(chunk: Json, metadata: object) -> tuple[str, str]:
+    message_id = _string(_get(metadata, "message_id"))
+    if message_id:
+        return ("message", message_id)
+    return ("completion", _string(chunk.get("id")))
+
+
+def _get(mapping: object, key: str) -> object:
+    return cast(Json, mapping).get(key) if isinstance(mapping, dict) else None
+
+
+def _string(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _text(content: object) -> str | None:
+    """A delta's content as the text Open WebUI shows (None: no text in this delta)."""
+    if isinstance(content, str):
+        return content
+    return f"{content}" if content else None
+
+
+class _Texts:
+    """Some whole texts of one message, each through a fresh filter, and what that took."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.stripped = 0
+        self.visible = False
+
+    def repair(self, text: str) -> str:
+        whole = RoundFilter(self.registry)
+        shown = whole.feed(text) + whole.flush()
+        self.stripped += whole.stripped_chars
+        self.visible = self.visible or whole.visible
+        return shown
+
+    def all_markup(self, tool_calls: int) -> bool:
+        return needs_recovery(
+            stripped_chars=self.stripped, visible=self.visible, tool_calls=tool_calls
+        )
+
+
+def _repair_message(message: Json, registry: Registry, tail: str) -> None:
+    """Repair one assistant message in place, after appending `tail` (what its unfinished
+    stream still had to show) to its content and its output."""
+    parts = _text_parts(message.get("output"))
+    if tail:
+        _append(message, parts, tail)
+    text = _Texts(registry)
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = text.repair(content)
+    output = _Texts(registry)
+    for part in parts:
+        part["text"] = output.repair(part["text"])
+    tool_calls = _tool_calls(message)
+    if text.all_markup(tool_calls) or output.all_markup(tool_calls):
+        _show_malformed(message, parts)
+
+
+def _append(message: Json, parts: list[Json], tail: str) -> None:
+    content = message.get("content")
+    if isinstance(content, str) or content is None:
+        message["content"] = (content or "") + tail
+    output = message.get("output")
+    if parts:
+        parts[-1]["text"] += tail
+    elif isinstance(output, list):
+        parts.append(_new_text_item(cast(list[object], output), tail))
+
+
+def _text_parts(output: object) -> list[Json]:
+    """The text parts of a message's `message` output items, in order (reasoning, tool
+    calls and their results are other item types, left alone)."""
+    if not isinstance(output, list):
+        return []
+    parts: list[Json] = []
+    for item in cast(list[object], output):
+        if not isinstance(item, dict) or cast(Json, item).get("type") != "message":
+            continue
+        content = cast(Json, item).get("content")
+        if isinstance(content, list):
+            for part in cast(list[object], content):
+                if isinstance(part, dict) and isinstance(cast(Json, part).get("text"), str):
+                    parts.append(cast(Json, part))
+    return parts
+
+
+def _tool_calls(message: Json) -> int:
+    calls = message.get("tool_calls")
+    count = len(cast(list[object], calls)) if isinstance(calls, list) else 0
+    output = message.get("output")
+    if isinstance(output, list):
+        items = cast(list[object], output)
+        count += sum(_get(item, "type") == "function_call" for item in items)
+    return count
+
+
+def _show_malformed(message: Json, parts: list[Json]) -> None:
+    """The message reads the malformed-reply copy, in its content and its output."""
+    message["content"] = MALFORMED_REPLY
+    for number, part in enumerate(parts):
+        part["text"] = MALFORMED_REPLY if number == 0 else ""
+    output = message.get("output")
+    if not parts and isinstance(output, list):
+        _new_text_item(cast(list[object], output), MALFORMED_REPLY)
+
+
+def _new_text_item(output: list[object], text: str) -> Json:
+    """A `message` output item holding `text` appended to `output`; its text part."""
+    part: Json = {"type": "output_text", "text": text}
+    item = {"type": "message", "id": f"msg_{uuid.uuid4().hex}", "status": "completed"}
+    output.append({**item, "role": "assistant", "content": [part]})
+    return part
