@@ -4,6 +4,14 @@ Point a chat app at the proxy instead of its model server (its OpenAI base URL b
 `http://127.0.0.1:8098/v1` when the model server's was `http://127.0.0.1:8080/v1`). The
 proxy listens on loopback unless told otherwise (`--host`), and warns on stderr when told
 to listen anywhere else: it has no login, and it passes the client's API key upstream.
+
+`--upstream-ollama URL` names the same thing for an Ollama server, as Open WebUI's
+OLLAMA_BASE_URL has it (`http://127.0.0.1:11434`): the proxy finds the route from the
+client's path either way (`/v1/chat/completions`, `/api/chat`), so the two options differ
+only in the URL they take (a trailing `/api` is taken off too) and in the start line,
+which gives the URL an Ollama client is pointed at. Exactly one of them is given: two
+upstreams cannot be served by one proxy, and two spellings of one would only be a chance
+to disagree.
 """
 
 from __future__ import annotations
@@ -27,10 +35,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m guard",
         description="An OpenAI-compatible proxy that keeps tool-call markup out of answers.",
     )
-    parser.add_argument(
+    upstream = parser.add_mutually_exclusive_group(required=True)
+    upstream.add_argument(
         "--upstream",
-        required=True,
         help="the model server's base URL, as the chat app had it (e.g. http://127.0.0.1:8080/v1)",
+    )
+    upstream.add_argument(
+        "--upstream-ollama",
+        metavar="URL",
+        help="the same for an Ollama server, as OLLAMA_BASE_URL (e.g. http://127.0.0.1:11434)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8098, help="port (default 8098; 0 = any)")
@@ -49,23 +62,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def upstream_root(url: str) -> str | None:
-    """The upstream's scheme://host[:port][/prefix] with any trailing /v1 left on: the
-    proxy keeps the client's own path, so the base URL is the server's root."""
+def upstream_root(url: str, *, ollama: bool = False) -> str | None:
+    """The upstream's scheme://host[:port][/prefix] with any trailing /v1 (and for
+    `ollama`, /api) left off: the proxy keeps the client's own path, so the base URL is
+    the server's root."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return None
     path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
+    for suffix in ("/v1", "/api") if ollama else ("/v1",):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    root = upstream_root(args.upstream)
+    ollama = args.upstream_ollama is not None
+    given: str = args.upstream_ollama if ollama else args.upstream
+    root = upstream_root(given, ollama=ollama)
     if root is None:
-        print(f"guard: --upstream must be an http(s) URL, not {args.upstream!r}", file=sys.stderr)
+        option = "--upstream-ollama" if ollama else "--upstream"
+        print(f"guard: {option} must be an http(s) URL, not {given!r}", file=sys.stderr)
         return 2
     names = [name.strip() for name in args.profiles.split(",") if name.strip()]
     unknown = [name for name in names if name not in PROFILES]
@@ -84,7 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         upstream=root, registry=registry_with(*names), keepalive_s=args.keepalive_s
     )
     app = create_app(settings)
-    print(f"guard: proxy on {socket_url(sock)}/v1 for {root}", flush=True)
+    if ollama:
+        print(f"guard: proxy on {socket_url(sock)} for Ollama at {root}", flush=True)
+    else:
+        print(f"guard: proxy on {socket_url(sock)}/v1 for {root}", flush=True)
     try:
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
         uvicorn.Server(config).run(sockets=[sock])

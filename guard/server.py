@@ -43,6 +43,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from guard.completion import CompletionGuard
+from guard.ollama_route import ollama_routes
+from guard.reply import json_object
 from guard.stream import StreamGuard, sse_json
 from guard.upstream import (
     CUT_OFF,
@@ -52,7 +54,6 @@ from guard.upstream import (
     GuardedCall,
     GuardSettings,
     UpstreamSession,
-    json_object,
     json_response,
     pass_on,
     raw_response,
@@ -100,6 +101,7 @@ def create_app(settings: GuardSettings) -> Starlette:
     app = Starlette(
         routes=[
             Route("/{prefix:path}chat/completions", chat, methods=["POST"]),
+            *ollama_routes(settings, session),  # /api/chat, /api/generate, the rest of /api/
             Route("/{path:path}", other, methods=METHODS),
         ],
         lifespan=lifespan,

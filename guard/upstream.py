@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 from starlette.requests import Request
@@ -143,16 +143,6 @@ def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
 
 
-def json_object(raw: bytes) -> dict[str, Any] | None:
-    """`raw` as a JSON object, or None when it is not one (not JSON, nested past the
-    parser's limit, an array, a number)."""
-    try:
-        value: object = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None
-
-
 async def read_whole(response: aiohttp.ClientResponse) -> bytes | None:
     """The whole body, or None when the upstream cut it; the connection is given back or
     closed either way."""
@@ -170,7 +160,9 @@ def raw_response(response: aiohttp.ClientResponse, raw: bytes) -> Response:
 
 
 def json_response(response: aiohttp.ClientResponse, value: dict[str, Any]) -> Response:
-    body = json.dumps(value, ensure_ascii=False).encode()
+    """`value` as the answer, with the upstream's status and headers (a lone surrogate the
+    upstream sent, which UTF-8 cannot hold, is written as its JSON escape)."""
+    body = json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace")
     return Response(body, status_code=response.status, headers=response_headers(response.headers))
 
 

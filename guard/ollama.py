@@ -1,0 +1,295 @@
+"""Ollama's native API (`POST /api/chat`, `POST /api/generate`) through the guardrail. Pure.
+
+Ollama streams unless a request says `"stream": false`. A stream is NDJSON: one JSON
+object per line, `{"model", "created_at", "message": {"role", "content", "thinking",
+"tool_calls"}, "done": false}` (for /api/generate the text is the line's `response` and
+its thinking `thinking`), then a last line with `"done": true`, `done_reason` and the
+counters; an error is a line `{"error": "..."}`. A whole answer is one such object.
+
+- `NdjsonLines` cuts a body, in whatever pieces it arrives, into its lines, each with its
+  own line end, as the bytes came.
+- `OllamaStreamGuard` takes those lines in order and says what the client gets for each:
+  the line as it came when the filter changed nothing in it (so a clean stream reaches the
+  client byte for byte), the line again with its text filtered, or nothing (a line whose
+  only text was held back or stripped). The `done: true` line carries what the filter
+  still held (a partial marker at the very end is text, G8). When that line shows the
+  reply needs the one recovery (G2), it is not sent, `recovering` says so, and the server
+  sends the recovery request, whose lines go through a second guard made with `follows=`
+  the first, into the same client stream, so the client sees one `done: true` line.
+- `OllamaWholeGuard` filters a whole answer's text in place.
+- `CHAT` and `GENERATE` say where each endpoint's text is and what its recovery request is.
+
+Deliberate choices:
+- Only the answer text (`message.content`, `response`) is filtered; `thinking`, the
+  structured `tool_calls` and every other field pass untouched (G9, G12). A reply that
+  carried a tool call needs no recovery.
+- A recovery that shows nothing again ends the stream with Ollama's own error line,
+  `{"error": MALFORMED_REPLY}`, in place of its `done: true` line (G3); the official
+  client raises `ResponseError` with that text.
+- A stream is over at its `done: true` line or at an upstream `{"error"}` line (passed on
+  as it came, after what the filter held); nothing after it is sent. A body that ends, or
+  breaks, before either is a cut reply: what the filter held, then an error line with the
+  server's message (`end`), since a client would otherwise show a short answer as whole.
+- Lines are not rewritten with the first reply's identity: every Ollama line carries its
+  own `created_at`, and both requests name the same model.
+- A line that is not a JSON object (not JSON, an array, nested past the parser's limit, a
+  blank line) is not ours to judge: it goes out as it came.
+- A line the guard writes itself (a changed line, the tail, an error) is compact JSON, a
+  lone surrogate written as its escape (`mock_llm.wire.dumps`); the rest are the
+  upstream's own bytes.
+- /api/generate's recovery puts the correction into `system` (the request's own system
+  text gets it after a blank line, exactly as `with_correction` extends a system message;
+  with none, the correction is the system text). A `raw: true` request bypasses Ollama's
+  template, so `system` is not seen and the recovery is a plain second try.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from guard.reply import Reply, json_object
+from guardrail.policy import MALFORMED_REPLY, RoundFilter, with_correction
+from guardrail.sse_events import DEFAULT_MAX_LINE_BYTES, LineTooLong
+from mock_llm.wire import dumps
+
+__all__ = [
+    "CHAT",
+    "GENERATE",
+    "NdjsonLines",
+    "OllamaApi",
+    "OllamaStreamGuard",
+    "OllamaWholeGuard",
+    "error_line",
+    "upstream_error_text",
+]
+
+_SILENT_KEYS = frozenset({"model", "created_at", "done", "role"})
+_EMPTY: tuple[object, ...] = (None, "", [], {})
+
+
+@dataclass(frozen=True)
+class OllamaApi:
+    """Where one endpoint's answer text is: `message.content` (chat) or `response`."""
+
+    name: str
+    message_key: str | None  # the object that holds the text; None: the line itself
+    text_key: str
+
+    def holder(self, line: dict[str, Any]) -> dict[str, Any] | None:
+        if self.message_key is None:
+            return line
+        message = line.get(self.message_key)
+        return cast(dict[str, Any], message) if isinstance(message, dict) else None
+
+    def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The one recovery request: the same body, the correction in, no tools (G2)."""
+        recovery = {k: v for k, v in body.items() if k != "tools"}
+        if self.message_key is None:  # /api/generate: the correction goes into `system`
+            system = body.get("system")
+            given = [{"role": "system", "content": system}] if isinstance(system, str) else []
+            recovery["system"] = with_correction(given)[0]["content"]
+            return recovery
+        messages = body.get("messages")
+        if isinstance(messages, list):
+            recovery["messages"] = with_correction(
+                [
+                    cast(dict[str, Any], m)
+                    for m in cast(list[object], messages)
+                    if isinstance(m, dict)
+                ]
+            )
+        return recovery
+
+
+CHAT = OllamaApi("chat", "message", "content")
+GENERATE = OllamaApi("generate", None, "response")
+
+
+def error_line(message: str) -> bytes:
+    """Ollama's in-band error: one NDJSON line `{"error": message}`."""
+    return dumps({"error": message}) + b"\n"
+
+
+def upstream_error_text(raw: bytes, status: int) -> str:
+    """The message of an upstream error body: Ollama's `{"error": "..."}`, or the OpenAI
+    shape `{"error": {"message": "..."}}` of an Ollama-compatible server."""
+    error = (json_object(raw) or {}).get("error")
+    if isinstance(error, dict):
+        error = cast(dict[str, Any], error).get("message")
+    return error if isinstance(error, str) and error else f"The model server answered {status}."
+
+
+class NdjsonLines:
+    """A body's lines, each with its own line end, in whatever pieces the body arrives.
+
+    A line longer than `max_line_bytes` raises `LineTooLong` instead of growing without
+    bound (the body comes from a server we do not control)."""
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self._max_line_bytes = max_line_bytes
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        if b"\n" not in piece:
+            if piece:
+                self._pending.append(piece)
+                self._pending_bytes += len(piece)
+                self._check(self._pending_bytes)
+            return []
+        complete, _, rest = piece.rpartition(b"\n")
+        if self._pending:
+            complete = b"".join([*self._pending, complete])
+        self._pending = [rest] if rest else []
+        self._pending_bytes = len(rest)
+        self._check(self._pending_bytes)
+        lines = complete.split(b"\n")
+        if len(complete) > self._max_line_bytes:
+            self._check(max(map(len, lines)))
+        return [line + b"\n" for line in lines]
+
+    def finish(self) -> list[bytes]:
+        """The last line, when the body ended without its line end."""
+        rest = b"".join(self._pending)
+        self._pending, self._pending_bytes = [], 0
+        return [rest] if rest else []
+
+    def _check(self, length: int) -> None:
+        if length > self._max_line_bytes:
+            raise LineTooLong(f"an NDJSON line is longer than {self._max_line_bytes} bytes")
+
+
+@dataclass
+class OllamaStreamGuard(Reply):
+    """The guardrail over one upstream NDJSON stream (see the module docstring)."""
+
+    api: OllamaApi = CHAT
+    finished: bool = False  # its done line, an error line or its end was seen: read no more
+    recovering: bool = False  # it ended needing the recovery: its done line was not sent
+    _filter: RoundFilter = field(init=False)
+    _head: dict[str, Any] = field(default_factory=dict[str, Any], init=False)
+
+    def __post_init__(self) -> None:
+        self._filter = RoundFilter(self.registry)
+
+    # --- what the client gets -----------------------------------------------------------
+
+    def line(self, raw: bytes) -> list[bytes]:
+        """What the client gets for one line of the upstream stream."""
+        if self.finished:
+            return []
+        parsed = json_object(raw)
+        if parsed is None:
+            return [raw]  # not ours to judge: the client's parser will say
+        if parsed.get("error"):
+            self.finished = True
+            return [*self._tail(), raw]
+        holder = self.api.holder(parsed)
+        self._head = {k: parsed[k] for k in ("model", "created_at") if k in parsed}
+        content = holder.get(self.api.text_key) if holder is not None else None
+        text = content if isinstance(content, str) else ""
+        if holder is not None and holder.get("tool_calls"):
+            self.tool_calls = True
+        shown = self._filter.feed(text) if text else ""
+        done = parsed.get("done") is True
+        if done:
+            self.finished = True
+            shown += self._filter.flush()  # the reply ends here: what was held is text
+            if self.wants_recovery:
+                self.recovering = True
+                return []
+            if self.malformed:
+                return [error_line(MALFORMED_REPLY)]
+        if shown == text:
+            return [raw]
+        if holder is None:  # a done line with no message: the tail gets its own line
+            return [self._text_line(shown), raw]
+        holder[self.api.text_key] = shown
+        if not done and _says_nothing(parsed, self.api):
+            return []
+        return [dumps(parsed) + b"\n"]
+
+    def end(self, cut_off: str) -> list[bytes]:
+        """The rest of the client's stream once the upstream body ended or broke: nothing
+        after a done or error line; else (a cut reply) what the filter held, then an
+        error line saying `cut_off`."""
+        if self.finished:
+            return []
+        self.finished = True
+        return [*self._tail(), error_line(cut_off)]
+
+    # --- what the server and the log need -------------------------------------------------
+
+    @property
+    def stripped_chars(self) -> int:
+        return self._filter.stripped_chars
+
+    @property
+    def first_span(self) -> str:
+        return self._filter.first_span
+
+    @property
+    def visible(self) -> bool:
+        return self._filter.visible
+
+    # --- inside ---------------------------------------------------------------------------
+
+    def _tail(self) -> list[bytes]:
+        tail = self._filter.flush()
+        return [self._text_line(tail)] if tail else []
+
+    def _text_line(self, text: str) -> bytes:
+        if self.api.message_key is None:
+            line: dict[str, Any] = {**self._head, self.api.text_key: text, "done": False}
+        else:
+            message = {"role": "assistant", self.api.text_key: text}
+            line = {**self._head, self.api.message_key: message, "done": False}
+        return dumps(line) + b"\n"
+
+
+@dataclass
+class OllamaWholeGuard(Reply):
+    """The guardrail over one whole (not streamed) answer."""
+
+    api: OllamaApi = CHAT
+    first_span: str = ""
+    _stripped: int = field(default=0, init=False)
+    _visible: bool = field(default=False, init=False)
+
+    @property
+    def stripped_chars(self) -> int:
+        return self._stripped
+
+    @property
+    def visible(self) -> bool:
+        return self._visible
+
+    def filter(self, answer: dict[str, Any]) -> bool:
+        """Filter `answer`'s text in place, as one whole stream; whether it changed."""
+        holder = self.api.holder(answer)
+        if holder is None:
+            return False
+        if holder.get("tool_calls"):
+            self.tool_calls = True
+        content = holder.get(self.api.text_key)
+        if not isinstance(content, str):
+            return False
+        whole = RoundFilter(self.registry)
+        shown = whole.feed(content) + whole.flush()
+        self._stripped += whole.stripped_chars
+        self.first_span = self.first_span or whole.first_span
+        self._visible = self._visible or whole.visible
+        if shown == content:
+            return False
+        holder[self.api.text_key] = shown
+        return True
+
+
+def _says_nothing(line: dict[str, Any], api: OllamaApi) -> bool:
+    """Whether a line that is not the last says nothing once its text was taken out."""
+    holder = api.holder(line)
+    fields = [*line.items(), *(holder.items() if holder is not None and holder is not line else ())]
+    return all(
+        key in _SILENT_KEYS or key == api.message_key or value in _EMPTY for key, value in fields
+    )

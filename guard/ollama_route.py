@@ -1,0 +1,265 @@
+"""The guard proxy's routes for Ollama's native API (Open WebUI's Ollama connection).
+
+`ollama_routes(settings, session)` are the routes `guard.server.create_app` serves before
+its catch-all: `POST /api/chat` and `POST /api/generate` go upstream with the client's
+body and headers, and their answer (an NDJSON stream unless the body says `"stream":
+false`, or one JSON object) comes back through `guard.ollama`; a reply that was nothing but
+markup gets the one recovery request, whose answer goes into the same response. Every
+other `/api/...` request (`/api/tags`, `/api/show`, `/api/pull`'s NDJSON progress, ...) is
+passed on as it is, streamed both ways, as the catch-all passes on the rest.
+
+Deliberate choices:
+- Faults look as Ollama's own do: an upstream that cannot be reached is a 502 with
+  `{"error": ...}`; an upstream error status is passed on as it is, headers and body; a
+  stream the upstream cuts (or ends before its `done: true` line) ends with an error line,
+  so the official client raises instead of showing a short answer as whole; a recovery
+  the upstream refuses ends the stream with an error line carrying the upstream's message
+  (a whole answer: the refusal passed on). A whole answer that stays empty is a 502 with
+  `{"error": MALFORMED_REPLY}`.
+- No keep-alive bytes in an NDJSON stream: NDJSON has no comment line (the official
+  client fails on a blank one), and Ollama itself sends nothing while a model loads, so
+  its clients already wait through silences.
+- A client that leaves closes the upstream response at once (the stream's generator is
+  closed, which closes the response).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import aiohttp
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from guard.ollama import (
+    CHAT,
+    GENERATE,
+    NdjsonLines,
+    OllamaApi,
+    OllamaStreamGuard,
+    OllamaWholeGuard,
+    error_line,
+    upstream_error_text,
+)
+from guard.reply import json_object
+from guard.upstream import (
+    CUT_OFF,
+    METHODS,
+    UNREACHABLE,
+    UPSTREAM_ERRORS,
+    GuardedCall,
+    GuardSettings,
+    UpstreamSession,
+    json_response,
+    pass_on,
+    raw_response,
+    read_whole,
+    relay,
+    response_headers,
+    upstream_headers,
+)
+from guardrail.policy import MALFORMED_REPLY
+from guardrail.sse_events import LineTooLong
+
+__all__ = ["ollama_routes"]
+
+
+def ollama_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
+    upstream = settings.upstream.rstrip("/")
+
+    async def guarded(request: Request, api: OllamaApi) -> Response:
+        raw = await request.body()
+        body = json_object(raw)
+        if body is None:  # not ours to judge: the upstream answers it
+            return await pass_on(session(), upstream, request, raw, _unreachable)
+        headers = upstream_headers(request, accept_encoding="identity")
+        url = f"{upstream}{request.url.path}"
+        return await _OllamaCall(session(), url, headers, settings, api).answer(body)
+
+    async def chat(request: Request) -> Response:
+        return await guarded(request, CHAT)
+
+    async def generate(request: Request) -> Response:
+        return await guarded(request, GENERATE)
+
+    async def other(request: Request) -> Response:
+        return await pass_on(session(), upstream, request, await request.body(), _unreachable)
+
+    return [
+        Route("/api/chat", chat, methods=["POST"]),
+        Route("/api/generate", generate, methods=["POST"]),
+        Route("/api/{path:path}", other, methods=METHODS),
+    ]
+
+
+class _OllamaCall(GuardedCall):
+    """One /api/chat or /api/generate request through the guardrail."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        headers: dict[str, str],
+        settings: GuardSettings,
+        api: OllamaApi,
+    ) -> None:
+        super().__init__(session, url, headers, settings)
+        self.api = api
+        self.route = f"ollama-{api.name}"
+        self.logged = False
+
+    async def answer(self, body: dict[str, Any]) -> Response:
+        stream = body.get("stream") is not False  # Ollama streams unless told not to
+        try:
+            response = await self.post(body)
+        except UPSTREAM_ERRORS:
+            self.log(self.route, stream=stream)
+            return _error(502, UNREACHABLE)
+        self.status = response.status
+        if response.status >= 300:
+            self.log(self.route, stream=stream)
+            return await relay(response) or _error(502, CUT_OFF)
+        if stream:
+            return StreamingResponse(
+                self._stream(body, response),
+                status_code=response.status,
+                headers=response_headers(response.headers),
+            )
+        try:
+            return await self._whole(body, response)
+        finally:
+            self.log(self.route, stream=False)
+
+    # --- streamed ---------------------------------------------------------------------------
+
+    async def _stream(
+        self, body: dict[str, Any], response: aiohttp.ClientResponse
+    ) -> AsyncGenerator[bytes]:
+        try:
+            first = OllamaStreamGuard(self.settings.registry, api=self.api)
+            async for out in self._relayed(response, first, 1):
+                yield out
+            if not first.recovering:
+                return
+            self.recoveries += 1
+            try:
+                recovery = await self.post(self.api.recovery_body(body))
+            except UPSTREAM_ERRORS:
+                self._logged_stream()
+                yield error_line(CUT_OFF)
+                return
+            if recovery.status >= 300:
+                refusal = await read_whole(recovery) or b""
+                self._logged_stream()
+                yield error_line(upstream_error_text(refusal, recovery.status))
+                return
+            second = OllamaStreamGuard(self.settings.registry, api=self.api, follows=first)
+            async for out in self._relayed(recovery, second, 2):
+                yield out
+        finally:
+            self._logged_stream()
+
+    async def _relayed(
+        self, response: aiohttp.ClientResponse, guard: OllamaStreamGuard, round_number: int
+    ) -> AsyncGenerator[bytes]:
+        """One upstream stream through `guard`, as it comes; ends with an error line when
+        the upstream cuts it. The body is read to its end (the guard sends nothing after a
+        done or error line), so the connection goes back to the pool. The round is counted,
+        and a request it ends is logged, before its last line goes out: a client that stops
+        at an error line has the log written by then."""
+        lines, complete, counted = NdjsonLines(), False, False
+
+        def settle() -> None:
+            nonlocal counted
+            if not counted:
+                counted = True
+                self.count(guard.stripped_chars, guard.first_span, round_number)
+            if not guard.recovering:
+                self._logged_stream()
+
+        try:
+            while True:
+                try:
+                    piece = await response.content.readany()
+                    got = lines.feed(piece) if piece else lines.finish()
+                except (*UPSTREAM_ERRORS, LineTooLong):
+                    self.failed = True
+                    break
+                outs = [out for line in got for out in guard.line(line)]
+                if guard.finished:
+                    settle()
+                for out in outs:
+                    yield out
+                if not piece:
+                    break
+            complete = not self.failed
+            outs = guard.end(CUT_OFF)
+            settle()
+            for out in outs:
+                yield out
+        finally:
+            if complete:
+                response.release()
+            else:
+                response.close()  # the client left, or the stream broke: the upstream learns
+            settle()
+
+    def _logged_stream(self) -> None:
+        """The streamed request's log line, written once."""
+        if not self.logged:
+            self.logged = True
+            self.log(self.route, stream=True)
+
+    # --- whole ------------------------------------------------------------------------------
+
+    async def _whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
+        read = await _answer(response)
+        if isinstance(read, Response):
+            return read
+        raw, answer = read
+        first = OllamaWholeGuard(self.settings.registry, api=self.api)
+        changed = first.filter(answer)
+        self.count(first.stripped_chars, first.first_span, 1)
+        if not first.wants_recovery:
+            return json_response(response, answer) if changed else raw_response(response, raw)
+        self.recoveries += 1
+        try:
+            recovery = await self.post(self.api.recovery_body(body))
+        except UPSTREAM_ERRORS:
+            return _error(502, UNREACHABLE)
+        if recovery.status >= 300:
+            return await relay(recovery) or _error(502, CUT_OFF)
+        read = await _answer(recovery)
+        if isinstance(read, Response):
+            return read
+        _, second_answer = read
+        second = OllamaWholeGuard(self.settings.registry, api=self.api, follows=first)
+        second.filter(second_answer)
+        self.count(second.stripped_chars, second.first_span, 2)
+        if second.malformed:
+            return _error(502, MALFORMED_REPLY)
+        return json_response(recovery, second_answer)
+
+
+async def _answer(response: aiohttp.ClientResponse) -> tuple[bytes, dict[str, Any]] | Response:
+    """A whole answer's bytes and JSON, or the client's answer when there is none to
+    filter: a 502 for a body the upstream cut, the body as it came when it is not a JSON
+    object."""
+    raw = await read_whole(response)
+    if raw is None:
+        return _error(502, CUT_OFF)
+    answer = json_object(raw)
+    if answer is None:
+        return raw_response(response, raw)
+    return raw, answer
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    """Ollama's error body, `{"error": message}`."""
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _unreachable() -> Response:
+    return _error(502, UNREACHABLE)
