@@ -29,6 +29,10 @@ from collections.abc import Mapping
 import pytest
 from hypothesis import HealthCheck, settings
 
+# litellm (the LiteLLM guardrail's tests) fetches its model cost map from GitHub when it is
+# imported, unless told to read the copy it ships; a test never leaves loopback.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 PROFILE_ENV = "SG_HYPOTHESIS_PROFILE"
 _COMMON = settings(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 PROFILES = {

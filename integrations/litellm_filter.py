@@ -1,0 +1,287 @@
+"""What LiteLLM's chat completion objects become under the guardrail. Pure: no I/O, no model.
+
+The LiteLLM guardrail (`integrations.litellm_guardrail`) hands this module the objects
+LiteLLM's proxy gives it and relays what comes back:
+
+- `StreamFilter` takes a stream's `ModelResponseStream` chunks in order and filters each
+  choice's `delta.content` in place through its own `guardrail.policy.RoundFilter`: a
+  chunk comes back filtered, or as None when nothing was left of it (a chunk whose only
+  text was held back or stripped). A choice's finish chunk carries what its filter still
+  held (a partial marker at the very end is text, G8); `end()` gives the same for a stream
+  that stopped without one, as chunks of their own. When the finish shows that the reply
+  showed nothing, because it was nothing but markup (`guardrail.policy.needs_recovery`)
+  or because it was the recovery and stayed empty (`malformed`, G3), that finish and the
+  rest of the stream are dropped and `ended_empty` says so; the recovery's stream goes
+  through a second StreamFilter made with `follows=` the first.
+- `CompletionFilter` does the same for a whole `ModelResponse` (`message.content`).
+- `recovery_request` is the one recovery's request (G2): the round's model and messages,
+  the correction folded in by `guardrail.policy.with_correction`, no tools.
+
+Deliberate choices:
+- Only the answer text is filtered: reasoning (`reasoning_content`, thinking blocks) and
+  tool calls pass untouched (G9, G12), and a round that carried a tool call never
+  recovers. A chunk the filter changed nothing in comes back as the same object.
+- The recovery is for a single-choice reply only (`n` absent or 1), as in the guard
+  proxy: with several choices there is no one reply to ask again.
+- A recovery's chunks (or completion) take the first reply's id, creation time and model,
+  and lose their role: the client sees one completion, one role, one finish. An empty
+  recovery's finish is dropped too, so a client that stops at a finish never reads a
+  malformed reply as a complete empty answer: the error is what ends it.
+- The recovery request carries an allow-list of the client's generation settings, not the
+  whole request LiteLLM holds: that dict also holds the proxy's own bookkeeping (its
+  logging object, the caller's key metadata), which must not be replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from litellm import ModelResponse, ModelResponseStream, StreamingChoices
+
+# litellm.types is a namespace package (no __init__.py), so pyright sees no py.typed marker
+# for it and asks for stubs; it reads the annotated source all the same.
+from litellm.types.utils import Delta  # pyright: ignore[reportMissingTypeStubs]
+
+from guardrail.policy import RoundFilter, needs_recovery, recovery_failed, with_correction
+from guardrail.scaffolding import Registry
+
+__all__ = [
+    "ENDPOINT_PARAMS",
+    "RECOVERY_PARAMS",
+    "TOOL_PARAMS",
+    "CompletionFilter",
+    "StreamFilter",
+    "recovery_request",
+    "single_choice",
+]
+
+RECOVERY_PARAMS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "response_format",
+    "reasoning_effort",
+    "user",
+)
+"""The client's generation settings that the recovery request repeats."""
+
+ENDPOINT_PARAMS = ("api_base", "base_url", "api_key", "api_version", "custom_llm_provider")
+"""Where the model is, when the request itself says so (a call outside the proxy, which
+has no router to resolve the model's name)."""
+
+TOOL_PARAMS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
+"""What the recovery never carries (G2: `tools` absent; the rest only make sense with it)."""
+
+_IDENTITY = ("id", "created", "model")
+
+
+def single_choice(request: Mapping[str, object]) -> bool:
+    """Whether the request asked for one choice (`n` absent or 1)."""
+    n = request.get("n")
+    return n is None or n == 1
+
+
+class _Reply:
+    """What a reply showed, and what the contract says follows from it."""
+
+    def __init__(self, *, single: bool, follows: _Reply | None) -> None:
+        self.single = single
+        self.follows = follows
+        self.tool_calls = False
+        self.identity: dict[str, object] = {}
+        self.filters: list[RoundFilter] = []
+
+    @property
+    def stripped_chars(self) -> int:
+        return sum(f.stripped_chars for f in self.filters)
+
+    @property
+    def first_span(self) -> str:
+        return next((f.first_span for f in self.filters if f.first_span), "")
+
+    @property
+    def visible(self) -> bool:
+        return any(f.visible for f in self.filters)
+
+    @property
+    def wants_recovery(self) -> bool:
+        """The reply gets the one recovery (G2; never with tool calls, G12)."""
+        return (
+            self.follows is None
+            and self.single
+            and needs_recovery(
+                stripped_chars=self.stripped_chars,
+                visible=self.visible,
+                tool_calls=int(self.tool_calls),
+            )
+        )
+
+    @property
+    def malformed(self) -> bool:
+        """This is the recovery, and it showed nothing either (G3)."""
+        return self.follows is not None and recovery_failed(visible=self.visible)
+
+    def take_identity(self, message: ModelResponseStream | ModelResponse) -> None:
+        """A first reply remembers its id, creation time and model; a recovery takes them."""
+        if self.follows is None:
+            if not self.identity:
+                self.identity = {k: getattr(message, k, None) for k in _IDENTITY}
+            return
+        self.identity = self.follows.identity
+        for key, value in self.identity.items():
+            if value is not None and getattr(message, key, None) != value:
+                setattr(message, key, value)
+
+
+class StreamFilter(_Reply):
+    """The guardrail over one stream of `ModelResponseStream` chunks (module docstring)."""
+
+    def __init__(
+        self, registry: Registry, *, single: bool = True, follows: StreamFilter | None = None
+    ) -> None:
+        super().__init__(single=single, follows=follows)
+        self._registry = registry
+        self._open: dict[int, RoundFilter] = {}
+        self.ended_empty = False  # the reply finished showing nothing: the rest is dropped
+
+    def chunk(self, chunk: ModelResponseStream) -> ModelResponseStream | None:
+        """`chunk` with its answer text filtered in place, or None when it is dropped."""
+        if self.ended_empty:
+            return None
+        self.take_identity(chunk)
+        changed = finished = False
+        for choice in chunk.choices:
+            changed = self._choice(choice) or changed
+            finished = finished or choice.finish_reason is not None
+        if finished and (self.wants_recovery or self.malformed):
+            self.ended_empty = True
+            return None
+        if changed and not _says_anything(chunk):
+            return None
+        return chunk
+
+    def end(self) -> list[ModelResponseStream]:
+        """Once the stream ended: what the filters of unfinished choices still held, one
+        chunk per choice; nothing when it showed nothing (`ended_empty`)."""
+        if self.wants_recovery or self.malformed:
+            self.ended_empty = True  # a stream that ended without a finish chunk
+        if self.ended_empty:
+            return []
+        tails = [(index, f.flush()) for index, f in sorted(self._open.items())]
+        self._open.clear()
+        return [self._content_chunk(index, text) for index, text in tails if text]
+
+    def _choice(self, choice: StreamingChoices) -> bool:
+        """Filter one choice's delta in place; whether anything in it changed."""
+        delta = choice.delta
+        changed = False
+        if self.follows is not None and delta.role is not None:
+            delta.role = None  # the client saw the first stream's role
+            changed = True
+        if delta.tool_calls or delta.function_call:
+            self.tool_calls = True
+        content: object = delta.content
+        text = content if isinstance(content, str) else ""
+        index = _index(choice)
+        filter_ = self._open.get(index)
+        if filter_ is None and text:
+            filter_ = self._open[index] = RoundFilter(self._registry)
+            self.filters.append(filter_)
+        if filter_ is None:
+            return changed
+        shown = filter_.feed(text) if text else ""
+        if choice.finish_reason is not None:
+            shown += filter_.flush()  # the choice ends here: what was held is text
+            del self._open[index]
+        if shown == text:
+            return changed
+        delta.content = shown or None
+        return True
+
+    def _content_chunk(self, index: int, text: str) -> ModelResponseStream:
+        identity = self.identity
+        return ModelResponseStream(
+            id=cast(str | None, identity.get("id")),
+            created=cast(int | None, identity.get("created")),
+            model=identity.get("model"),
+            choices=[StreamingChoices(index=index, delta=Delta(content=text))],
+        )
+
+
+class CompletionFilter(_Reply):
+    """The guardrail over one whole `ModelResponse` (module docstring)."""
+
+    def __init__(
+        self, registry: Registry, *, single: bool = True, follows: CompletionFilter | None = None
+    ) -> None:
+        super().__init__(single=single, follows=follows)
+        self._registry = registry
+
+    def filter(self, completion: ModelResponse) -> None:
+        """Filter every choice's `message.content` in place, each as one whole stream."""
+        self.take_identity(completion)
+        for choice in completion.choices:
+            message: object = getattr(choice, "message", None)
+            if message is None:
+                continue
+            if getattr(message, "tool_calls", None) or getattr(message, "function_call", None):
+                self.tool_calls = True
+            content: object = getattr(message, "content", None)
+            if not isinstance(content, str):
+                continue
+            whole = RoundFilter(self._registry)
+            self.filters.append(whole)
+            shown = whole.feed(content) + whole.flush()
+            if shown != content:
+                setattr(message, "content", shown)  # noqa: B010  (Message's type has no setter)
+
+
+def recovery_request(
+    request: Mapping[str, object], *, stream: bool, endpoint: bool
+) -> dict[str, Any]:
+    """The one recovery's keyword arguments for `acompletion` (G2): `request`'s model and
+    messages with the correction folded in, its generation settings (RECOVERY_PARAMS),
+    where the model is when `endpoint` (ENDPOINT_PARAMS), no tools (TOOL_PARAMS)."""
+    messages = request.get("messages")
+    listed = (
+        [cast(Mapping[str, Any], m) for m in cast(list[object], messages) if isinstance(m, Mapping)]
+        if isinstance(messages, list)
+        else []
+    )
+    out: dict[str, Any] = {"model": request.get("model"), "messages": with_correction(listed)}
+    for key in RECOVERY_PARAMS + (ENDPOINT_PARAMS if endpoint else ()):
+        if request.get(key) is not None:
+            out[key] = request[key]
+    if stream:
+        out["stream"] = True
+        if request.get("stream_options") is not None:
+            out["stream_options"] = request["stream_options"]
+    return out
+
+
+def _index(choice: StreamingChoices) -> int:
+    index = cast(object, choice.index)  # a hostile upstream's index may be anything
+    return index if isinstance(index, int) else 0
+
+
+def _says_anything(chunk: ModelResponseStream) -> bool:
+    """Whether a chunk the filter changed still says something: a delta field, a finish,
+    log probabilities, usage, or a provider's own fields."""
+    if getattr(chunk, "usage", None) is not None or chunk.provider_specific_fields:
+        return True
+    for choice in chunk.choices:
+        if choice.finish_reason is not None or getattr(choice, "logprobs", None) is not None:
+            return True
+        fields = cast(dict[str, object], choice.delta.model_dump(exclude_none=True))
+        if any(value != "" for value in fields.values()):
+            return True
+    return False

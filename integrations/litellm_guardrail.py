@@ -1,0 +1,193 @@
+"""The guardrail as a LiteLLM proxy custom guardrail: `ScaffoldGuardrail`.
+
+In LiteLLM's config.yaml (integrations/litellm/config.yaml, docs/integrations.md):
+
+    guardrails:
+      - guardrail_name: scaffold-guard
+        litellm_params:
+          guardrail: integrations.litellm_guardrail.ScaffoldGuardrail
+          mode: post_call
+          default_on: true
+
+- Streamed chat completions: `async_post_call_streaming_iterator_hook` wraps the whole
+  stream; each chunk's `delta.content` goes through the filter per choice
+  (`integrations.litellm_filter.StreamFilter`), reasoning and tool calls untouched.
+- Whole ones: `async_post_call_success_hook` filters each choice's `message.content`.
+- A reply that was nothing but markup gets the one recovery (G2) from inside the hook: the
+  same model asked again through the proxy's router (`litellm.acompletion` when there is
+  no proxy), the correction folded into the messages, no tools; a streamed recovery goes
+  on in the same client stream. If the recovery shows nothing either, the client gets
+  `MalformedReplyError` (G3): an in-band error event on a stream, an error response
+  otherwise, whose message is `guardrail.policy.MALFORMED_REPLY`.
+- Each request that stripped something logs `guardrail.policy.strip_warning` (a warning on
+  LiteLLM's proxy logger, so it shows in the proxy's own log).
+
+Deliberate choices:
+- `apply_guardrail` is not overridden, on purpose: LiteLLM routes a guardrail that has it
+  through its unified guardrail path, which samples every 5th chunk of a stream and drops
+  text rewrites unless told otherwise (`streaming_sampling_rate`,
+  `streaming_transform_mode`). Without it, the proxy hands this class's own streaming hook
+  every chunk (it looks for the hook in the class's own `__dict__`, so a subclass must
+  define the hook again). Pinned by tests/unit/test_litellm_guardrail.py.
+- The router is the one the running proxy already has (`litellm.proxy.proxy_server.
+  llm_router`, read from `sys.modules`, never imported: importing the proxy's server
+  module builds a proxy app), so the recovery resolves the model name as the first
+  request did. It does not go through the proxy's own pre-call hooks, budgets or spend
+  logging: it is the guardrail's request, not the client's.
+- A recovery the model server refuses (an error status, a timeout) raises LiteLLM's own
+  error out of the hook, which the proxy reports to the client as it reports any error.
+- `profiles` (a comma-separated string or a list in `litellm_params`) adds opt-in markup
+  profiles to the default registry, as the guard proxy's `--profiles` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncGenerator, AsyncIterable, Mapping, Sequence
+from typing import Any, Protocol, cast
+
+import litellm
+from litellm import ModelResponse, ModelResponseStream
+from litellm.integrations.custom_guardrail import CustomGuardrail
+from litellm.proxy._types import UserAPIKeyAuth
+
+# litellm.types is a namespace package (no __init__.py), so pyright sees no py.typed marker
+# for it and asks for stubs; it reads the annotated source all the same.
+from litellm.types.guardrails import GuardrailEventHooks  # pyright: ignore[reportMissingTypeStubs]
+from litellm.types.utils import LLMResponseTypes  # pyright: ignore[reportMissingTypeStubs]
+
+from guardrail.policy import MALFORMED_REPLY, strip_warning
+from guardrail.scaffolding import DEFAULT_REGISTRY, Registry, registry_with
+from integrations.litellm_filter import (
+    CompletionFilter,
+    StreamFilter,
+    recovery_request,
+    single_choice,
+)
+
+__all__ = ["LOG", "MalformedReplyError", "ScaffoldGuardrail"]
+
+LOG = logging.getLogger("LiteLLM Proxy").getChild("scaffold_guard")
+"""A child of LiteLLM's proxy logger: its handler and format, the proxy's log."""
+
+PROXY_SERVER = "litellm.proxy.proxy_server"
+
+
+class MalformedReplyError(Exception):
+    """The recovery came back empty too (G3). LiteLLM's proxy turns `message`, `type` and
+    `status_code` into the client's error event or error response."""
+
+    status_code = 502
+    type = "guard_error"
+    param = None
+
+    def __init__(self) -> None:
+        super().__init__(MALFORMED_REPLY)
+        self.message = MALFORMED_REPLY
+
+
+class _Router(Protocol):
+    async def acompletion(self, **kwargs: Any) -> Any: ...
+
+
+class ScaffoldGuardrail(CustomGuardrail):
+    """The scaffolding guardrail on LiteLLM's proxy (module docstring)."""
+
+    def __init__(self, profiles: str | Sequence[str] | None = None, **kwargs: Any) -> None:
+        names = _profile_names(profiles)
+        self.registry: Registry = registry_with(*names) if names else DEFAULT_REGISTRY
+        kwargs.setdefault("supported_event_hooks", [GuardrailEventHooks.post_call])
+        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]  (its **kwargs are untyped)
+
+    async def async_post_call_streaming_iterator_hook(
+        self,
+        user_api_key_dict: UserAPIKeyAuth,
+        response: Any,
+        request_data: dict[str, Any],
+    ) -> AsyncGenerator[ModelResponseStream]:
+        first = StreamFilter(self.registry, single=single_choice(request_data))
+        async for chunk in cast(AsyncIterable[object], response):
+            if not isinstance(chunk, ModelResponseStream):
+                yield cast(ModelResponseStream, chunk)  # not a chat chunk: not ours to judge
+                continue
+            if (out := first.chunk(chunk)) is not None:
+                yield out
+        tails = first.end()
+        _warn(first.stripped_chars, first.first_span, 1)
+        if not first.wants_recovery:
+            for tail in tails:
+                yield tail
+            return
+        second = StreamFilter(self.registry, follows=first)
+        recovery = await _recover(request_data, stream=True)
+        try:
+            async for chunk in cast(AsyncIterable[ModelResponseStream], recovery):
+                if (out := second.chunk(chunk)) is not None:
+                    yield out
+                elif second.ended_empty:
+                    break  # its finish showed nothing: the error ends the stream instead
+        finally:
+            await _close(recovery)
+        tails = second.end()
+        _warn(second.stripped_chars, second.first_span, 2)
+        if second.malformed:
+            raise MalformedReplyError
+        for tail in tails:
+            yield tail
+
+    async def async_post_call_success_hook(
+        self,
+        data: dict[str, Any],
+        user_api_key_dict: UserAPIKeyAuth,
+        response: LLMResponseTypes,
+    ) -> Any:
+        if not isinstance(response, ModelResponse):
+            return response
+        first = CompletionFilter(self.registry, single=single_choice(data))
+        first.filter(response)
+        _warn(first.stripped_chars, first.first_span, 1)
+        if not first.wants_recovery:
+            return response
+        recovery = await _recover(data, stream=False)
+        if not isinstance(recovery, ModelResponse):
+            raise MalformedReplyError
+        second = CompletionFilter(self.registry, follows=first)
+        second.filter(recovery)
+        _warn(second.stripped_chars, second.first_span, 2)
+        if second.malformed:
+            raise MalformedReplyError
+        return recovery
+
+
+async def _recover(request: Mapping[str, object], *, stream: bool) -> object:
+    """The one recovery request: through the running proxy's router, else litellm's own."""
+    router = _proxy_router()
+    kwargs = recovery_request(request, stream=stream, endpoint=router is None)
+    if router is not None:
+        return await router.acompletion(**kwargs)
+    return await litellm.acompletion(**kwargs)
+
+
+def _proxy_router() -> _Router | None:
+    server = sys.modules.get(PROXY_SERVER)
+    router: object = getattr(server, "llm_router", None)
+    return cast(_Router, router) if router is not None else None
+
+
+async def _close(stream: object) -> None:
+    aclose: object = getattr(stream, "aclose", None)
+    if callable(aclose):
+        await cast(Any, aclose)()
+
+
+def _warn(stripped_chars: int, first_span: str, round_number: int) -> None:
+    if stripped_chars:
+        LOG.warning(strip_warning(stripped_chars, round_number, first_span))
+
+
+def _profile_names(profiles: str | Sequence[str] | None) -> list[str]:
+    if profiles is None:
+        return []
+    listed = profiles.split(",") if isinstance(profiles, str) else list(profiles)
+    return [name.strip() for name in listed if name.strip()]
