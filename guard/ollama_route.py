@@ -9,6 +9,14 @@ other `/api/...` request (`/api/tags`, `/api/show`, `/api/pull`'s NDJSON progres
 passed on as it is, streamed both ways, as the catch-all passes on the rest.
 
 Deliberate choices:
+- The head of a streamed answer waits for its first line. Most Ollama clients handle an
+  error status far better than an error line in a 200 stream (Open WebUI 0.12 drops such
+  a line and shows an empty answer), so an answer whose first line would be an error
+  (the reply that stayed malformed, a cut before any line, a recovery the upstream
+  refused) is a 502 with `{"error": ...}` instead. A clean stream's first line comes at
+  once, so this delays nothing; a reply that starts with markup waits, but had nothing to
+  show meanwhile. A client that leaves while the head waits is noticed when the first
+  line is written.
 - Faults look as Ollama's own do: an upstream that cannot be reached is a 502 with
   `{"error": ...}`; an upstream error status is passed on as it is, headers and body; a
   stream the upstream cuts (or ends before its `done: true` line) ends with an error line,
@@ -122,10 +130,8 @@ class _OllamaCall(GuardedCall):
             self.log(self.route, stream=stream)
             return await relay(response) or _error(502, CUT_OFF)
         if stream:
-            return StreamingResponse(
-                self._stream(body, response),
-                status_code=response.status,
-                headers=response_headers(response.headers),
+            return await _streamed(
+                self._stream(body, response), response.status, response_headers(response.headers)
             )
         try:
             return await self._whole(body, response)
@@ -241,6 +247,39 @@ class _OllamaCall(GuardedCall):
         if second.malformed:
             return _error(502, MALFORMED_REPLY)
         return json_response(recovery, second_answer)
+
+
+async def _streamed(lines: AsyncGenerator[bytes], status: int, headers: dict[str, str]) -> Response:
+    """The client's answer to a guarded stream, its head held until the first line: a
+    stream whose first line would be an error (the malformed reply, a cut before any line,
+    a refused recovery) is that error as a status, 502 `{"error": ...}`, instead."""
+    try:
+        first = await anext(lines)
+    except StopAsyncIteration:
+        first = b""
+    message = _error_text(first)
+    if message is not None:
+        await lines.aclose()
+        return _error(502, message)
+
+    async def rest() -> AsyncGenerator[bytes]:
+        try:
+            if first:
+                yield first
+            async for line in lines:
+                yield line
+        finally:
+            await lines.aclose()
+
+    return StreamingResponse(rest(), status_code=status, headers=headers)
+
+
+def _error_text(line: bytes) -> str | None:
+    """The message of an error line of ours, `{"error": "..."}` and nothing else."""
+    value = json_object(line) if line.startswith(b'{"error"') else None
+    if value is None or set(value) != {"error"} or not isinstance(value["error"], str):
+        return None
+    return value["error"]
 
 
 async def _answer(response: aiohttp.ClientResponse) -> tuple[bytes, dict[str, Any]] | Response:

@@ -276,6 +276,30 @@ async def test_a_reply_cut_by_the_upstream_is_an_error_for_the_client(
         assert caught.value.status_code == 502
 
 
+async def test_a_stream_that_stays_malformed_is_a_502_before_any_line(
+    proxy_url: str, key: str
+):
+    """Regression: Open WebUI drops an error line in a 200 stream and shows an empty answer;
+    an error status it shows as its error box."""
+    body = {"model": "m", "messages": ask("scaffold-repeat", key)}
+    async with httpx.AsyncClient(timeout=DEADLINE_S) as http:
+        reply = await http.post(f"{proxy_url}/api/chat", json=body)
+    assert reply.status_code == 502
+    assert reply.json() == {"error": MALFORMED_REPLY}
+
+
+async def test_a_stream_cut_after_its_first_lines_keeps_its_200_and_ends_with_the_error_line(
+    proxy_url: str, key: str
+):
+    body = {"model": "m", "messages": ask("drop-mid-stream", key)}
+    async with httpx.AsyncClient(timeout=DEADLINE_S) as http:
+        reply = await http.post(f"{proxy_url}/api/chat", json=body)
+    lines = [json.loads(line) for line in reply.text.splitlines()]
+    assert reply.status_code == 200
+    assert lines[0]["message"]["content"]
+    assert lines[-1] == {"error": CUT_OFF}
+
+
 async def test_an_unreachable_upstream_is_a_502_in_ollamas_shape():
     with refusing_port() as port:
         settings = GuardSettings(upstream=f"http://127.0.0.1:{port}")
