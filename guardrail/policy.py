@@ -27,7 +27,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from guardrail.scaffolding import PREVIEW_CHARS, Registry, ScaffoldingFilter
@@ -92,24 +92,34 @@ def recovery_failed(*, visible: bool) -> bool:
     return not visible
 
 
-def with_correction(messages: Sequence[Message]) -> list[Message]:
+def with_correction(
+    messages: Sequence[Message],
+    *,
+    roles: Collection[str] = ("system",),
+    part_type: str = "text",
+) -> list[Message]:
     """`messages` with the correction folded into the first system message (or a new one at
     the front). That message keeps its other fields; text content gets the line after a
-    blank line, content given as parts gets one more text part."""
+    blank line, content given as parts gets one more text part.
+
+    `roles` are the roles that count as the system message and `part_type` the type of the
+    added part, for APIs that differ from chat completions (the Responses API's input takes
+    a `developer` message too, and `input_text` parts)."""
     out = list(messages)
     for index, message in enumerate(out):
-        if message.get("role") == "system":
-            corrected = {**message, "content": _with_correction(message.get("content"))}
-            out[index] = cast(Message, corrected)
+        if message.get("role") in roles:
+            content = _with_correction(message.get("content"), part_type)
+            out[index] = cast(Message, {**message, "content": content})
             return out
     return [cast(Message, {"role": "system", "content": CORRECTION_INSTRUCTION}), *out]
 
 
-def _with_correction(content: object) -> object:
+def _with_correction(content: object, part_type: str) -> object:
     if isinstance(content, str):
         return f"{content}\n\n{CORRECTION_INSTRUCTION}"
     if isinstance(content, list):
-        return [*cast(list[object], content), {"type": "text", "text": CORRECTION_INSTRUCTION}]
+        part = {"type": part_type, "text": CORRECTION_INSTRUCTION}
+        return [*cast(list[object], content), part]
     return CORRECTION_INSTRUCTION
 
 
