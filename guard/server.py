@@ -6,7 +6,8 @@ headers; a streamed answer comes back through `guard.stream.StreamGuard`, a whol
 through `guard.completion`; a reply that was nothing but markup gets the one recovery
 request (the same body, the correction folded into the system message, no tools), whose
 answer goes into the same response. Every other request is passed on as it is, status,
-headers and body, streamed both ways.
+headers and body, streamed both ways. The OpenAI error shapes and the SSE reading are
+`guard.openai_http`, shared with the proxy's other OpenAI routes.
 
 Deliberate choices:
 - The client's headers go upstream, Authorization included, except hop-by-hop ones and
@@ -30,7 +31,6 @@ Deliberate choices:
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -39,12 +39,21 @@ from typing import Any, cast
 import aiohttp
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from guard.completion import CompletionGuard
 from guard.ollama_route import ollama_routes
-from guard.reply import json_object
+from guard.openai_http import (
+    KEEPALIVE,
+    error_body,
+    error_message,
+    error_response,
+    next_piece,
+    openai_pass_on,
+    read_object,
+    relay_or_cut,
+)
 from guard.stream import StreamGuard, sse_json
 from guard.upstream import (
     CUT_OFF,
@@ -55,10 +64,7 @@ from guard.upstream import (
     GuardSettings,
     UpstreamSession,
     json_response,
-    pass_on,
     raw_response,
-    read_whole,
-    relay,
     response_headers,
     upstream_headers,
 )
@@ -70,7 +76,6 @@ __all__ = ["MAX_BODY_BYTES", "GuardSettings", "create_app"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """The largest request body (a long conversation with images as data URLs fits)."""
-KEEPALIVE = b": keep-alive\n\n"
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 
 
@@ -90,13 +95,13 @@ def create_app(settings: GuardSettings) -> Starlette:
         except ValueError:
             body = None
         if not isinstance(body, dict):  # not ours to judge: the upstream answers it
-            return await _pass_on(session(), upstream, request, raw)
+            return await openai_pass_on(session(), upstream, request, raw)
         headers = upstream_headers(request, accept_encoding="identity")
         call = _Call(session(), f"{upstream}{request.url.path}", headers, settings)
         return await call.answer(cast(dict[str, Any], body))
 
     async def other(request: Request) -> Response:
-        return await _pass_on(session(), upstream, request, await request.body())
+        return await openai_pass_on(session(), upstream, request, await request.body())
 
     app = Starlette(
         routes=[
@@ -119,11 +124,11 @@ class _Call(GuardedCall):
             response = await self.post(body)
         except UPSTREAM_ERRORS:
             self.log("chat", stream=stream)
-            return _error_response(502, UNREACHABLE)
+            return error_response(502, UNREACHABLE)
         self.status = response.status
         if response.status >= 300:
             self.log("chat", stream=stream)
-            return await _relay(response)
+            return await relay_or_cut(response)
         if stream:
             return StreamingResponse(
                 self._stream(body, response),
@@ -153,7 +158,7 @@ class _Call(GuardedCall):
                 yield _error_event(CUT_OFF, 502)
                 return
             if recovery.status >= 300:
-                message = await _error_message(recovery)
+                message = await error_message(recovery)
                 yield _error_event(message, recovery.status)
                 return
             second = StreamGuard(self.settings.registry, follows=first)
@@ -171,7 +176,7 @@ class _Call(GuardedCall):
         try:
             while not done and not ended:
                 try:
-                    piece = await _next_piece(response, self.settings.keepalive_s)
+                    piece = await next_piece(response, self.settings.keepalive_s)
                     if piece is None:
                         yield KEEPALIVE  # the upstream is silent (a model thinking)
                         continue
@@ -203,7 +208,7 @@ class _Call(GuardedCall):
     # --- whole ------------------------------------------------------------------------------
 
     async def _whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        read = await _completion(response)
+        read = await read_object(response)
         if isinstance(read, Response):
             return read
         raw, completion = read
@@ -218,10 +223,10 @@ class _Call(GuardedCall):
         try:
             recovery = await self.post(_recovery_body(body))
         except UPSTREAM_ERRORS:
-            return _error_response(502, UNREACHABLE)
+            return error_response(502, UNREACHABLE)
         if recovery.status >= 300:
-            return await _relay(recovery)
-        read = await _completion(recovery)
+            return await relay_or_cut(recovery)
+        read = await read_object(recovery)
         if isinstance(read, Response):
             return read
         _, second_completion = read
@@ -229,7 +234,7 @@ class _Call(GuardedCall):
         second.filter(second_completion)
         self.count(second.stripped_chars, second.first_span, 2)
         if second.malformed:
-            return _error_response(502, MALFORMED_REPLY, code="malformed_reply")
+            return error_response(502, MALFORMED_REPLY, code="malformed_reply")
         return json_response(recovery, second_completion)
 
 
@@ -252,67 +257,12 @@ def _recovery_body(body: dict[str, Any]) -> dict[str, Any]:
     return recovery
 
 
-def _error_body(message: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "guard_error", "param": None, "code": code}}
-
-
 def _error_event(message: str, status: int) -> bytes:
     """The OpenAI in-band error event that ends a stream (an SDK raises APIError on it)."""
     code = "malformed_reply" if message == MALFORMED_REPLY else f"upstream_{status}"
-    return sse_json(_error_body(message, code))
-
-
-def _error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
-    return JSONResponse(_error_body(message, code), status_code=status)
-
-
-async def _next_piece(response: aiohttp.ClientResponse, silence_s: float) -> bytes | None:
-    """The next piece of a streamed body (b"" at its end), or None after `silence_s`
-    without one; a piece that comes later is still there for the next call."""
-    scope = asyncio.timeout(silence_s)
-    try:
-        async with scope:
-            return await response.content.readany()
-    except TimeoutError:
-        if scope.expired():
-            return None
-        raise  # a timeout of the connection's own
-
-
-async def _completion(response: aiohttp.ClientResponse) -> tuple[bytes, dict[str, Any]] | Response:
-    """A whole completion's bytes and JSON, or the answer when there is none to filter: a
-    502 for a body the upstream cut, the body as it came when it is not a JSON object."""
-    raw = await read_whole(response)
-    if raw is None:
-        return _error_response(502, CUT_OFF)
-    completion = json_object(raw)
-    if completion is None:
-        return raw_response(response, raw)
-    return raw, completion
-
-
-async def _error_message(response: aiohttp.ClientResponse) -> str:
-    """The upstream error's own message, if its body says one."""
-    raw = await read_whole(response) or b""
-    error = (json_object(raw) or {}).get("error")
-    message = cast(dict[str, Any], error).get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) else f"The model server answered {response.status}."
-
-
-async def _relay(response: aiohttp.ClientResponse) -> Response:
-    """An upstream answer passed on whole: status, headers and body."""
-    return await relay(response) or _error_response(502, CUT_OFF)
-
-
-async def _pass_on(
-    session: aiohttp.ClientSession, upstream: str, request: Request, body: bytes
-) -> Response:
-    """Any request passed on as it is; the answer streamed back as it comes."""
-    return await pass_on(
-        session, upstream, request, body, lambda: _error_response(502, UNREACHABLE)
-    )
+    return sse_json(error_body(message, code))
 
 
 def _limit_error(status: int, message: str) -> bytes:
     del status  # the status line says it
-    return json.dumps(_error_body(message)).encode()
+    return json.dumps(error_body(message)).encode()
