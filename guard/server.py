@@ -5,9 +5,11 @@ under any prefix ending in `/chat/completions`) goes upstream with the client's 
 headers; a streamed answer comes back through `guard.stream.StreamGuard`, a whole one
 through `guard.completion`; a reply that was nothing but markup gets the one recovery
 request (the same body, the correction folded into the system message, no tools), whose
-answer goes into the same response. Every other request is passed on as it is, status,
-headers and body, streamed both ways. The OpenAI error shapes and the SSE reading are
-`guard.openai_http`, shared with the proxy's other OpenAI routes.
+answer goes into the same response. The other guarded front doors are routes of their
+own that `create_app` serves: the OpenAI Responses API (`guard.responses_route`) and
+Ollama's native API (`guard.ollama_route`). Every other request is passed on as it is,
+status, headers and body, streamed both ways. The OpenAI error shapes and the SSE reading
+this route shares with the Responses route are `guard.openai_http`.
 
 Deliberate choices:
 - The client's headers go upstream, Authorization included, except hop-by-hop ones and
@@ -54,6 +56,7 @@ from guard.openai_http import (
     read_object,
     relay_or_cut,
 )
+from guard.responses_route import responses_routes
 from guard.stream import StreamGuard, sse_json
 from guard.upstream import (
     CUT_OFF,
@@ -107,6 +110,7 @@ def create_app(settings: GuardSettings) -> Starlette:
         routes=[
             Route("/{prefix:path}chat/completions", chat, methods=["POST"]),
             *ollama_routes(settings, session),  # /api/chat, /api/generate, the rest of /api/
+            *responses_routes(settings, session),  # POST …/responses (the Responses API)
             Route("/{path:path}", other, methods=METHODS),
         ],
         lifespan=lifespan,

@@ -1,0 +1,137 @@
+"""The OpenAI Responses API's objects as the guard proxy reads and writes them. Pure.
+
+Shared by the streamed guard (`guard.responses_stream`), the whole one
+(`guard.responses_whole`) and the route (`guard.responses_route`):
+
+- `is_tool_call`: which output items are a tool call for the contract (G12);
+- `rewrite_texts` and `output_text_of`: a response's answer texts (each `message` item's
+  `output_text` parts) replaced by what the guard says they are, and their concatenation,
+  as the openai SDK's `Response.output_text` computes it;
+- `recovery_body`: the one recovery request (G2);
+- `event_bytes` and `raw_event`: one SSE event as the guard writes it, or as the upstream
+  sent it.
+
+Deliberate choices:
+- Every output item that is neither a `message` nor a `reasoning` item counts as a tool call
+  (a `function_call`, a built-in tool's call, an MCP call): a reply with an item the guard
+  does not know is never retried.
+- The correction goes where the request keeps its system message, so the model never sees a
+  second one: appended to `instructions` after a blank line when the request has
+  instructions; else folded into the first `system` or `developer` message of an `input`
+  list (`guardrail.policy.with_correction`, an `input_text` part for content given as
+  parts); else it becomes the `instructions`. `tools`, `tool_choice` and
+  `parallel_tool_calls` are removed; everything else (`previous_response_id`, `store`,
+  `input`) is sent as it came.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, cast
+
+from guardrail.policy import CORRECTION_INSTRUCTION, with_correction
+
+TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
+ANSWER_ITEMS = ("message", "reasoning")
+SYSTEM_ROLES = ("system", "developer")
+
+TextOf = Callable[[int, dict[str, Any], int, str], str]
+"""The text an answer part shows: (the item's position in `output`, the item, the part's
+content index, the part's text as it came) -> the text."""
+
+
+def objects(value: object) -> list[tuple[int, dict[str, Any]]]:
+    """The members of a JSON list that are objects, with their positions (none when `value`
+    is not a list)."""
+    if not isinstance(value, list):
+        return []
+    return [
+        (position, cast(dict[str, Any], member))
+        for position, member in enumerate(cast(list[object], value))
+        if isinstance(member, dict)
+    ]
+
+
+def is_tool_call(item: dict[str, Any]) -> bool:
+    return item.get("type") not in ANSWER_ITEMS
+
+
+def is_message(item: object) -> bool:
+    return isinstance(item, dict) and cast(dict[str, Any], item).get("type") == "message"
+
+
+def text_parts(item: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """A message item's `output_text` parts whose text is a string, with their indexes."""
+    if item.get("type") != "message":
+        return []
+    return [
+        (index, part)
+        for index, part in objects(item.get("content"))
+        if part.get("type") == "output_text" and isinstance(part.get("text"), str)
+    ]
+
+
+def output_text_of(output: object) -> str:
+    """The answer texts of `output` (a response's item list) joined, as the SDK joins them."""
+    return "".join(
+        cast(str, part["text"]) for _, item in objects(output) for _, part in text_parts(item)
+    )
+
+
+def rewrite_texts(output: object, text_of: TextOf) -> bool:
+    """Set each answer part's text in `output` to `text_of(...)`; whether any changed."""
+    changed = False
+    for position, item in objects(output):
+        for index, part in text_parts(item):
+            text = cast(str, part["text"])
+            shown = text_of(position, item, index, text)
+            if shown != text:
+                part["text"] = shown
+                changed = True
+    return changed
+
+
+def recovery_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The one recovery request: the same body, the correction added, no tools (G2)."""
+    recovery = {k: v for k, v in body.items() if k not in TOOL_FIELDS}
+    instructions = body.get("instructions")
+    items = body.get("input")
+    if isinstance(instructions, str) and instructions.strip():
+        recovery["instructions"] = f"{instructions}\n\n{CORRECTION_INSTRUCTION}"
+    elif isinstance(items, list) and _has_system_message(cast(list[object], items)):
+        messages = cast(list[dict[str, Any]], items)
+        recovery["input"] = with_correction(messages, roles=SYSTEM_ROLES, part_type="input_text")
+    else:
+        recovery["instructions"] = CORRECTION_INSTRUCTION
+    return recovery
+
+
+def _has_system_message(items: list[object]) -> bool:
+    """Whether every input item is an object (with_correction reads them all) and one is a
+    system or developer message."""
+    found = False
+    for item in items:
+        if not isinstance(item, dict):
+            return False
+        found = found or cast(dict[str, Any], item).get("role") in SYSTEM_ROLES
+    return found
+
+
+def event_bytes(event: dict[str, Any]) -> bytes:
+    """One event as the guard writes it: its type on the `event:` line, compact JSON."""
+    try:
+        data = json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:  # a lone surrogate (JSON can say "\\ud800"): escaped again
+        data = json.dumps(event, separators=(",", ":")).encode()
+    kind = event.get("type")
+    if isinstance(kind, str) and kind and kind.isascii() and kind.isprintable():
+        return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
+    return b"data: " + data + b"\n\n"
+
+
+def raw_event(name: str | None, data: str) -> bytes:
+    """One event as the upstream sent it: its `event:` line if it had one, its data lines."""
+    head = b"" if name is None else b"event: " + name.encode() + b"\n"
+    lines = b"".join(b"data: " + line.encode() + b"\n" for line in data.split("\n"))
+    return head + lines + b"\n"

@@ -1,0 +1,576 @@
+"""One streamed OpenAI Responses API response through the guardrail, event by event. Pure.
+
+`ResponsesStreamGuard.event(event)` takes the upstream's SSE events in order and says what
+the client gets for each. Each `response.output_text.delta` goes through the filter of its
+part (output index, content index; `guardrail.policy.RoundFilter`); what a filter still
+holds (the start of a possible marker) goes out as one more delta just before the part's
+text ends (its `response.output_text.done`, or whichever of `content_part.done`,
+`output_item.done` and the completion comes first; a partial marker at the very end is
+text, G8). The final texts (`response.output_text.done`'s `text`, `content_part.done`'s
+`part.text`, `output_item.done`'s `item.content[].text`, the completion's
+`response.output[]`) are set to exactly what the part streamed, so a client that reads the
+deltas and one that reads the final response see the same answer. Reasoning, function calls
+and every other event pass untouched (G9, G12). An event the guard changes nothing in goes
+out as the upstream's own bytes, so a clean stream reaches the client byte for byte.
+
+When the completion (`response.completed` or `response.incomplete`, or the body's end
+without one) shows the reply needs the one recovery (`guard.reply`: nothing visible,
+something stripped, no tool call), `event`/`end` say so (`recovering`) instead of sending
+it, and the server sends the recovery request, whose stream goes through a second guard
+made with `follows=` the first, into the same client stream. A recovery that shows nothing
+either ends with the malformed-reply error instead of its completion (G3), as `fail` ends
+a stream the server saw break: an `error` event (`code`, `message`, `param`) then
+`response.failed`, the shape the API (and the mock's in-band fault) uses.
+
+Deliberate choices:
+- Sequence numbers: where the guard drops an event (a delta that filtered to nothing, the
+  recovery's opening events, a completion replaced by the malformed error) or writes one
+  (a held tail let go, the error events), every later event's `sequence_number` moves by
+  one, so a stream numbered 0, 1, 2, ... reaches the client numbered 0, 1, 2, ... with no
+  gap and no repeat, as the API numbers its streams; the recovery's events continue after
+  the first stream's. An event whose number moved is written by the guard (compact JSON)
+  even when nothing else in it changed; until the first such change, and in any stream the
+  guard changes nothing in, the numbers and the bytes are the upstream's.
+- While nothing visible has come yet and no tool call, a `message` item's events are held
+  back (from its `output_item.added`) until its first visible text, or any event of
+  another item or kind: a reply that was only markup then gets its recovery without the
+  client ever seeing its empty message item. The held events go out unchanged, in order,
+  at once when the hold ends; since an item is announced just before its first text, this
+  delays nothing but events that carry no text.
+- One response to the client: the recovery's `response.created`, `response.queued` and
+  `response.in_progress` are dropped, its completion takes the first stream's `id` and
+  `created_at` (the SDK refuses a stream whose response id changes) and lists, before its
+  own output, the first stream's items the client saw (a reasoning item); its output items
+  keep their own ids and move to the output indexes after those. The rest of its response
+  object (usage, its own `instructions` with the correction) is the recovery's.
+- A part whose text never came as deltas (a server that sends only the final events) is
+  filtered whole at the first final event that carries it, and counted; those final texts
+  are then the filtered text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from guard.reply import Reply
+from guard.responses_api import (
+    event_bytes,
+    is_message,
+    is_tool_call,
+    output_text_of,
+    raw_event,
+    rewrite_texts,
+    text_parts,
+)
+from guardrail.policy import MALFORMED_REPLY, RoundFilter, scrub
+from guardrail.sse_events import SseEvent
+
+OPENING = frozenset({"response.created", "response.queued", "response.in_progress"})
+COMPLETION = frozenset({"response.completed", "response.incomplete"})
+FAULTS = frozenset({"error", "response.failed"})
+DELTA = "response.output_text.delta"
+
+Key = tuple[int, int]  # a part: (output index as the client sees it, content index)
+
+
+@dataclass
+class _Part:
+    """One `output_text` part: its filter while its text streams, and what the client got."""
+
+    item_id: object
+    filter: RoundFilter | None  # None once the part's text ended
+    shown: list[str] = field(default_factory=list[str])
+
+    @property
+    def text(self) -> str:
+        return "".join(self.shown)
+
+
+@dataclass(frozen=True)
+class _Held:
+    data: bytes
+    number: int | None
+    index: int | None
+    item: dict[str, Any] | None  # an output_item.done's item, once it goes out
+
+
+@dataclass
+class ResponsesStreamGuard(Reply):
+    """The guardrail over one upstream Responses stream (see the module docstring)."""
+
+    recovering: bool = False  # the reply ended needing the recovery: the rest is dropped
+    ended: bool = False  # a completion or the failure went out
+    faulted: bool = False  # the upstream said `error` or `response.failed`: no recovery
+    base: dict[str, Any] | None = None  # the response as `response.created` showed it
+    filters: list[RoundFilter] = field(default_factory=list[RoundFilter])
+    _parts: dict[Key, _Part] = field(default_factory=dict[Key, _Part])
+    _item_indexes: dict[str, int] = field(default_factory=dict[str, int])
+    _sent_items: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
+    _earlier_items: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    _held: list[_Held] | None = None  # None: nothing is held
+    _held_indexes: set[int] = field(default_factory=set[int])
+    _shift: int | None = 0  # upstream number -> client number; None: set by the next event
+    _last_assigned: int = -1
+    _last_sent: int = -1
+    _top_index: int = -1  # the highest output index that went out
+    _offset: int = 0  # added to a recovery's output indexes
+
+    def __post_init__(self) -> None:
+        first = self.follows
+        if isinstance(first, ResponsesStreamGuard):
+            self.base = first.base
+            self._shift = None
+            self._last_assigned = self._last_sent = first._last_sent
+            self._offset = first._top_index + 1
+            self._top_index = first._top_index
+            self._earlier_items = first.items_sent()
+
+    # --- what the client gets -----------------------------------------------------------
+
+    def event(self, event: SseEvent) -> list[bytes]:
+        """What the client gets for one upstream event."""
+        if self.recovering:
+            return []
+        out: list[bytes] = []
+        parsed = _object(event.data)
+        if parsed is None:  # not ours to judge: the client's parser will say
+            self._release(out)
+            out.append(raw_event(event.event, event.data))
+            return out
+        kind = parsed.get("type")
+        kind = kind if isinstance(kind, str) else event.event or ""
+        changed = self._move_index(parsed)
+        index = _int(parsed.get("output_index"))
+        if kind in OPENING:
+            self._opening(out, event, parsed, kind, changed)
+        elif kind == "response.output_item.added":
+            self._item_added(out, event, parsed, index, changed)
+        elif kind == DELTA:
+            self._delta(out, event, parsed, index, changed)
+        elif kind == "response.output_text.done":
+            self._text_done(out, event, parsed, index, changed)
+        elif kind == "response.content_part.done":
+            self._part_done(out, event, parsed, index, changed)
+        elif kind == "response.output_item.done":
+            self._item_done(out, event, parsed, index, changed)
+        elif kind in COMPLETION:
+            self._completion(out, event, parsed, changed)
+        else:
+            if kind in FAULTS:
+                self.faulted = True
+                self.ended = self.ended or kind == "response.failed"
+                changed = self._take_identity(parsed.get("response")) or changed
+            self._gate(out, index)
+            self._send(out, event, parsed, changed, index)
+        return out
+
+    def end(self) -> list[bytes] | None:
+        """The rest of the client's stream once the upstream body ended: what the filters
+        still held (a stream that ended without its completion), or the malformed-reply
+        failure (a recovery that showed nothing); None when the reply gets the recovery."""
+        if self.recovering:
+            return None
+        out: list[bytes] = []
+        if not self.ended and not self.faulted:
+            self._close_all(out)
+            if self.wants_recovery:
+                self._recover()
+                return None
+            if self.malformed:
+                self._release(out)
+                return out + self._failure(MALFORMED_REPLY, "malformed_reply")
+        self._release(out)
+        return out
+
+    def fail(self, message: str, code: str, failed_code: str = "server_error") -> list[bytes]:
+        """The end of a stream the server saw fail (the upstream cut it, or refused the
+        recovery): what was held, then the `error` event and `response.failed`."""
+        if self.ended:
+            return []
+        out: list[bytes] = []
+        self._release(out)
+        return out + self._failure(message, code, failed_code)
+
+    # --- what the server, the recovery and the log need -----------------------------------
+
+    @property
+    def stripped_chars(self) -> int:
+        return sum(f.stripped_chars for f in self.filters)
+
+    @property
+    def first_span(self) -> str:
+        return next((f.first_span for f in self.filters if f.first_span), "")
+
+    @property
+    def visible(self) -> bool:
+        return any(f.visible for f in self.filters)
+
+    def items_sent(self) -> list[dict[str, Any]]:
+        """Every finished output item the client got, this stream's after earlier ones."""
+        return [*self._earlier_items, *(self._sent_items[i] for i in sorted(self._sent_items))]
+
+    # --- one kind of event each -----------------------------------------------------------
+
+    def _opening(
+        self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], kind: str, changed: bool
+    ) -> None:
+        if self.follows is not None:  # the client has the first stream's
+            self._drop(parsed)
+            return
+        response = parsed.get("response")
+        if kind == "response.created" and self.base is None and isinstance(response, dict):
+            self.base = dict(cast(dict[str, Any], response))
+        self._gate(out, None)
+        self._send(out, event, parsed, changed, None)
+
+    def _item_added(
+        self,
+        out: list[bytes],
+        event: SseEvent,
+        parsed: dict[str, Any],
+        index: int | None,
+        changed: bool,
+    ) -> None:
+        item = parsed.get("item")
+        if is_message(item):
+            item_id = cast(dict[str, Any], item).get("id")
+            if isinstance(item_id, str) and index is not None:
+                self._item_indexes[item_id] = index
+            if index is not None and self._may_hold():
+                self._held = [] if self._held is None else self._held
+                self._held_indexes.add(index)
+        elif isinstance(item, dict) and is_tool_call(cast(dict[str, Any], item)):
+            self.tool_calls = True
+        self._gate(out, index)
+        self._send(out, event, parsed, changed, index)
+
+    def _delta(
+        self,
+        out: list[bytes],
+        event: SseEvent,
+        parsed: dict[str, Any],
+        index: int | None,
+        changed: bool,
+    ) -> None:
+        delta = parsed.get("delta")
+        if not isinstance(delta, str):
+            self._gate(out, index)
+            self._send(out, event, parsed, changed, index)
+            return
+        part = self._open_part(_key(index, parsed), parsed.get("item_id"))
+        assert part.filter is not None
+        shown = part.filter.feed(delta)
+        part.shown.append(shown)
+        self._gate(out, index)
+        if shown == delta:
+            self._send(out, event, parsed, changed, index)
+        elif not shown:
+            self._drop(parsed)
+        else:
+            parsed["delta"] = shown
+            self._send(out, event, parsed, True, index)
+
+    def _text_done(
+        self,
+        out: list[bytes],
+        event: SseEvent,
+        parsed: dict[str, Any],
+        index: int | None,
+        changed: bool,
+    ) -> None:
+        given = parsed.get("text")
+        text = self._close(out, _key(index, parsed), _str(given), index)
+        if text is not None and given != text:
+            parsed["text"] = text
+            changed = True
+        self._send(out, event, parsed, changed, index)
+
+    def _part_done(
+        self,
+        out: list[bytes],
+        event: SseEvent,
+        parsed: dict[str, Any],
+        index: int | None,
+        changed: bool,
+    ) -> None:
+        part = parsed.get("part")
+        if isinstance(part, dict) and cast(dict[str, Any], part).get("type") == "output_text":
+            part = cast(dict[str, Any], part)
+            given = part.get("text")
+            text = self._close(out, _key(index, parsed), _str(given), index)
+            if text is not None and given != text:
+                part["text"] = text
+                changed = True
+        self._gate(out, index)
+        self._send(out, event, parsed, changed, index)
+
+    def _item_done(
+        self,
+        out: list[bytes],
+        event: SseEvent,
+        parsed: dict[str, Any],
+        index: int | None,
+        changed: bool,
+    ) -> None:
+        item = parsed.get("item")
+        finished: dict[str, Any] | None = None
+        if isinstance(item, dict):
+            finished = cast(dict[str, Any], item)
+            if is_tool_call(finished):
+                self.tool_calls = True
+            for content_index, part in text_parts(finished):
+                key = (_index(index), content_index)
+                text = self._close(out, key, cast(str, part["text"]), index)
+                if text is not None and part["text"] != text:
+                    part["text"] = text
+                    changed = True
+        self._gate(out, index)
+        self._send(out, event, parsed, changed, index, finished)
+
+    def _completion(
+        self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], changed: bool
+    ) -> None:
+        self._close_all(out)
+        response = parsed.get("response")
+        if isinstance(response, dict):
+            changed = self._final(cast(dict[str, Any], response)) or changed
+        if self.wants_recovery and not self.faulted:
+            self._recover()
+            return
+        self._release(out)
+        if self.malformed:
+            self._drop(parsed)
+            out.extend(self._failure(MALFORMED_REPLY, "malformed_reply"))
+            return
+        self.ended = True
+        self._send(out, event, parsed, changed, None)
+
+    # --- the final texts ------------------------------------------------------------------
+
+    def _final(self, response: dict[str, Any]) -> bool:
+        """The completion's response with the texts the client streamed (and, for a
+        recovery, the first stream's identity and items); whether it changed."""
+        output = response.get("output")
+        joined = output_text_of(output)
+        changed = rewrite_texts(output, self._final_text)
+        if self.follows is not None:
+            changed = self._take_identity(response) or changed
+            if self._earlier_items and isinstance(output, list):
+                output = response["output"] = [*self._earlier_items, *cast(list[object], output)]
+                changed = True
+        top = response.get("output_text")
+        if isinstance(top, str):
+            shown = output_text_of(output) if top == joined else scrub(top, self.registry)
+            if shown != top:
+                response["output_text"] = shown
+                changed = True
+        return changed
+
+    def _final_text(
+        self, position: int, item: dict[str, Any], content_index: int, text: str
+    ) -> str:
+        item_id = item.get("id")
+        index = self._item_indexes.get(item_id) if isinstance(item_id, str) else None
+        part = self._parts.get((position + self._offset if index is None else index, content_index))
+        return part.text if part is not None else self._whole(text)
+
+    def _take_identity(self, response: object) -> bool:
+        """A recovery's response gets the id and creation time the client saw first."""
+        if self.follows is None or self.base is None or not isinstance(response, dict):
+            return False
+        response = cast(dict[str, Any], response)
+        changed = False
+        for key in ("id", "created_at"):
+            if key in self.base and response.get(key) != self.base[key]:
+                response[key] = self.base[key]
+                changed = True
+        return changed
+
+    # --- parts ----------------------------------------------------------------------------
+
+    def _open_part(self, key: Key, item_id: object) -> _Part:
+        part = self._parts.get(key)
+        if part is None:
+            part = self._parts[key] = _Part(item_id, self._new_filter())
+        elif part.filter is None:  # more text after the part ended: a filter of its own
+            part.filter = self._new_filter()
+        return part
+
+    def _close(
+        self, out: list[bytes], key: Key, given: str | None, index: int | None
+    ) -> str | None:
+        """End a part's text: what its filter held goes out as one last delta (after the
+        held events, if the hold ends here); the part's text as the client got it, or None
+        for a part with no text at all."""
+        part = self._parts.get(key)
+        tail = ""
+        if part is None:
+            if given is not None:
+                part = self._parts[key] = _Part(None, None, [self._whole(given)])
+        elif part.filter is not None:
+            tail = part.filter.flush()
+            part.filter = None
+            if tail:
+                part.shown.append(tail)
+        self._gate(out, index)
+        if part is not None and tail:
+            fields: dict[str, Any] = {
+                "type": DELTA,
+                "item_id": part.item_id,
+                "output_index": key[0],
+                "content_index": key[1],
+                "delta": tail,
+                "logprobs": [],
+            }
+            self._write(out, fields, index)
+        return None if part is None else part.text
+
+    def _close_all(self, out: list[bytes]) -> None:
+        for key, part in list(self._parts.items()):
+            if part.filter is not None:
+                self._close(out, key, None, key[0])
+
+    def _new_filter(self) -> RoundFilter:
+        one = RoundFilter(self.registry)
+        self.filters.append(one)
+        return one
+
+    def _whole(self, text: str) -> str:
+        one = self._new_filter()
+        return one.feed(text) + one.flush()
+
+    # --- holding, numbering, sending ------------------------------------------------------
+
+    def _may_hold(self) -> bool:
+        return self.follows is None and not (self.visible or self.tool_calls or self.faulted)
+
+    def _gate(self, out: list[bytes], index: int | None) -> None:
+        """End the hold unless this event belongs to a held message item and the reply may
+        still need the recovery."""
+        if self._held is not None and (index not in self._held_indexes or not self._may_hold()):
+            self._release(out)
+
+    def _release(self, out: list[bytes]) -> None:
+        held, self._held = self._held, None
+        self._held_indexes.clear()
+        for one in held or ():
+            out.append(one.data)
+            self._sent(one.number, one.index, one.item)
+
+    def _recover(self) -> None:
+        """The reply gets the recovery: what was held is dropped, and numbering goes on
+        from the last event the client got."""
+        self.recovering = True
+        self._held = None
+        self._held_indexes.clear()
+        self._last_assigned = self._last_sent
+
+    def _move_index(self, parsed: dict[str, Any]) -> bool:
+        index = _int(parsed.get("output_index"))
+        if not self._offset or index is None:
+            return False
+        parsed["output_index"] = index + self._offset
+        return True
+
+    def _number(self, upstream: object) -> int | None:
+        """The client's number for an upstream event that goes out (None: it has none)."""
+        if not isinstance(upstream, int) or isinstance(upstream, bool):
+            return None
+        if self._shift is None:
+            self._shift = self._last_assigned + 1 - upstream
+        self._last_assigned = upstream + self._shift
+        return self._last_assigned
+
+    def _drop(self, parsed: dict[str, Any]) -> None:
+        """An upstream event that does not go out: the later ones move down by one."""
+        if _int(parsed.get("sequence_number")) is not None and self._shift is not None:
+            self._shift -= 1
+
+    def _next_number(self) -> int:
+        """The number of an event the guard writes: the later ones move up by one."""
+        self._last_assigned += 1
+        if self._shift is not None:
+            self._shift += 1
+        return self._last_assigned
+
+    def _send(
+        self,
+        out: list[bytes],
+        event: SseEvent,
+        parsed: dict[str, Any],
+        changed: bool,
+        index: int | None,
+        item: dict[str, Any] | None = None,
+    ) -> None:
+        upstream = parsed.get("sequence_number")
+        number = self._number(upstream)
+        if number is not None and number != upstream:
+            parsed["sequence_number"] = number
+            changed = True
+        data = event_bytes(parsed) if changed else raw_event(event.event, event.data)
+        self._put(out, _Held(data, number, index, item))
+
+    def _write(self, out: list[bytes], fields: dict[str, Any], index: int | None) -> None:
+        number = self._next_number()
+        self._put(
+            out, _Held(event_bytes({**fields, "sequence_number": number}), number, index, None)
+        )
+
+    def _put(self, out: list[bytes], one: _Held) -> None:
+        if self._held is not None:
+            self._held.append(one)
+            return
+        out.append(one.data)
+        self._sent(one.number, one.index, one.item)
+
+    def _sent(self, number: int | None, index: int | None, item: dict[str, Any] | None) -> None:
+        if number is not None:
+            self._last_sent = number
+        if index is not None:
+            self._top_index = max(self._top_index, index)
+            if item is not None:
+                self._sent_items[index] = item
+
+    def _failure(self, message: str, code: str, failed_code: str = "server_error") -> list[bytes]:
+        """The `error` event and `response.failed` that end the stream (nothing is held)."""
+        error: dict[str, Any] = {"type": "error", "code": code, "message": message, "param": None}
+        error["sequence_number"] = self._next_number()
+        response = {
+            **(self.base or {"object": "response"}),
+            "status": "failed",
+            "error": {"code": failed_code, "message": message, "type": "guard_error"},
+            "incomplete_details": None,
+            "output": self.items_sent(),
+            "usage": None,
+        }
+        failed: dict[str, Any] = {"type": "response.failed", "response": response}
+        failed["sequence_number"] = self._next_number()
+        self._last_sent = self._last_assigned
+        self.ended = self.faulted = True
+        return [event_bytes(error), event_bytes(failed)]
+
+
+def _object(data: str) -> dict[str, Any] | None:
+    try:
+        value: object = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _index(value: int | None) -> int:
+    return -1 if value is None else value
+
+
+def _key(index: int | None, parsed: dict[str, Any]) -> Key:
+    return (_index(index), _index(_int(parsed.get("content_index"))))
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
