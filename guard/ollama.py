@@ -25,7 +25,8 @@ Deliberate choices:
   carried a tool call needs no recovery.
 - A recovery that shows nothing again ends the stream with Ollama's own error line,
   `{"error": MALFORMED_REPLY}`, in place of its `done: true` line (G3); the official
-  client raises `ResponseError` with that text.
+  client raises `ResponseError` with that text. When no line went out before it, the HTTP
+  side (guard/ollama_route.py) sends it as a 502 status instead.
 - A stream is over at its `done: true` line or at an upstream `{"error"}` line (passed on
   as it came, after what the filter held); nothing after it is sent. A body that ends, or
   breaks, before either is a cut reply: what the filter held, then an error line with the
