@@ -17,8 +17,9 @@ In LiteLLM's config.yaml (integrations/litellm/config.yaml, docs/integrations.md
   same model asked again through the proxy's router (`litellm.acompletion` when there is
   no proxy), the correction folded into the messages, no tools; a streamed recovery goes
   on in the same client stream. If the recovery shows nothing either, the client gets
-  `MalformedReplyError` (G3): an in-band error event on a stream, an error response
-  otherwise, whose message is `guardrail.policy.MALFORMED_REPLY`.
+  `MalformedReplyError` (G3): an in-band error event ending a stream (the empty
+  recovery's finish is not sent before it), a 502 error response otherwise, whose message
+  is `guardrail.policy.MALFORMED_REPLY`.
 - Each request that stripped something logs `guardrail.policy.strip_warning` (a warning on
   LiteLLM's proxy logger, so it shows in the proxy's own log).
 
@@ -28,7 +29,8 @@ Deliberate choices:
   text rewrites unless told otherwise (`streaming_sampling_rate`,
   `streaming_transform_mode`). Without it, the proxy hands this class's own streaming hook
   every chunk (it looks for the hook in the class's own `__dict__`, so a subclass must
-  define the hook again). Pinned by tests/unit/test_litellm_guardrail.py.
+  define the hooks again). Pinned by tests/unit/test_litellm_guardrail.py, and in the
+  proxy itself by tests/thirdparty/test_litellm_proxy.py.
 - The router is the one the running proxy already has (`litellm.proxy.proxy_server.
   llm_router`, read from `sys.modules`, never imported: importing the proxy's server
   module builds a proxy app), so the recovery resolves the model name as the first
