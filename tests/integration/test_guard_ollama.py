@@ -276,9 +276,7 @@ async def test_a_reply_cut_by_the_upstream_is_an_error_for_the_client(
         assert caught.value.status_code == 502
 
 
-async def test_a_stream_that_stays_malformed_is_a_502_before_any_line(
-    proxy_url: str, key: str
-):
+async def test_a_stream_that_stays_malformed_is_a_502_before_any_line(proxy_url: str, key: str):
     """Regression: Open WebUI drops an error line in a 200 stream and shows an empty answer;
     an error status it shows as its error box."""
     body = {"model": "m", "messages": ask("scaffold-repeat", key)}

@@ -81,3 +81,24 @@ OPEN_WEBUI = IsolatedVenv(
 LITELLM_VERSION = "1.108.7"
 """From 1.108.8 the proxy needs a `litellm-proxy` package the registry here does not have."""
 LITELLM = IsolatedVenv(f"litellm-{LITELLM_VERSION}", ((f"litellm[proxy]=={LITELLM_VERSION}",),))
+
+BY_NAME = {"open-webui": OPEN_WEBUI, "litellm": LITELLM}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tests.thirdparty.venvs NAME...`: install (or find) those venvs now, so a
+    test's own time limit never has to cover a first install."""
+    names = sys.argv[1:] if argv is None else argv
+    unknown = [name for name in names if name not in BY_NAME]
+    if not names or unknown:
+        print(
+            f"usage: python -m tests.thirdparty.venvs {{{','.join(BY_NAME)}}}...", file=sys.stderr
+        )
+        return 2
+    for name in names:
+        print(f"{name}: {BY_NAME[name].ensure().home}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -187,8 +187,7 @@ def test_a_built_in_profile_is_taken_by_its_name():
     assert profile.done.attribute is None
     assert profile.done.appears == ".buttons button"
     assert profile.side_calls == ("^### Task:",)
-    assert profile.has("thinking") and profile.has("stop")
-    assert not profile.has("log") and not profile.has("tools")
+    assert profile.capabilities == frozenset({"thinking", "stop"})
 
 
 def test_a_file_of_a_built_in_profiles_name_is_still_a_file(tmp_path: Path, monkeypatch):
