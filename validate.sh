@@ -79,6 +79,16 @@ step "conformance kit" uv run --frozen pytest conformance \
 # (measured: 207 s at -n 3, 158 s at -n 4, 176 s at -n 5).
 step "kit self-test (chromium)" uv run --frozen pytest -n 4 tests/conformance_selftest \
     --cov --cov-append --cov-report= "$@"
+# One run of the third-party suite: the whole kit against the real Open WebUI (from PyPI,
+# installed on first use into a cached venv of its own, never a dependency; about 2 GB and a
+# few minutes, once per machine) behind the guard proxy's Ollama route, Open WebUI's default
+# connection: every clause the page can be checked on passes. The other routes and LiteLLM's
+# proxy are `uv run pytest tests/thirdparty -n 0` (docs/integrations.md). Extra arguments are
+# not passed on: this step is one test, named.
+step "Open WebUI install (cached)" uv run --frozen python -m tests.thirdparty.venvs open-webui
+step "Open WebUI behind the guard (chromium)" uv run --frozen pytest -p no:cacheprovider -n 0 \
+    "tests/thirdparty/test_openwebui_kit.py::test_behind_the_guard_proxy_every_clause_the_page_allows_passes[guard-ollama]" \
+    --cov --cov-append --cov-report=
 step "kit from the wheel" scripts/check_wheel.sh
 step "coverage >= 98%" uv run --frozen coverage report --fail-under=98
 
