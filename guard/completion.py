@@ -12,27 +12,14 @@ says whether it stayed empty (`malformed`, contract G3); those rules are `guard.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 from guard.reply import Reply, choices_of
-from guardrail.policy import RoundFilter
 
 
 @dataclass
 class CompletionGuard(Reply):
-    first_span: str = ""
-    _stripped: int = field(default=0, init=False)
-    _visible: bool = field(default=False, init=False)
-
-    @property
-    def stripped_chars(self) -> int:
-        return self._stripped
-
-    @property
-    def visible(self) -> bool:
-        return self._visible
-
     def filter(self, completion: dict[str, Any]) -> bool:
         """Filter `completion`'s answer text in place; whether anything changed."""
         changed = self.take_identity(completion)
@@ -46,11 +33,7 @@ class CompletionGuard(Reply):
             content = message.get("content")
             if not isinstance(content, str):
                 continue
-            whole = RoundFilter(self.registry)
-            shown = whole.feed(content) + whole.flush()
-            self._stripped += whole.stripped_chars
-            self.first_span = self.first_span or whole.first_span
-            self._visible = self._visible or whole.visible
+            shown = self.whole(content)
             if shown != content:
                 message["content"] = shown
                 changed = True

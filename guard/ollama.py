@@ -172,7 +172,7 @@ class OllamaStreamGuard(Reply):
     _head: dict[str, Any] = field(default_factory=dict[str, Any], init=False)
 
     def __post_init__(self) -> None:
-        self._filter = RoundFilter(self.registry)
+        self._filter = self.new_filter()
 
     # --- what the client gets -----------------------------------------------------------
 
@@ -220,20 +220,6 @@ class OllamaStreamGuard(Reply):
         self.finished = True
         return [*self._tail(), error_line(cut_off)]
 
-    # --- what the server and the log need -------------------------------------------------
-
-    @property
-    def stripped_chars(self) -> int:
-        return self._filter.stripped_chars
-
-    @property
-    def first_span(self) -> str:
-        return self._filter.first_span
-
-    @property
-    def visible(self) -> bool:
-        return self._filter.visible
-
     # --- inside ---------------------------------------------------------------------------
 
     def _tail(self) -> list[bytes]:
@@ -254,17 +240,6 @@ class OllamaWholeGuard(Reply):
     """The guardrail over one whole (not streamed) answer."""
 
     api: OllamaApi = CHAT
-    first_span: str = ""
-    _stripped: int = field(default=0, init=False)
-    _visible: bool = field(default=False, init=False)
-
-    @property
-    def stripped_chars(self) -> int:
-        return self._stripped
-
-    @property
-    def visible(self) -> bool:
-        return self._visible
 
     def filter(self, answer: dict[str, Any]) -> bool:
         """Filter `answer`'s text in place, as one whole stream; whether it changed."""
@@ -276,11 +251,7 @@ class OllamaWholeGuard(Reply):
         content = holder.get(self.api.text_key)
         if not isinstance(content, str):
             return False
-        whole = RoundFilter(self.registry)
-        shown = whole.feed(content) + whole.flush()
-        self._stripped += whole.stripped_chars
-        self.first_span = self.first_span or whole.first_span
-        self._visible = self._visible or whole.visible
+        shown = self.whole(content)
         if shown == content:
             return False
         holder[self.api.text_key] = shown

@@ -1,10 +1,12 @@
 """What an upstream reply showed, and what the contract says follows from it. Pure.
 
-`Reply` is the part that `StreamGuard` (a streamed reply) and `CompletionGuard` (a whole
-one) share: the reply's identity (id, created, model), whether it carried tool calls,
-whether it is the recovery of an earlier reply (`follows`), and from those and the filter's
-counts, the two decisions of the contract: the one recovery (`wants_recovery`: G2, never
-with tool calls, G12; only for a single-choice reply) and the recovery that showed nothing
+`Reply` is the part that every reply guard shares (chat completions' `StreamGuard` and
+`CompletionGuard`, Ollama's and the Responses API's streamed and whole guards): the
+reply's identity (id, created, model), whether it carried tool calls, whether it is the
+recovery of an earlier reply (`follows`), the filters its texts went through (one per
+choice, part or whole text: `new_filter`, `whole`) and their counts summed, and from those
+the two decisions of the contract: the one recovery (`wants_recovery`: G2, never with tool
+calls, G12; only for a single-choice reply) and the recovery that showed nothing
 (`malformed`, G3), both taken from `guardrail.policy`. `json_object` reads an upstream
 body or line as the JSON object it should be, or says it is not one.
 """
@@ -15,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guardrail.policy import needs_recovery, recovery_failed
+from guardrail.policy import RoundFilter, needs_recovery, recovery_failed
 from guardrail.scaffolding import Registry
 
 IDENTITY = ("id", "created", "model")
@@ -28,14 +30,30 @@ class Reply:
     follows: Reply | None = None  # the reply this one recovers
     tool_calls: bool = False
     identity: dict[str, Any] = field(default_factory=dict[str, Any])
+    filters: list[RoundFilter] = field(default_factory=list[RoundFilter])  # in creation order
 
     @property
     def stripped_chars(self) -> int:
-        raise NotImplementedError
+        return sum(f.stripped_chars for f in self.filters)
+
+    @property
+    def first_span(self) -> str:
+        return next((f.first_span for f in self.filters if f.first_span), "")
 
     @property
     def visible(self) -> bool:
-        raise NotImplementedError
+        return any(f.visible for f in self.filters)
+
+    def new_filter(self) -> RoundFilter:
+        """A fresh filter for one more text of the reply, counted with the others."""
+        one = RoundFilter(self.registry)
+        self.filters.append(one)
+        return one
+
+    def whole(self, text: str) -> str:
+        """What `text` shows as one whole stream, through a fresh filter of the reply's."""
+        one = self.new_filter()
+        return one.feed(text) + one.flush()
 
     @property
     def wants_recovery(self) -> bool:

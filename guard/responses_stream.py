@@ -104,7 +104,6 @@ class ResponsesStreamGuard(Reply):
     ended: bool = False  # a completion or the failure went out
     faulted: bool = False  # the upstream said `error` or `response.failed`: no recovery
     base: dict[str, Any] | None = None  # the response as `response.created` showed it
-    filters: list[RoundFilter] = field(default_factory=list[RoundFilter])
     _parts: dict[Key, _Part] = field(default_factory=dict[Key, _Part])
     _item_indexes: dict[str, int] = field(default_factory=dict[str, int])
     _sent_items: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
@@ -193,19 +192,7 @@ class ResponsesStreamGuard(Reply):
         self._release(out)
         return out + self._failure(message, code, failed_code)
 
-    # --- what the server, the recovery and the log need -----------------------------------
-
-    @property
-    def stripped_chars(self) -> int:
-        return sum(f.stripped_chars for f in self.filters)
-
-    @property
-    def first_span(self) -> str:
-        return next((f.first_span for f in self.filters if f.first_span), "")
-
-    @property
-    def visible(self) -> bool:
-        return any(f.visible for f in self.filters)
+    # --- what the recovery needs ----------------------------------------------------------
 
     def items_sent(self) -> list[dict[str, Any]]:
         """Every finished output item the client got, this stream's after earlier ones."""
@@ -374,7 +361,7 @@ class ResponsesStreamGuard(Reply):
         item_id = item.get("id")
         index = self._item_indexes.get(item_id) if isinstance(item_id, str) else None
         part = self._parts.get((position + self._offset if index is None else index, content_index))
-        return part.text if part is not None else self._whole(text)
+        return part.text if part is not None else self.whole(text)
 
     def _take_identity(self, response: object) -> bool:
         """A recovery's response gets the id and creation time the client saw first."""
@@ -393,9 +380,9 @@ class ResponsesStreamGuard(Reply):
     def _open_part(self, key: Key, item_id: object) -> _Part:
         part = self._parts.get(key)
         if part is None:
-            part = self._parts[key] = _Part(item_id, self._new_filter())
+            part = self._parts[key] = _Part(item_id, self.new_filter())
         elif part.filter is None:  # more text after the part ended: a filter of its own
-            part.filter = self._new_filter()
+            part.filter = self.new_filter()
         return part
 
     def _close(
@@ -408,7 +395,7 @@ class ResponsesStreamGuard(Reply):
         tail = ""
         if part is None:
             if given is not None:
-                part = self._parts[key] = _Part(None, None, [self._whole(given)])
+                part = self._parts[key] = _Part(None, None, [self.whole(given)])
         elif part.filter is not None:
             tail = part.filter.flush()
             part.filter = None
@@ -431,15 +418,6 @@ class ResponsesStreamGuard(Reply):
         for key, part in list(self._parts.items()):
             if part.filter is not None:
                 self._close(out, key, None, key[0])
-
-    def _new_filter(self) -> RoundFilter:
-        one = RoundFilter(self.registry)
-        self.filters.append(one)
-        return one
-
-    def _whole(self, text: str) -> str:
-        one = self._new_filter()
-        return one.feed(text) + one.flush()
 
     # --- holding, numbering, sending ------------------------------------------------------
 

@@ -22,30 +22,16 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from guard.reply import Reply
 from guard.responses_api import is_tool_call, objects, output_text_of, rewrite_texts
-from guardrail.policy import RoundFilter, scrub
+from guardrail.policy import scrub
 
 
 @dataclass
 class ResponseGuard(Reply):
-    filters: list[RoundFilter] = field(default_factory=list[RoundFilter])
-
-    @property
-    def stripped_chars(self) -> int:
-        return sum(f.stripped_chars for f in self.filters)
-
-    @property
-    def visible(self) -> bool:
-        return any(f.visible for f in self.filters)
-
-    @property
-    def first_span(self) -> str:
-        return next((f.first_span for f in self.filters if f.first_span), "")
-
     def filter(self, response: dict[str, Any]) -> bool:
         """Filter `response`'s answer texts in place; whether anything changed."""
         output = response.get("output")
@@ -60,9 +46,3 @@ class ResponseGuard(Reply):
                 response["output_text"] = shown
                 changed = True
         return changed
-
-    def whole(self, text: str) -> str:
-        """One text through a fresh filter, counted with the reply's."""
-        one = RoundFilter(self.registry)
-        self.filters.append(one)
-        return one.feed(text) + one.flush()

@@ -46,7 +46,7 @@ def sse_json(value: object) -> bytes:
 class StreamGuard(Reply):
     """The guardrail over one upstream stream (see the module docstring)."""
 
-    filters: dict[int, RoundFilter] = field(default_factory=dict[int, RoundFilter])
+    by_choice: dict[int, RoundFilter] = field(default_factory=dict[int, RoundFilter])
     recovering: bool = False  # the reply ended needing the recovery: the rest is dropped
 
     # --- what the client gets -----------------------------------------------------------
@@ -83,26 +83,12 @@ class StreamGuard(Reply):
             return None
         out = [
             self._content_chunk(index, tail)
-            for index, filter_ in sorted(self.filters.items())
+            for index, filter_ in sorted(self.by_choice.items())
             if (tail := filter_.flush())
         ]
         if done:
             out.append(DONE)
         return out
-
-    # --- what the server and the log need -------------------------------------------------
-
-    @property
-    def stripped_chars(self) -> int:
-        return sum(f.stripped_chars for f in self.filters.values())
-
-    @property
-    def first_span(self) -> str:
-        return next((f.first_span for f in self.filters.values() if f.first_span), "")
-
-    @property
-    def visible(self) -> bool:
-        return any(f.visible for f in self.filters.values())
 
     # --- inside ---------------------------------------------------------------------------
 
@@ -119,11 +105,11 @@ class StreamGuard(Reply):
             text = content if isinstance(content, str) else ""
             index = choice.get("index", 0)
             index = index if isinstance(index, int) else 0
-            filter_ = self.filters.get(index)
+            filter_ = self.by_choice.get(index)
             if filter_ is None:
                 if not text:
                     continue
-                filter_ = self.filters[index] = RoundFilter(self.registry)
+                filter_ = self.by_choice[index] = self.new_filter()
             shown = filter_.feed(text) if text else ""
             if choice.get("finish_reason") is not None:
                 shown += filter_.flush()  # the choice ends here: what was held is text
