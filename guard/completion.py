@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from guard.reply import Reply, choices_of
+from guard.reply import WholeReply, choices_of
 
 
 @dataclass
-class CompletionGuard(Reply):
+class CompletionGuard(WholeReply):
     def filter(self, completion: dict[str, Any]) -> bool:
         """Filter `completion`'s answer text in place; whether anything changed."""
         changed = self.take_identity(completion)

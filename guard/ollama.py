@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guard.reply import Reply, json_object
+from guard.reply import Reply, WholeReply, json_object
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, with_correction
 from guardrail.sse_events import DEFAULT_MAX_LINE_BYTES, LineTooLong
 from mock_llm.wire import dumps
@@ -236,7 +236,7 @@ class OllamaStreamGuard(Reply):
 
 
 @dataclass
-class OllamaWholeGuard(Reply):
+class OllamaWholeGuard(WholeReply):
     """The guardrail over one whole (not streamed) answer."""
 
     api: OllamaApi = CHAT

@@ -51,7 +51,7 @@ from guard.ollama import (
     error_line,
     upstream_error_text,
 )
-from guard.reply import json_object
+from guard.reply import WholeReply, json_object
 from guard.upstream import (
     CUT_OFF,
     METHODS,
@@ -60,15 +60,11 @@ from guard.upstream import (
     GuardedCall,
     GuardSettings,
     UpstreamSession,
-    json_response,
     pass_on,
-    raw_response,
     read_whole,
-    relay,
     response_headers,
     upstream_headers,
 )
-from guardrail.policy import MALFORMED_REPLY
 from guardrail.sse_events import LineTooLong
 
 __all__ = ["ollama_routes"]
@@ -118,25 +114,25 @@ class _OllamaCall(GuardedCall):
         self.route = f"ollama-{api.name}"
         self.logged = False
 
-    async def answer(self, body: dict[str, Any]) -> Response:
-        stream = body.get("stream") is not False  # Ollama streams unless told not to
-        try:
-            response = await self.post(body)
-        except UPSTREAM_ERRORS:
-            self.log(self.route, stream=stream)
-            return _error(502, UNREACHABLE)
-        self.status = response.status
-        if response.status >= 300:
-            self.log(self.route, stream=stream)
-            return await relay(response) or _error(502, CUT_OFF)
-        if stream:
-            return await _streamed(
-                self._stream(body, response), response.status, response_headers(response.headers)
-            )
-        try:
-            return await self._whole(body, response)
-        finally:
-            self.log(self.route, stream=False)
+    # --- what this route says ------------------------------------------------------------
+
+    def streams(self, body: dict[str, Any]) -> bool:
+        return body.get("stream") is not False  # Ollama streams unless told not to
+
+    def error(self, status: int, message: str, code: str | None = None) -> Response:
+        del code  # Ollama's error body has no code
+        return _error(status, message)
+
+    async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
+        return await _streamed(
+            self._stream(body, response), response.status, response_headers(response.headers)
+        )
+
+    def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
+        return OllamaWholeGuard(self.settings.registry, api=self.api, follows=follows)
+
+    def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.api.recovery_body(body)
 
     # --- streamed ---------------------------------------------------------------------------
 
@@ -151,7 +147,7 @@ class _OllamaCall(GuardedCall):
                 return
             self.recoveries += 1
             try:
-                recovery = await self.post(self.api.recovery_body(body))
+                recovery = await self.post(self.recovery_body(body))
             except UPSTREAM_ERRORS:
                 self._logged_stream()
                 yield error_line(CUT_OFF)
@@ -218,36 +214,6 @@ class _OllamaCall(GuardedCall):
             self.logged = True
             self.log(self.route, stream=True)
 
-    # --- whole ------------------------------------------------------------------------------
-
-    async def _whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        read = await _answer(response)
-        if isinstance(read, Response):
-            return read
-        raw, answer = read
-        first = OllamaWholeGuard(self.settings.registry, api=self.api)
-        changed = first.filter(answer)
-        self.count(first.stripped_chars, first.first_span, 1)
-        if not first.wants_recovery:
-            return json_response(response, answer) if changed else raw_response(response, raw)
-        self.recoveries += 1
-        try:
-            recovery = await self.post(self.api.recovery_body(body))
-        except UPSTREAM_ERRORS:
-            return _error(502, UNREACHABLE)
-        if recovery.status >= 300:
-            return await relay(recovery) or _error(502, CUT_OFF)
-        read = await _answer(recovery)
-        if isinstance(read, Response):
-            return read
-        _, second_answer = read
-        second = OllamaWholeGuard(self.settings.registry, api=self.api, follows=first)
-        second.filter(second_answer)
-        self.count(second.stripped_chars, second.first_span, 2)
-        if second.malformed:
-            return _error(502, MALFORMED_REPLY)
-        return json_response(recovery, second_answer)
-
 
 async def _streamed(lines: AsyncGenerator[bytes], status: int, headers: dict[str, str]) -> Response:
     """The client's answer to a guarded stream, its head held until the first line: a
@@ -280,19 +246,6 @@ def _error_text(line: bytes) -> str | None:
     if value is None or set(value) != {"error"} or not isinstance(value["error"], str):
         return None
     return value["error"]
-
-
-async def _answer(response: aiohttp.ClientResponse) -> tuple[bytes, dict[str, Any]] | Response:
-    """A whole answer's bytes and JSON, or the client's answer when there is none to
-    filter: a 502 for a body the upstream cut, the body as it came when it is not a JSON
-    object."""
-    raw = await read_whole(response)
-    if raw is None:
-        return _error(502, CUT_OFF)
-    answer = json_object(raw)
-    if answer is None:
-        return raw_response(response, raw)
-    return raw, answer
 
 
 def _error(status: int, message: str) -> JSONResponse:

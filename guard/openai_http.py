@@ -2,23 +2,25 @@
 `guard.server`, the Responses API in `guard.responses_route`).
 
 The OpenAI error body (`{"error": {"message", "type", "param", "code"}}`) and the answers
-that carry it (a whole answer cut by the upstream, an upstream that cannot be reached), a
-whole answer read as the JSON object it should be, an upstream refusal's own message, and a
-streamed body read piece by piece with the keep-alive comment that stands in for a silence.
-The upstream side every route shares (not only OpenAI's) is `guard.upstream`.
+that carry it (a whole answer cut by the upstream, an upstream that cannot be reached),
+`OpenAICall`, a guarded request in the OpenAI shapes (a `"stream": true` body, the error
+body, an SSE answer), an upstream refusal's own message, and a streamed body read piece by
+piece with the keep-alive comment that stands in for a silence. The upstream side every
+route shares (not only OpenAI's) is `guard.upstream`.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 from typing import Any, cast
 
 import aiohttp
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from guard.reply import json_object
-from guard.upstream import CUT_OFF, UNREACHABLE, pass_on, raw_response, read_whole, relay
+from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_whole, response_headers
 
 KEEPALIVE = b": keep-alive\n\n"
 """An SSE comment, which every reader skips: sent while the upstream is silent mid-stream."""
@@ -45,16 +47,28 @@ async def next_piece(response: aiohttp.ClientResponse, silence_s: float) -> byte
         raise  # a timeout of the connection's own
 
 
-async def read_object(response: aiohttp.ClientResponse) -> tuple[bytes, dict[str, Any]] | Response:
-    """A whole answer's bytes and JSON, or the answer when there is none to filter: a 502
-    for a body the upstream cut, the body as it came when it is not a JSON object."""
-    raw = await read_whole(response)
-    if raw is None:
-        return error_response(502, CUT_OFF)
-    value = json_object(raw)
-    if value is None:
-        return raw_response(response, raw)
-    return raw, value
+class OpenAICall(GuardedCall):
+    """A guarded request on an OpenAI route: streamed when the body says `"stream": true`,
+    its faults in the OpenAI error body, its stream the route's `stream` (SSE)."""
+
+    def streams(self, body: dict[str, Any]) -> bool:
+        return bool(body.get("stream"))
+
+    def error(self, status: int, message: str, code: str | None = None) -> Response:
+        return error_response(status, message, code)
+
+    async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
+        return StreamingResponse(
+            self.stream(body, response),
+            status_code=response.status,
+            headers=response_headers(response.headers),
+        )
+
+    def stream(
+        self, body: dict[str, Any], response: aiohttp.ClientResponse
+    ) -> AsyncGenerator[bytes]:
+        """What the client's stream carries, from the upstream's (status below 300)."""
+        raise NotImplementedError
 
 
 async def error_message(response: aiohttp.ClientResponse) -> str:
@@ -63,12 +77,6 @@ async def error_message(response: aiohttp.ClientResponse) -> str:
     error = (json_object(raw) or {}).get("error")
     message = cast(dict[str, Any], error).get("message") if isinstance(error, dict) else None
     return message if isinstance(message, str) else f"The model server answered {response.status}."
-
-
-async def relay_or_cut(response: aiohttp.ClientResponse) -> Response:
-    """An upstream answer passed on whole: status, headers and body (a 502 when the
-    upstream cut its body)."""
-    return await relay(response) or error_response(502, CUT_OFF)
 
 
 async def openai_pass_on(

@@ -7,8 +7,10 @@ recovery of an earlier reply (`follows`), the filters its texts went through (on
 choice, part or whole text: `new_filter`, `whole`) and their counts summed, and from those
 the two decisions of the contract: the one recovery (`wants_recovery`: G2, never with tool
 calls, G12; only for a single-choice reply) and the recovery that showed nothing
-(`malformed`, G3), both taken from `guardrail.policy`. `json_object` reads an upstream
-body or line as the JSON object it should be, or says it is not one.
+(`malformed`, G3), both taken from `guardrail.policy`. `WholeReply` is a whole answer's
+guard, as the routes' shared whole-answer flow (`guard.upstream.GuardedCall`) drives it.
+`json_object` reads an upstream body or line as the JSON object it should be, or says it is
+not one.
 """
 
 from __future__ import annotations
@@ -85,6 +87,15 @@ class Reply:
                 message[key] = value
                 changed = True
         return changed
+
+
+@dataclass
+class WholeReply(Reply):
+    """A whole (not streamed) answer's guard: `filter` takes the answer (a JSON object) and
+    filters its texts in place, and says whether anything in it changed."""
+
+    def filter(self, answer: dict[str, Any], /) -> bool:
+        raise NotImplementedError
 
 
 def choices_of(message: dict[str, Any]) -> list[dict[str, Any]]:

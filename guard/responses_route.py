@@ -37,40 +37,32 @@ from typing import Any
 
 import aiohttp
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.openai_http import (
     KEEPALIVE,
+    OpenAICall,
     error_message,
-    error_response,
     next_piece,
     openai_pass_on,
-    read_object,
-    relay_or_cut,
 )
-from guard.reply import json_object
+from guard.reply import WholeReply, json_object
 from guard.responses_api import recovery_body
 from guard.responses_stream import ResponsesStreamGuard
 from guard.responses_whole import ResponseGuard
 from guard.upstream import (
     CUT_OFF,
-    UNREACHABLE,
     UPSTREAM_ERRORS,
-    GuardedCall,
     GuardSettings,
     UpstreamSession,
     json_response,
     raw_response,
-    response_headers,
     upstream_headers,
 )
-from guardrail.policy import MALFORMED_REPLY
 from guardrail.sse_events import LineTooLong, SseDecoder
 
 __all__ = ["responses_routes"]
-
-ROUTE = "responses"  # the log line's name for this route
 
 
 def responses_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
@@ -88,34 +80,14 @@ def responses_routes(settings: GuardSettings, session: UpstreamSession) -> list[
     return [Route("/{prefix:path}responses", responses, methods=["POST"])]
 
 
-class _ResponsesCall(GuardedCall):
+class _ResponsesCall(OpenAICall):
     """One Responses API request through the guardrail: its upstream requests and log."""
 
-    async def answer(self, body: dict[str, Any]) -> Response:
-        stream = bool(body.get("stream"))
-        try:
-            response = await self.post(body)
-        except UPSTREAM_ERRORS:
-            self.log(ROUTE, stream=stream)
-            return error_response(502, UNREACHABLE)
-        self.status = response.status
-        if response.status >= 300:
-            self.log(ROUTE, stream=stream)
-            return await relay_or_cut(response)
-        if stream:
-            return StreamingResponse(
-                self._stream(body, response),
-                status_code=response.status,
-                headers=response_headers(response.headers),
-            )
-        try:
-            return await self._whole(body, response)
-        finally:
-            self.log(ROUTE, stream=False)
+    route = "responses"  # the log line's name for this route
 
     # --- streamed ---------------------------------------------------------------------------
 
-    async def _stream(
+    async def stream(
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
@@ -139,7 +111,7 @@ class _ResponsesCall(GuardedCall):
             async for piece in self._relayed(recovery, second, 2):
                 yield piece
         finally:
-            self.log(ROUTE, stream=True)
+            self.log(self.route, stream=True)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: ResponsesStreamGuard, round_number: int
@@ -177,30 +149,13 @@ class _ResponsesCall(GuardedCall):
 
     # --- whole ------------------------------------------------------------------------------
 
-    async def _whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        read = await read_object(response)
-        if isinstance(read, Response):
-            return read
-        raw, answer = read
-        first = ResponseGuard(self.settings.registry)
-        changed = first.filter(answer)
-        self.count(first.stripped_chars, first.first_span, 1)
-        if not first.wants_recovery:
-            return json_response(response, answer) if changed else raw_response(response, raw)
-        self.recoveries += 1
-        try:
-            recovery = await self.post(recovery_body(body))
-        except UPSTREAM_ERRORS:
-            return error_response(502, UNREACHABLE)
-        if recovery.status >= 300:
-            return await relay_or_cut(recovery)
-        read = await read_object(recovery)
-        if isinstance(read, Response):
-            return read
-        raw, answer = read
-        second = ResponseGuard(self.settings.registry, follows=first)
-        changed = second.filter(answer)
-        self.count(second.stripped_chars, second.first_span, 2)
-        if second.malformed:
-            return error_response(502, MALFORMED_REPLY, code="malformed_reply")
-        return json_response(recovery, answer) if changed else raw_response(recovery, raw)
+    def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
+        return ResponseGuard(self.settings.registry, follows=follows)
+
+    def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return recovery_body(body)
+
+    def recovered(
+        self, response: aiohttp.ClientResponse, raw: bytes, answer: dict[str, Any], changed: bool
+    ) -> Response:
+        return json_response(response, answer) if changed else raw_response(response, raw)

@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from guard.reply import Reply
+from guard.reply import WholeReply
 from guard.responses_api import is_tool_call, objects, output_text_of, rewrite_texts
 from guardrail.policy import scrub
 
 
 @dataclass
-class ResponseGuard(Reply):
+class ResponseGuard(WholeReply):
     def filter(self, response: dict[str, Any]) -> bool:
         """Filter `response`'s answer texts in place; whether anything changed."""
         output = response.get("output")

@@ -41,34 +41,28 @@ from typing import Any, cast
 import aiohttp
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.completion import CompletionGuard
 from guard.ollama_route import ollama_routes
 from guard.openai_http import (
     KEEPALIVE,
+    OpenAICall,
     error_body,
     error_message,
-    error_response,
     next_piece,
     openai_pass_on,
-    read_object,
-    relay_or_cut,
 )
+from guard.reply import WholeReply
 from guard.responses_route import responses_routes
 from guard.stream import StreamGuard, sse_json
 from guard.upstream import (
     CUT_OFF,
     METHODS,
-    UNREACHABLE,
     UPSTREAM_ERRORS,
-    GuardedCall,
     GuardSettings,
     UpstreamSession,
-    json_response,
-    raw_response,
-    response_headers,
     upstream_headers,
 )
 from guardrail.policy import MALFORMED_REPLY, with_correction
@@ -119,34 +113,14 @@ def create_app(settings: GuardSettings) -> Starlette:
     return app
 
 
-class _Call(GuardedCall):
+class _Call(OpenAICall):
     """One chat completion request through the guardrail: its upstream requests and log."""
 
-    async def answer(self, body: dict[str, Any]) -> Response:
-        stream = bool(body.get("stream"))
-        try:
-            response = await self.post(body)
-        except UPSTREAM_ERRORS:
-            self.log("chat", stream=stream)
-            return error_response(502, UNREACHABLE)
-        self.status = response.status
-        if response.status >= 300:
-            self.log("chat", stream=stream)
-            return await relay_or_cut(response)
-        if stream:
-            return StreamingResponse(
-                self._stream(body, response),
-                status_code=response.status,
-                headers=response_headers(response.headers),
-            )
-        try:
-            return await self._whole(body, response)
-        finally:
-            self.log("chat", stream=False)
+    route = "chat"
 
     # --- streamed ---------------------------------------------------------------------------
 
-    async def _stream(
+    async def stream(
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
@@ -169,7 +143,7 @@ class _Call(GuardedCall):
             async for piece in self._relayed(recovery, second, 2):
                 yield piece
         finally:
-            self.log("chat", stream=True)
+            self.log(self.route, stream=True)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: StreamGuard, round_number: int
@@ -211,35 +185,13 @@ class _Call(GuardedCall):
 
     # --- whole ------------------------------------------------------------------------------
 
-    async def _whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        read = await read_object(response)
-        if isinstance(read, Response):
-            return read
-        raw, completion = read
-        first = CompletionGuard(self.settings.registry, single_choice=_single_choice(body))
-        changed = first.filter(completion)
-        self.count(first.stripped_chars, first.first_span, 1)
-        if not first.wants_recovery:
-            return (
-                raw_response(response, raw) if not changed else json_response(response, completion)
-            )
-        self.recoveries += 1
-        try:
-            recovery = await self.post(_recovery_body(body))
-        except UPSTREAM_ERRORS:
-            return error_response(502, UNREACHABLE)
-        if recovery.status >= 300:
-            return await relay_or_cut(recovery)
-        read = await read_object(recovery)
-        if isinstance(read, Response):
-            return read
-        _, second_completion = read
-        second = CompletionGuard(self.settings.registry, follows=first)
-        second.filter(second_completion)
-        self.count(second.stripped_chars, second.first_span, 2)
-        if second.malformed:
-            return error_response(502, MALFORMED_REPLY, code="malformed_reply")
-        return json_response(recovery, second_completion)
+    def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
+        if follows is None:
+            return CompletionGuard(self.settings.registry, single_choice=_single_choice(body))
+        return CompletionGuard(self.settings.registry, follows=follows)
+
+    def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return _recovery_body(body)
 
 
 # --- requests and responses --------------------------------------------------------------------

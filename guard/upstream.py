@@ -1,12 +1,16 @@
 """The guard proxy's upstream side, shared by every route it guards or passes on.
 
-Each guarded route (OpenAI chat completions in `guard.server`, Ollama's native API in
-`guard.ollama_route`) sends the client's request to the same model server, reads its answer
-and logs one line per request the same way; this module is that common part, so no route
-keeps a second copy: the proxy's settings, the one upstream session, which of the client's
-headers go upstream and which of the upstream's come back, reading a whole answer that may
-be cut, passing any request on as it is, and `GuardedCall`, the per-request counts and log
-line.
+Each guarded route (OpenAI chat completions in `guard.server`, the Responses API in
+`guard.responses_route`, Ollama's native API in `guard.ollama_route`) sends the client's
+request to the same model server, reads its answer and logs one line per request the same
+way; this module is that common part, so no route keeps a second copy: the proxy's
+settings, the one upstream session, which of the client's headers go upstream and which of
+the upstream's come back, reading a whole answer that may be cut or not be JSON, passing
+any request on as it is, and `GuardedCall`, one guarded request: its counts and log line,
+and the flow every route follows (the request; an error status passed on; a whole answer
+through its guard, with the one recovery and what follows when that fails). A route says
+what is its own: its log name, whether a body asks for a stream, its error shape, its
+streamed answer, its whole-answer guard and its recovery request.
 
 Deliberate choices:
 - The client's headers go upstream, Authorization included, except hop-by-hop ones and
@@ -14,7 +18,8 @@ Deliberate choices:
   reads it); a passed-on request keeps the client's Accept-Encoding, its bytes untouched.
 - What a fault looks like to the client is each route's own (the OpenAI error body, or
   Ollama's `{"error": ...}`): the helpers here say that a fault happened (None, an
-  exception) or take the route's error response, and never write an error body themselves.
+  exception) or take the route's error response (`GuardedCall.error`), and never write an
+  error body themselves.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from guardrail.policy import strip_warning
+from guard.reply import WholeReply, json_object
+from guardrail.policy import MALFORMED_REPLY, strip_warning
 from guardrail.scaffolding import DEFAULT_REGISTRY, Registry
 
 log = logging.getLogger("guard")
@@ -90,7 +96,10 @@ class UpstreamSession:
 
 
 class GuardedCall:
-    """One guarded request: its upstream requests, the counts for its log, the log line."""
+    """One guarded request: its upstream requests, the counts for its log, the log line, and
+    the flow every route follows (`answer`); a route fills in what is its own."""
+
+    route = ""  # the log line's name for the route
 
     def __init__(
         self,
@@ -128,6 +137,108 @@ class GuardedCall:
             total_ms,
             self.stripped,
         )
+
+    # --- the flow every route follows -------------------------------------------------------
+
+    async def answer(self, body: dict[str, Any]) -> Response:
+        """The client's answer to `body`: an unreachable upstream is a 502, an upstream error
+        status is passed on as it is, and a stream or a whole answer goes through the
+        guardrail."""
+        stream = self.streams(body)
+        try:
+            response = await self.post(body)
+        except UPSTREAM_ERRORS:
+            self.log(self.route, stream=stream)
+            return self.error(502, UNREACHABLE)
+        self.status = response.status
+        if response.status >= 300:
+            self.log(self.route, stream=stream)
+            return await self.relayed(response)
+        if stream:
+            return await self.streamed(body, response)
+        try:
+            return await self.whole(body, response)
+        finally:
+            self.log(self.route, stream=False)
+
+    async def whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
+        """A whole answer through its guard; a reply that was nothing but markup gets the one
+        recovery, whose answer is the client's (a 502 when it stayed empty, G3)."""
+        read = await self.read(response)
+        if isinstance(read, Response):
+            return read
+        raw, answer = read
+        first = self.whole_guard(body, None)
+        changed = first.filter(answer)
+        self.count(first.stripped_chars, first.first_span, 1)
+        if not first.wants_recovery:
+            return json_response(response, answer) if changed else raw_response(response, raw)
+        self.recoveries += 1
+        try:
+            recovery = await self.post(self.recovery_body(body))
+        except UPSTREAM_ERRORS:
+            return self.error(502, UNREACHABLE)
+        if recovery.status >= 300:
+            return await self.relayed(recovery)
+        read = await self.read(recovery)
+        if isinstance(read, Response):
+            return read
+        raw, answer = read
+        second = self.whole_guard(body, first)
+        changed = second.filter(answer)
+        self.count(second.stripped_chars, second.first_span, 2)
+        if second.malformed:
+            return self.error(502, MALFORMED_REPLY, "malformed_reply")
+        return self.recovered(recovery, raw, answer, changed)
+
+    async def read(
+        self, response: aiohttp.ClientResponse
+    ) -> tuple[bytes, dict[str, Any]] | Response:
+        """A whole answer's bytes and JSON, or the client's answer when there is none to
+        filter: a 502 for a body the upstream cut, the body as it came when it is not a JSON
+        object."""
+        raw = await read_whole(response)
+        if raw is None:
+            return self.error(502, CUT_OFF)
+        value = json_object(raw)
+        if value is None:
+            return raw_response(response, raw)
+        return raw, value
+
+    async def relayed(self, response: aiohttp.ClientResponse) -> Response:
+        """An upstream answer passed on whole: status, headers and body (a 502 when the
+        upstream cut its body)."""
+        return await relay(response) or self.error(502, CUT_OFF)
+
+    # --- what each route says -------------------------------------------------------------
+
+    def streams(self, body: dict[str, Any]) -> bool:
+        """Whether `body` asks for a streamed answer."""
+        raise NotImplementedError
+
+    def error(self, status: int, message: str, code: str | None = None) -> Response:
+        """The route's error answer (`code`: a machine-readable code, where its shape has one)."""
+        raise NotImplementedError
+
+    async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
+        """The client's answer to a streamed upstream answer (status below 300)."""
+        raise NotImplementedError
+
+    def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
+        """The guard of a whole answer to `body` (`follows`: the first, for the recovery's)."""
+        raise NotImplementedError
+
+    def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The one recovery request: `body` with the correction in, no tools (G2)."""
+        raise NotImplementedError
+
+    def recovered(
+        self, response: aiohttp.ClientResponse, raw: bytes, answer: dict[str, Any], changed: bool
+    ) -> Response:
+        """The client's answer once the recovery's whole answer was filtered (`raw`: its bytes,
+        `answer`: its filtered JSON; `changed`: whether the guard changed anything in it)."""
+        del raw, changed  # written again whatever changed
+        return json_response(response, answer)
 
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
