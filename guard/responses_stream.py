@@ -161,8 +161,7 @@ class ResponsesStreamGuard(Reply):
                 self.faulted = True
                 self.ended = self.ended or kind == "response.failed"
                 changed = self._take_identity(parsed.get("response")) or changed
-            self._gate(out, index)
-            self._send(out, event, parsed, changed, index)
+            self._forward(out, event, parsed, changed, index)
         return out
 
     def end(self) -> list[bytes] | None:
@@ -209,8 +208,7 @@ class ResponsesStreamGuard(Reply):
         response = parsed.get("response")
         if kind == "response.created" and self.base is None and isinstance(response, dict):
             self.base = dict(cast(dict[str, Any], response))
-        self._gate(out, None)
-        self._send(out, event, parsed, changed, None)
+        self._forward(out, event, parsed, changed, None)
 
     def _item_added(
         self,
@@ -230,8 +228,7 @@ class ResponsesStreamGuard(Reply):
                 self._held_indexes.add(index)
         elif isinstance(item, dict) and is_tool_call(cast(dict[str, Any], item)):
             self.tool_calls = True
-        self._gate(out, index)
-        self._send(out, event, parsed, changed, index)
+        self._forward(out, event, parsed, changed, index)
 
     def _delta(
         self,
@@ -243,8 +240,7 @@ class ResponsesStreamGuard(Reply):
     ) -> None:
         delta = parsed.get("delta")
         if not isinstance(delta, str):
-            self._gate(out, index)
-            self._send(out, event, parsed, changed, index)
+            self._forward(out, event, parsed, changed, index)
             return
         part = self._open_part(_key(index, parsed), parsed.get("item_id"))
         assert part.filter is not None
@@ -290,8 +286,7 @@ class ResponsesStreamGuard(Reply):
             if text is not None and given != text:
                 part["text"] = text
                 changed = True
-        self._gate(out, index)
-        self._send(out, event, parsed, changed, index)
+        self._forward(out, event, parsed, changed, index)
 
     def _item_done(
         self,
@@ -313,8 +308,7 @@ class ResponsesStreamGuard(Reply):
                 if text is not None and part["text"] != text:
                     part["text"] = text
                     changed = True
-        self._gate(out, index)
-        self._send(out, event, parsed, changed, index, finished)
+        self._forward(out, event, parsed, changed, index, finished)
 
     def _completion(
         self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], changed: bool
@@ -472,6 +466,19 @@ class ResponsesStreamGuard(Reply):
         if self._shift is not None:
             self._shift += 1
         return self._last_assigned
+
+    def _forward(
+        self,
+        out: list[bytes],
+        event: SseEvent,
+        parsed: dict[str, Any],
+        changed: bool,
+        index: int | None,
+        item: dict[str, Any] | None = None,
+    ) -> None:
+        """Send an upstream event, after what was held when the event ends the hold."""
+        self._gate(out, index)
+        self._send(out, event, parsed, changed, index, item)
 
     def _send(
         self,
