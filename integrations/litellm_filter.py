@@ -35,7 +35,7 @@ Deliberate choices:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from litellm import ModelResponse, ModelResponseStream, StreamingChoices
 
@@ -93,7 +93,10 @@ def single_choice(request: Mapping[str, object]) -> bool:
 class _Reply:
     """What a reply showed, and what the contract says follows from it."""
 
-    def __init__(self, *, single: bool, follows: _Reply | None) -> None:
+    def __init__(
+        self, registry: Registry, *, single: bool = True, follows: Self | None = None
+    ) -> None:
+        self.registry = registry
         self.single = single
         self.follows = follows
         self.tool_calls = False
@@ -130,6 +133,12 @@ class _Reply:
         """This is the recovery, and it showed nothing either (G3)."""
         return self.follows is not None and recovery_failed(visible=self.visible)
 
+    def new_filter(self) -> RoundFilter:
+        """A fresh filter for one more text of the reply, counted with the others."""
+        one = RoundFilter(self.registry)
+        self.filters.append(one)
+        return one
+
     def take_identity(self, message: ModelResponseStream | ModelResponse) -> None:
         """A first reply remembers its id, creation time and model; a recovery takes them."""
         if self.follows is None:
@@ -146,10 +155,9 @@ class StreamFilter(_Reply):
     """The guardrail over one stream of `ModelResponseStream` chunks (module docstring)."""
 
     def __init__(
-        self, registry: Registry, *, single: bool = True, follows: StreamFilter | None = None
+        self, registry: Registry, *, single: bool = True, follows: Self | None = None
     ) -> None:
-        super().__init__(single=single, follows=follows)
-        self._registry = registry
+        super().__init__(registry, single=single, follows=follows)
         self._open: dict[int, RoundFilter] = {}
         self.ended_empty = False  # the reply finished showing nothing: the rest is dropped
 
@@ -194,8 +202,7 @@ class StreamFilter(_Reply):
         index = _index(choice)
         filter_ = self._open.get(index)
         if filter_ is None and text:
-            filter_ = self._open[index] = RoundFilter(self._registry)
-            self.filters.append(filter_)
+            filter_ = self._open[index] = self.new_filter()
         if filter_ is None:
             return changed
         shown = filter_.feed(text) if text else ""
@@ -220,12 +227,6 @@ class StreamFilter(_Reply):
 class CompletionFilter(_Reply):
     """The guardrail over one whole `ModelResponse` (module docstring)."""
 
-    def __init__(
-        self, registry: Registry, *, single: bool = True, follows: CompletionFilter | None = None
-    ) -> None:
-        super().__init__(single=single, follows=follows)
-        self._registry = registry
-
     def filter(self, completion: ModelResponse) -> None:
         """Filter every choice's `message.content` in place, each as one whole stream."""
         self.take_identity(completion)
@@ -238,8 +239,7 @@ class CompletionFilter(_Reply):
             content: object = getattr(message, "content", None)
             if not isinstance(content, str):
                 continue
-            whole = RoundFilter(self._registry)
-            self.filters.append(whole)
+            whole = self.new_filter()
             shown = whole.feed(content) + whole.flush()
             if shown != content:
                 setattr(message, "content", shown)  # noqa: B010  (Message's type has no setter)
