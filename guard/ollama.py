@@ -51,7 +51,7 @@ from typing import Any, cast
 
 from guard.reply import Reply, WholeReply, json_object
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, with_correction
-from guardrail.sse_events import DEFAULT_MAX_LINE_BYTES, LineTooLong
+from guardrail.sse_events import DEFAULT_MAX_LINE_BYTES, LineBuffer
 from mock_llm.wire import dumps
 
 __all__ = [
@@ -125,40 +125,22 @@ class NdjsonLines:
     """A body's lines, each with its own line end, in whatever pieces the body arrives.
 
     A line longer than `max_line_bytes` raises `LineTooLong` instead of growing without
-    bound (the body comes from a server we do not control)."""
+    bound (the body comes from a server we do not control; `guardrail.sse_events.LineBuffer`
+    does the cutting, as for the SSE routes)."""
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
-        self._max_line_bytes = max_line_bytes
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
+        self._lines = LineBuffer(max_line_bytes, "NDJSON")
 
     def feed(self, piece: bytes) -> list[bytes]:
-        if b"\n" not in piece:
-            if piece:
-                self._pending.append(piece)
-                self._pending_bytes += len(piece)
-                self._check(self._pending_bytes)
+        complete = self._lines.complete(piece)
+        if complete is None:
             return []
-        complete, _, rest = piece.rpartition(b"\n")
-        if self._pending:
-            complete = b"".join([*self._pending, complete])
-        self._pending = [rest] if rest else []
-        self._pending_bytes = len(rest)
-        self._check(self._pending_bytes)
-        lines = complete.split(b"\n")
-        if len(complete) > self._max_line_bytes:
-            self._check(max(map(len, lines)))
-        return [line + b"\n" for line in lines]
+        return [line + b"\n" for line in complete.split(b"\n")]
 
     def finish(self) -> list[bytes]:
         """The last line, when the body ended without its line end."""
-        rest = b"".join(self._pending)
-        self._pending, self._pending_bytes = [], 0
+        rest = self._lines.rest()
         return [rest] if rest else []
-
-    def _check(self, length: int) -> None:
-        if length > self._max_line_bytes:
-            raise LineTooLong(f"an NDJSON line is longer than {self._max_line_bytes} bytes")
 
 
 @dataclass
