@@ -46,6 +46,13 @@ from ..ollama_generate import as_generate, as_generate_line
 from ..ports import refusing_port
 from ..processes import child_env, first_lines
 from .played_flows import FLOWS, PLAYED
+from .recovery import (
+    RECOVERY_CUT,
+    RECOVERY_FAULTS,
+    RECOVERY_REFUSED,
+    add_flows,
+    assert_chat_recovery,
+)
 
 SYSTEM = "You answer from the user's homelab notes."
 CREATED_AT = re.compile(rb'"created_at":"[^"]*"')
@@ -172,13 +179,7 @@ async def test_each_flow_reaches_the_ollama_client_as_its_expect_block_says(
     assert len(entries) == expect.requests
     assert sum(logged(caplog)) == expect.stripped_chars
     if expect.recovery:
-        recovery = entries[1]["body"]
-        assert "tools" not in recovery
-        assert recovery["messages"][0] == {
-            "role": "system",
-            "content": f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}",
-        }
-        assert recovery["messages"][1:] == entries[0]["body"]["messages"][1:]
+        assert_chat_recovery(entries, SYSTEM)
 
 
 async def test_a_recovered_stream_is_one_stream_with_one_done_line(proxy_url: str, key: str):
@@ -339,27 +340,10 @@ async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
 
 # --- the recovery's own faults -------------------------------------------------------------------
 
-MARKUP = "<|tool_call_start|>[read(path='/homelab/x.md')]<|tool_call_end|>"
-RUNTIME_FLOWS = {
-    "ollama-recovery-503": {
-        "steps": [{"content": MARKUP}, {"fault": {"kind": "http", "status": 503}}]
-    },
-    "ollama-recovery-cut": {
-        "steps": [
-            {"content": MARKUP},
-            {
-                "content": "Backups run nightly at 02:00.",
-                "fault": {"kind": "cut", "after_chunks": 2},
-            },
-        ]
-    },
-}
-
 
 @pytest.fixture(scope="module")
 def runtime_flows(mock_url: str) -> None:
-    added = httpx.post(f"{mock_url}/_mock/flows", json={"flows": RUNTIME_FLOWS}, timeout=DEADLINE_S)
-    assert added.status_code == 200, added.text
+    add_flows(mock_url, RECOVERY_FAULTS)
 
 
 @pytest.mark.usefixtures("runtime_flows")
@@ -368,7 +352,7 @@ async def test_a_recovery_the_upstream_refuses_passes_its_error_on(
     client: ollama.AsyncClient, key: str, stream: bool
 ):
     with pytest.raises(ollama.ResponseError) as caught:
-        await one_request(client, ask("ollama-recovery-503", key), stream=stream)
+        await one_request(client, ask(RECOVERY_REFUSED, key), stream=stream)
     assert caught.value.error == "The engine is currently overloaded (mock fault)."
     if not stream:
         assert caught.value.status_code == 503
@@ -380,7 +364,7 @@ async def test_a_recovery_the_upstream_cuts_is_an_error_for_the_client(
     client: ollama.AsyncClient, key: str, stream: bool
 ):
     with pytest.raises(ollama.ResponseError) as caught:
-        await one_request(client, ask("ollama-recovery-cut", key), stream=stream)
+        await one_request(client, ask(RECOVERY_CUT, key), stream=stream)
     assert caught.value.error == CUT_OFF
 
 

@@ -27,13 +27,20 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from guard.server import GuardSettings, create_app
-from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
+from guardrail.policy import MALFORMED_REPLY
 from mock_llm import Flow, builtin_flows, serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..ports import refusing_port
 from .conftest import sdk_for
+from .recovery import (
+    RECOVERY_CUT,
+    RECOVERY_FAULTS,
+    RECOVERY_REFUSED,
+    add_flows,
+    assert_chat_recovery,
+)
 
 FLOWS = builtin_flows()
 ONE_REQUEST_TURNS = sorted(
@@ -119,13 +126,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
     assert len(entries) == expect.requests
     assert stripped_in_log(caplog) == [expect.stripped_chars]
     if expect.recovery:
-        recovery = entries[1]["body"]
-        assert "tools" not in recovery
-        assert recovery["messages"][0] == {
-            "role": "system",
-            "content": f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}",
-        }
-        assert recovery["messages"][1:] == entries[0]["body"]["messages"][1:]
+        assert_chat_recovery(entries, SYSTEM)
 
 
 async def test_a_recovered_stream_is_one_completion_to_the_client(proxy_url: str, key: str):
@@ -261,7 +262,6 @@ async def test_the_clients_api_key_goes_upstream_and_never_into_a_log(
 
 # --- when the recovery or the upstream fails --------------------------------------------------
 
-MARKUP = "<|tool_call_start|>[read(path='/homelab/x.md')]<|tool_call_end|>"
 SHORT_STALL_TEXT = "Backups run nightly at 02:00 with restic to the NAS."
 RUNTIME_FLOWS = {
     "guard-short-stall": {
@@ -272,25 +272,13 @@ RUNTIME_FLOWS = {
             }
         ]
     },
-    "guard-recovery-503": {
-        "steps": [{"content": MARKUP}, {"fault": {"kind": "http", "status": 503}}]
-    },
-    "guard-recovery-cut": {
-        "steps": [
-            {"content": MARKUP},
-            {
-                "content": "Backups run nightly at 02:00.",
-                "fault": {"kind": "cut", "after_chunks": 2},
-            },
-        ]
-    },
+    **RECOVERY_FAULTS,
 }
 
 
 @pytest.fixture(scope="module")
 def runtime_flows(mock_url: str) -> None:
-    added = httpx.post(f"{mock_url}/_mock/flows", json={"flows": RUNTIME_FLOWS}, timeout=DEADLINE_S)
-    assert added.status_code == 200, added.text
+    add_flows(mock_url, RUNTIME_FLOWS)
 
 
 @pytest.mark.usefixtures("runtime_flows")
@@ -299,7 +287,7 @@ async def test_a_recovery_the_upstream_refuses_passes_its_error_on(
     sdk: openai.AsyncOpenAI, key: str, stream: bool
 ):
     with pytest.raises(openai.APIError) as caught:
-        await (streamed_text if stream else whole_text)(sdk, "guard-recovery-503", key)
+        await (streamed_text if stream else whole_text)(sdk, RECOVERY_REFUSED, key)
     if not stream:
         assert isinstance(caught.value, openai.InternalServerError)
         assert caught.value.status_code == 503
@@ -311,7 +299,7 @@ async def test_a_recovery_the_upstream_cuts_is_an_error_for_the_client(
     sdk: openai.AsyncOpenAI, key: str, stream: bool
 ):
     with pytest.raises(openai.APIError, match="cut off"):
-        await (streamed_text if stream else whole_text)(sdk, "guard-recovery-cut", key)
+        await (streamed_text if stream else whole_text)(sdk, RECOVERY_CUT, key)
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])

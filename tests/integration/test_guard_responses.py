@@ -40,33 +40,18 @@ from ..journal import settled_journal
 from ..ports import refusing_port
 from .conftest import sdk_for
 from .played_flows import FLOWS, PLAYED
+from .recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
 from .test_responses_api import NO_FINAL_RESPONSE, ask, calls_of, reasoning_of, streamed
 
 SYSTEM = "You answer from the user's homelab notes."
 CLEAN_TEXT = "Backups run nightly at 02:00 with restic to the NAS."
 IDS = re.compile(rb'"(?:id|item_id|call_id)":"[^"]*"|"created_at":\d+')
 MARKERS = ("<|tool_call_start|>", "<|tool_calls|>", "<|tool_call|>")
-MARKUP = "<|tool_call_start|>[read(path='/homelab/x.md')]<|tool_call_end|>"
-RUNTIME_FLOWS = {
-    "guard-rsp-recovery-503": {
-        "steps": [{"content": MARKUP}, {"fault": {"kind": "http", "status": 503}}]
-    },
-    "guard-rsp-recovery-cut": {
-        "steps": [
-            {"content": MARKUP},
-            {
-                "content": "Backups run nightly at 02:00.",
-                "fault": {"kind": "cut", "after_chunks": 2},
-            },
-        ]
-    },
-}
 
 
 @pytest.fixture(scope="module")
 def proxy_url(mock_url: str) -> Iterator[str]:
-    added = httpx.post(f"{mock_url}/_mock/flows", json={"flows": RUNTIME_FLOWS}, timeout=DEADLINE_S)
-    assert added.status_code == 200, added.text
+    add_flows(mock_url, RECOVERY_FAULTS)
     config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
     with serve_in_thread(config) as url:
         yield url
@@ -292,14 +277,14 @@ async def test_a_recovery_the_upstream_refuses_passes_its_error_on(
     sdk: openai.AsyncOpenAI, key: str, stream: bool
 ):
     if stream:
-        raw_events = await streamed(sdk, "guard-rsp-recovery-503", key)
+        raw_events = await streamed(sdk, RECOVERY_REFUSED, key)
         error, failed = raw_events.events[-2:]
         assert (error.type, error.code) == ("error", "upstream_503")  # type: ignore[union-attr]
         assert failed.type == "response.failed"
         assert [e.sequence_number for e in raw_events.events] == list(range(len(raw_events.events)))
     else:
         with pytest.raises(openai.InternalServerError) as caught:
-            await sdk.responses.create(model="m", input=ask("guard-rsp-recovery-503", key))
+            await sdk.responses.create(model="m", input=ask(RECOVERY_REFUSED, key))
         assert caught.value.status_code == 503
 
 
@@ -308,13 +293,13 @@ async def test_a_recovery_the_upstream_cuts_is_an_error_for_the_client(
     sdk: openai.AsyncOpenAI, key: str, stream: bool
 ):
     if stream:
-        raw_events = await streamed(sdk, "guard-rsp-recovery-cut", key)
+        raw_events = await streamed(sdk, RECOVERY_CUT, key)
         assert raw_events.types[-2:] == ["error", "response.failed"]
         assert raw_events.events[-2].message == "The model's reply was cut off."  # type: ignore[union-attr]
         assert raw_events.types.count("response.created") == 1
     else:
         with pytest.raises(openai.APIError, match="cut off"):
-            await sdk.responses.create(model="m", input=ask("guard-rsp-recovery-cut", key))
+            await sdk.responses.create(model="m", input=ask(RECOVERY_CUT, key))
 
 
 async def test_a_client_that_leaves_closes_the_upstream_stream(

@@ -23,13 +23,14 @@ from litellm.llms.custom_httpx.async_client_cleanup import (  # pyright: ignore[
 )
 from litellm.proxy._types import UserAPIKeyAuth
 
-from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
+from guardrail.policy import MALFORMED_REPLY
 from integrations.litellm_guardrail import MalformedReplyError, ScaffoldGuardrail
 from mock_llm import Flow, builtin_flows
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..unit.litellm_chunks import THIRD_PARTY_WARNINGS
+from .recovery import assert_chat_recovery
 
 pytestmark = THIRD_PARTY_WARNINGS
 
@@ -102,14 +103,8 @@ async def test_each_flow_comes_out_of_the_hook_as_its_expect_block_says(
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
     if expect.recovery:
-        recovery = entries[1]["body"]
-        assert "tools" not in recovery
-        assert recovery["messages"][0] == {
-            "role": "system",
-            "content": f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}",
-        }
-        assert recovery["messages"][1:] == entries[0]["body"]["messages"][1:]
-        assert recovery.get("stream", False) == stream
+        assert_chat_recovery(entries, SYSTEM)
+        assert entries[1]["body"].get("stream", False) == stream
 
 
 async def test_a_clean_stream_comes_out_as_litellm_relays_it(mock_url: str, key: str):
