@@ -1,4 +1,5 @@
-"""Child processes a test starts (`python -m app`, `python -m mock_llm`): env and output.
+"""Child processes a test starts (`python -m app`, `python -m mock_llm`, `python -m guard`):
+env and output.
 
 A child gets a minimal environment, so no SG_ setting of the developer's leaks into it,
 plus coverage's own variables, so that `patch = subprocess` measures the child too. Its
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -75,4 +77,32 @@ def mock_process(home: Path, *args: str) -> Generator[MockProcess]:
         yield child
     finally:
         process.terminate()
+        _, child.stderr = process.communicate(timeout=DEADLINE_S)
+
+
+@dataclass
+class GuardProcess:
+    """A `python -m guard` child: its first stdout line, and its stderr once it has stopped."""
+
+    process: subprocess.Popen[str]
+    line: str = ""
+    stderr: str = ""
+
+
+@contextmanager
+def guard_process(home: Path, *args: str) -> Generator[GuardProcess]:
+    """`python -m guard ARGS --port 0`, serving until the block ends (then sent SIGTERM)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "guard", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(home),
+    )
+    child = GuardProcess(process)
+    try:
+        [child.line] = first_lines(process, 1)
+        yield child
+    finally:
+        process.send_signal(signal.SIGTERM)
         _, child.stderr = process.communicate(timeout=DEADLINE_S)

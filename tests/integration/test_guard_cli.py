@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -15,21 +13,14 @@ from guard.cli import main, upstream_root
 
 from ..deadlines import DEADLINE_S
 from ..ports import taken_port
-from ..processes import child_env, first_lines
+from ..processes import guard_process
 
 STARTED = re.compile(r"guard: proxy on (http://127\.0\.0\.1:\d+)/v1 for (\S+)")
 
 
 def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(tmp_path: Path, mock_url: str):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "guard", "--upstream", f"{mock_url}/v1", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(tmp_path),
-    )
-    try:
-        started = STARTED.match(first_lines(process, 1)[0])
+    with guard_process(tmp_path, "--upstream", f"{mock_url}/v1") as guard:
+        started = STARTED.match(guard.line)
         assert started
         assert started.group(2) == mock_url  # the root: the client's /v1 path is kept
         message = "When do backups run? [[mock:scaffold-recover#guard-cli]]"
@@ -39,13 +30,10 @@ def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(tmp_path: Path, moc
             timeout=DEADLINE_S,
         )
         assert reply.json()["choices"][0]["message"]["content"].startswith("Backups run nightly")
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=DEADLINE_S)
-    assert process.returncode in (0, -signal.SIGTERM), err
-    assert "Traceback" not in err
-    assert "guard: chat status=200 stream=false retries=1" in err
-    assert "agent: stripped 97 chars of tool-scaffolding in round 1" in err
+    assert guard.process.returncode in (0, -signal.SIGTERM), guard.stderr
+    assert "Traceback" not in guard.stderr
+    assert "guard: chat status=200 stream=false retries=1" in guard.stderr
+    assert "agent: stripped 97 chars of tool-scaffolding in round 1" in guard.stderr
 
 
 @pytest.mark.parametrize(

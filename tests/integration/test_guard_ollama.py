@@ -20,8 +20,6 @@ import json
 import logging
 import re
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,7 @@ from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..ollama_generate import as_generate, as_generate_line
 from ..ports import refusing_port
-from ..processes import child_env, first_lines
+from ..processes import guard_process
 from .played_flows import FLOWS, PLAYED
 from .recovery import (
     RECOVERY_CUT,
@@ -582,15 +580,8 @@ STARTED = re.compile(r"guard: proxy on (http://127\.0\.0\.1:\d+) for Ollama at (
 def test_the_proxy_started_for_ollama_serves_both_apis_and_stops_cleanly(
     tmp_path: Path, mock_url: str
 ):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "guard", "--upstream-ollama", f"{mock_url}/api/", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(tmp_path),
-    )
-    try:
-        started = STARTED.match(first_lines(process, 1)[0])
+    with guard_process(tmp_path, "--upstream-ollama", f"{mock_url}/api/") as guard:
+        started = STARTED.match(guard.line)
         assert started
         assert started.group(2) == mock_url  # the root: the client's /api path is kept
         message = "When do backups run? [[mock:scaffold-recover#guard-ollama-cli]]"
@@ -603,14 +594,11 @@ def test_the_proxy_started_for_ollama_serves_both_apis_and_stops_cleanly(
             timeout=DEADLINE_S,
         )
         assert openai_reply.json()["choices"][0]["message"]["content"].startswith("Backups")
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=DEADLINE_S)
-    assert process.returncode in (0, -signal.SIGTERM), err
-    assert "Traceback" not in err
-    assert "guard: ollama-chat status=200 stream=false retries=1" in err
-    assert "agent: stripped 97 chars of tool-scaffolding in round 1" in err
-    assert "guard: chat status=200 stream=false retries=0" in err
+    assert guard.process.returncode in (0, -signal.SIGTERM), guard.stderr
+    assert "Traceback" not in guard.stderr
+    assert "guard: ollama-chat status=200 stream=false retries=1" in guard.stderr
+    assert "agent: stripped 97 chars of tool-scaffolding in round 1" in guard.stderr
+    assert "guard: chat status=200 stream=false retries=0" in guard.stderr
 
 
 @pytest.mark.parametrize(
