@@ -6,7 +6,8 @@ Shared by the streamed guard (`guard.responses_stream`), the whole one
 - `is_tool_call`: which output items are a tool call for the contract (G12);
 - `rewrite_texts` and `output_text_of`: a response's answer texts (each `message` item's
   `output_text` parts) replaced by what the guard says they are, and their concatenation,
-  as the openai SDK's `Response.output_text` computes it;
+  as the openai SDK's `Response.output_text` computes it; `rewrite_output_text`: a
+  top-level `output_text` made to agree with them;
 - `recovery_body`: the one recovery request (G2);
 - `event_bytes` and `raw_event`: one SSE event as the guard writes it, or as the upstream
   sent it.
@@ -30,7 +31,8 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from guardrail.policy import CORRECTION_INSTRUCTION, with_correction
+from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
+from guardrail.scaffolding import Registry
 
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 ANSWER_ITEMS = ("message", "reasoning")
@@ -90,6 +92,21 @@ def rewrite_texts(output: object, text_of: TextOf) -> bool:
                 part["text"] = shown
                 changed = True
     return changed
+
+
+def rewrite_output_text(response: dict[str, Any], joined: str, registry: Registry) -> bool:
+    """Set a top-level `output_text` (the API leaves it to the SDK to compute; some servers
+    send it) to the answer texts of `response["output"]` joined, as the SDK would compute
+    it, when it was `joined` (those texts as they came); any other string there is scrubbed
+    on its own. Whether it changed."""
+    top = response.get("output_text")
+    if not isinstance(top, str):
+        return False
+    shown = output_text_of(response.get("output")) if top == joined else scrub(top, registry)
+    if shown == top:
+        return False
+    response["output_text"] = shown
+    return True
 
 
 def recovery_body(body: dict[str, Any]) -> dict[str, Any]:

@@ -61,10 +61,11 @@ from guard.responses_api import (
     is_tool_call,
     output_text_of,
     raw_event,
+    rewrite_output_text,
     rewrite_texts,
     text_parts,
 )
-from guardrail.policy import MALFORMED_REPLY, RoundFilter, scrub
+from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from guardrail.sse_events import SseEvent
 
 OPENING = frozenset({"response.created", "response.queued", "response.in_progress"})
@@ -339,15 +340,9 @@ class ResponsesStreamGuard(Reply):
         if self.follows is not None:
             changed = self._take_identity(response) or changed
             if self._earlier_items and isinstance(output, list):
-                output = response["output"] = [*self._earlier_items, *cast(list[object], output)]
+                response["output"] = [*self._earlier_items, *cast(list[object], output)]
                 changed = True
-        top = response.get("output_text")
-        if isinstance(top, str):
-            shown = output_text_of(output) if top == joined else scrub(top, self.registry)
-            if shown != top:
-                response["output_text"] = shown
-                changed = True
-        return changed
+        return rewrite_output_text(response, joined, self.registry) or changed
 
     def _final_text(
         self, position: int, item: dict[str, Any], content_index: int, text: str

@@ -26,8 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from guard.reply import WholeReply
-from guard.responses_api import is_tool_call, objects, output_text_of, rewrite_texts
-from guardrail.policy import scrub
+from guard.responses_api import (
+    is_tool_call,
+    objects,
+    output_text_of,
+    rewrite_output_text,
+    rewrite_texts,
+)
 
 
 @dataclass
@@ -39,10 +44,4 @@ class ResponseGuard(WholeReply):
             self.tool_calls = True
         joined = output_text_of(output)
         changed = rewrite_texts(output, lambda _p, _i, _c, text: self.whole(text))
-        top = response.get("output_text")
-        if isinstance(top, str):
-            shown = output_text_of(output) if top == joined else scrub(top, self.registry)
-            if shown != top:
-                response["output_text"] = shown
-                changed = True
-        return changed
+        return rewrite_output_text(response, joined, self.registry) or changed
