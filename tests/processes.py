@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Generator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,43 +45,9 @@ def first_lines(process: subprocess.Popen[str], count: int) -> list[str]:
         raise AssertionError(f"the child printed no startup line within {DEADLINE_S:g} s") from None
 
 
-MOCK_STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
-
-
 @dataclass
-class MockProcess:
-    """A `python -m mock_llm` child: its URL, and its stderr once it has stopped."""
-
-    process: subprocess.Popen[str]
-    url: str = ""
-    stderr: str = ""
-
-
-@contextmanager
-def mock_process(home: Path, *args: str) -> Generator[MockProcess]:
-    """`python -m mock_llm --port 0 ARGS`, serving until the block ends (then terminated)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mock_llm", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(home),
-    )
-    child = MockProcess(process)
-    try:
-        [line] = first_lines(process, 1)
-        match = MOCK_STARTUP.match(line)
-        assert match, line
-        child.url = match.group(1)
-        yield child
-    finally:
-        process.terminate()
-        _, child.stderr = process.communicate(timeout=DEADLINE_S)
-
-
-@dataclass
-class GuardProcess:
-    """A `python -m guard` child: its first stdout line, and its stderr once it has stopped."""
+class ChildProcess:
+    """A `python -m ...` child: its first stdout line, and its stderr once it has stopped."""
 
     process: subprocess.Popen[str]
     line: str = ""
@@ -90,19 +55,52 @@ class GuardProcess:
 
 
 @contextmanager
-def guard_process(home: Path, *args: str) -> Generator[GuardProcess]:
-    """`python -m guard ARGS --port 0`, serving until the block ends (then sent SIGTERM)."""
+def python_child(home: Path, *args: str) -> Generator[ChildProcess]:
+    """`python -m ARGS`, its first line read, serving until the block ends (then SIGTERM)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "guard", *args, "--port", "0"],
+        [sys.executable, "-m", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=child_env(home),
     )
-    child = GuardProcess(process)
+    child = ChildProcess(process)
     try:
         [child.line] = first_lines(process, 1)
         yield child
     finally:
-        process.send_signal(signal.SIGTERM)
+        process.terminate()
         _, child.stderr = process.communicate(timeout=DEADLINE_S)
+
+
+MOCK_STARTUP = re.compile(r"mock_llm: serving \d+ flows on (http://127\.0\.0\.1:\d+) ")
+
+
+@dataclass(frozen=True)
+class MockProcess:
+    """A `python -m mock_llm` child: its URL, and its stderr once it has stopped."""
+
+    child: ChildProcess
+    url: str
+
+    @property
+    def process(self) -> subprocess.Popen[str]:
+        return self.child.process
+
+    @property
+    def stderr(self) -> str:
+        return self.child.stderr
+
+
+@contextmanager
+def mock_process(home: Path, *args: str) -> Generator[MockProcess]:
+    """`python -m mock_llm --port 0 ARGS`, serving until the block ends (then terminated)."""
+    with python_child(home, "mock_llm", "--port", "0", *args) as child:
+        match = MOCK_STARTUP.match(child.line)
+        assert match, child.line
+        yield MockProcess(child, match.group(1))
+
+
+def guard_process(home: Path, *args: str) -> AbstractContextManager[ChildProcess]:
+    """`python -m guard ARGS --port 0`, serving until the block ends (then terminated)."""
+    return python_child(home, "guard", *args, "--port", "0")
