@@ -4,9 +4,10 @@ One parser, `data_events`, serves both: every line of the body is a `data: ...` 
 `:` comment (the app's keep-alive during a silence), or the blank line that ends an event,
 and anything else fails the test. `read_sse` posts a chat
 request to the mock and keeps the raw events (and the transport error that cut them, if one
-did); `ask` posts a question to the notes app and keeps its decoded frames. Every read runs
-under DEADLINE_S, so a hung stream fails its test instead of the run, and a slow one only
-makes it slower.
+did); `ask` posts a question to the notes app and keeps its decoded frames;
+`lines_to_first_comment` reads a stream until a keep-alive comment stands in for a silence.
+Every read runs under DEADLINE_S, so a hung stream fails its test instead of the run, and a
+slow one only makes it slower.
 """
 
 from __future__ import annotations
@@ -99,6 +100,22 @@ async def read_sse(
         except httpx.HTTPError as exc:
             result.error = exc
         return result
+
+
+async def lines_to_first_comment(url: str, body: dict[str, Any]) -> list[str]:
+    """POST `body` to `url` and read the answer's lines up to and with its first `:` comment
+    (a keep-alive), then leave."""
+    seen: list[str] = []
+    async with (
+        asyncio.timeout(DEADLINE_S),
+        httpx.AsyncClient(timeout=DEADLINE_S) as client,
+        client.stream("POST", url, json=body) as reply,
+    ):
+        async for line in reply.aiter_lines():
+            seen.append(line)
+            if line.startswith(":"):
+                break
+    return seen
 
 
 # --- the notes app: chat frames ----------------------------------------------------------------

@@ -33,6 +33,7 @@ from mock_llm import Flow, builtin_flows, serve_in_thread
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..ports import refusing_port
+from ..sse import lines_to_first_comment
 from .conftest import sdk_for
 from .recovery import (
     RECOVERY_CUT,
@@ -349,17 +350,9 @@ async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
 ):
     settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
     body = {"model": "m", "stream": True, "messages": messages("stall", key)}
-    seen: list[str] = []
     with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
-        async with (
-            asyncio.timeout(DEADLINE_S),
-            httpx.AsyncClient(timeout=DEADLINE_S) as client,
-            client.stream("POST", f"{url}/v1/chat/completions", json=body) as reply,
-        ):
-            async for line in reply.aiter_lines():
-                seen.append(line)
-                if line.startswith(":"):
-                    break  # the model is silent for 30 s: the comment came in its place
+        # the model is silent for 30 s: the comment comes in its place
+        seen = await lines_to_first_comment(f"{url}/v1/chat/completions", body)
     assert seen[-1] == ": keep-alive"
     assert any('"content":"' in line for line in seen)  # after the first words
     [entry] = await settled_journal(http, key)  # leaving mid-silence closed the stream too

@@ -38,6 +38,7 @@ from mock_llm.responses_wire import stream_events
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..ports import refusing_port
+from ..sse import lines_to_first_comment
 from .conftest import sdk_for
 from .played_flows import FLOWS, PLAYED
 from .recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
@@ -324,17 +325,8 @@ async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
 ):
     settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
     body = {"model": "m", "stream": True, "input": ask("stall", key)}
-    seen: list[str] = []
     with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
-        async with (
-            asyncio.timeout(DEADLINE_S),
-            httpx.AsyncClient(timeout=DEADLINE_S) as client,
-            client.stream("POST", f"{url}/v1/responses", json=body) as reply,
-        ):
-            async for line in reply.aiter_lines():
-                seen.append(line)
-                if line.startswith(":"):
-                    break
+        seen = await lines_to_first_comment(f"{url}/v1/responses", body)
     assert seen[-1] == ": keep-alive"  # the model went silent after its opening events
     assert "event: response.created" in seen
     [entry] = await settled_journal(http, key)
