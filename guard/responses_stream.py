@@ -50,11 +50,10 @@ Deliberate choices:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guard.reply import Reply
+from guard.reply import Reply, json_object
 from guard.responses_api import (
     event_bytes,
     is_message,
@@ -134,7 +133,7 @@ class ResponsesStreamGuard(Reply):
         if self.recovering:
             return []
         out: list[bytes] = []
-        parsed = _object(event.data)
+        parsed = json_object(event.data)
         if parsed is None:  # not ours to judge: the client's parser will say
             self._release(out)
             out.append(raw_event(event.event, event.data))
@@ -530,14 +529,6 @@ class ResponsesStreamGuard(Reply):
         self._last_sent = self._last_assigned
         self.ended = self.faulted = True
         return [event_bytes(error), event_bytes(failed)]
-
-
-def _object(data: str) -> dict[str, Any] | None:
-    try:
-        value: object = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
 def _int(value: object) -> int | None:
