@@ -1,7 +1,8 @@
 """The built-in flows a wire-format test plays whole: those whose first step answers.
 
 Shared by the tests of each wire format (chat completions through the proxy, Ollama's API,
-the Responses API), so that each is held to every such flow, not to a sample of them.
+the Responses API, the LiteLLM guardrail), so that each is held to every such flow, not to
+a sample of them.
 """
 
 from __future__ import annotations
@@ -26,3 +27,11 @@ PLAYED = sorted(
 )
 """Every built-in flow whose first step answers (text, thinking, tool calls, length) in
 under LONG_S; `slow` is read in part, the faults have tests of their own."""
+
+ONE_REQUEST_TURNS = sorted(
+    name
+    for name, flow in FLOWS.items()
+    if flow.expect is not None and not flow.steps[0].tool_calls and flow.steps[0].fault is None
+)
+"""Every built-in flow with an `expect` block whose first step answers without a tool call:
+one request, or two with the recovery, is the whole turn."""

@@ -28,13 +28,14 @@ from starlette.routing import Route
 
 from guard.server import GuardSettings, create_app
 from guardrail.policy import MALFORMED_REPLY
-from mock_llm import Flow, builtin_flows, serve_in_thread
+from mock_llm import Flow, serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..ports import refusing_port
 from ..sse import lines_to_first_comment
 from .conftest import sdk_for
+from .played_flows import FLOWS, ONE_REQUEST_TURNS
 from .recovery import (
     RECOVERY_CUT,
     RECOVERY_FAULTS,
@@ -43,12 +44,6 @@ from .recovery import (
     assert_chat_recovery,
 )
 
-FLOWS = builtin_flows()
-ONE_REQUEST_TURNS = sorted(
-    name
-    for name, flow in FLOWS.items()
-    if flow.expect is not None and not flow.steps[0].tool_calls and flow.steps[0].fault is None
-)
 IDS = re.compile(rb'"id":"[^"]*"|"created":\d+')
 SYSTEM = "You answer from the user's homelab notes."
 

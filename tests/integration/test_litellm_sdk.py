@@ -25,21 +25,16 @@ from litellm.proxy._types import UserAPIKeyAuth
 
 from guardrail.policy import MALFORMED_REPLY
 from integrations.litellm_guardrail import MalformedReplyError, ScaffoldGuardrail
-from mock_llm import Flow, builtin_flows
+from mock_llm import Flow
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..unit.litellm_chunks import THIRD_PARTY_WARNINGS
+from .played_flows import FLOWS, ONE_REQUEST_TURNS
 from .recovery import assert_chat_recovery
 
 pytestmark = THIRD_PARTY_WARNINGS
 
-FLOWS = builtin_flows()
-ONE_REQUEST_TURNS = sorted(
-    name
-    for name, flow in FLOWS.items()
-    if flow.expect is not None and not flow.steps[0].tool_calls and flow.steps[0].fault is None
-)
 SYSTEM = "You answer from the user's homelab notes."
 GUARD = ScaffoldGuardrail(guardrail_name="scaffold-guard", event_hook="post_call", default_on=True)
 KEY = UserAPIKeyAuth()
