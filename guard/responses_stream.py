@@ -140,8 +140,7 @@ class ResponsesStreamGuard(Reply):
             return out
         kind = parsed.get("type")
         kind = kind if isinstance(kind, str) else event.event or ""
-        changed = self._move_index(parsed)
-        index = _int(parsed.get("output_index"))
+        index, changed = self._move_index(parsed)
         if kind in OPENING:
             self._opening(out, event, parsed, kind, changed)
         elif kind == "response.output_item.added":
@@ -433,12 +432,15 @@ class ResponsesStreamGuard(Reply):
         self._held_indexes.clear()
         self._last_assigned = self._last_sent
 
-    def _move_index(self, parsed: dict[str, Any]) -> bool:
+    def _move_index(self, parsed: dict[str, Any]) -> tuple[int | None, bool]:
+        """The event's output index as the client sees it (a recovery's moves after the
+        first stream's), and whether it moved."""
         index = _int(parsed.get("output_index"))
         if not self._offset or index is None:
-            return False
-        parsed["output_index"] = index + self._offset
-        return True
+            return index, False
+        index += self._offset
+        parsed["output_index"] = index
+        return index, True
 
     def _number(self, upstream: object) -> int | None:
         """The client's number for an upstream event that goes out (None: it has none)."""
