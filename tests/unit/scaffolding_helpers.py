@@ -17,6 +17,11 @@ def cut_at(text: str, *offsets: int) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
+def cut_anywhere(text: str, cuts: list[int]) -> list[str]:
+    """`text` cut at `cuts`, each taken modulo len(text) + 1 (any integers hypothesis draws)."""
+    return cut_at(text, *(c % (len(text) + 1) for c in cuts))
+
+
 def run(
     chunks: Iterable[str], registry: Registry = DEFAULT_REGISTRY
 ) -> tuple[str, ScaffoldingFilter]:

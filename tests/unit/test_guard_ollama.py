@@ -27,7 +27,7 @@ from mock_llm import builtin_flows, ollama_wire
 from mock_llm.wire import CompletionMeta
 
 from ..ollama_generate import as_generate_line
-from .scaffolding_helpers import cut_at
+from .scaffolding_helpers import cut_anywhere
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 CALL = f"{START}[read(path='/homelab/x.md')]{END}"
@@ -83,10 +83,6 @@ def text_of(api: OllamaApi, out: list[bytes], key: str | None = None) -> str:
         holder = obj if api is GENERATE else obj.get("message", {})
         parts.append(holder.get(key) or "")
     return "".join(parts)
-
-
-def split(text: str, cuts: list[int]) -> list[str]:
-    return cut_at(text, *(c % (len(text) + 1) for c in cuts))
 
 
 def rechunk(body: bytes, cuts: list[int]) -> list[bytes]:
@@ -148,7 +144,7 @@ def test_a_line_at_the_limit_is_read():
 def test_a_clean_stream_goes_out_as_the_upstreams_own_bytes_at_any_chunking(
     api: OllamaApi, text_cuts: list[int], byte_cuts: list[int]
 ):
-    body = b"".join(stream_of(api, split(CLEAN, text_cuts)))
+    body = b"".join(stream_of(api, cut_anywhere(CLEAN, text_cuts)))
     out, guard = through(api, rechunk(body, byte_cuts))
     assert b"".join(out) == body
     assert (guard.stripped_chars, guard.recovering) == (0, False)
@@ -160,7 +156,9 @@ def test_look_alikes_reach_the_client_whole_at_any_chunking(api: OllamaApi, cuts
     """A piece that ends in what could start a marker is held until the next one shows it
     is not (so line boundaries may move), but not a character is lost or added."""
     text = "tool_call_start is a word, <|some_other_token|>, a lone <|tool_call_end|>, a < b."
-    out = play(OllamaStreamGuard(DEFAULT_REGISTRY, api=api), stream_of(api, split(text, cuts)))
+    out = play(
+        OllamaStreamGuard(DEFAULT_REGISTRY, api=api), stream_of(api, cut_anywhere(text, cuts))
+    )
     assert text_of(api, out) == text
     assert [obj["done"] for obj in parsed(out)][-1] is True
 
@@ -185,7 +183,7 @@ def test_look_alikes_reach_the_client_whole_at_any_chunking(api: OllamaApi, cuts
 def test_the_client_sees_the_filtered_text_at_any_chunking(
     api: OllamaApi, text_cuts: list[int], byte_cuts: list[int], text: str
 ):
-    body = b"".join(stream_of(api, split(text, text_cuts)))
+    body = b"".join(stream_of(api, cut_anywhere(text, text_cuts)))
     out, guard = through(api, rechunk(body, byte_cuts))
     assert text_of(api, out) == scrub(text, DEFAULT_REGISTRY)
     objs = parsed(out)
@@ -246,7 +244,7 @@ def test_each_flows_first_answer_shows_what_its_expect_block_says(name: str, api
 @given(st.lists(st.integers(0, 200), max_size=12))
 def test_thinking_is_never_filtered_at_any_chunking(api: OllamaApi, cuts: list[int]):
     thinking = f"I could call {CALL} but I answer directly."
-    lines = [line(api, thinking=piece) for piece in split(thinking, cuts)]
+    lines = [line(api, thinking=piece) for piece in cut_anywhere(thinking, cuts)]
     lines += stream_of(api, ["Answer."])
     out = play(OllamaStreamGuard(DEFAULT_REGISTRY, api=api), lines)
     assert out == lines

@@ -13,7 +13,7 @@ from guard.stream import DONE, StreamGuard, sse
 from guardrail.policy import scrub
 from guardrail.scaffolding import DEFAULT_REGISTRY
 
-from .scaffolding_helpers import cut_at
+from .scaffolding_helpers import cut_anywhere
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 CALL = f"{START}[read(path='/homelab/x.md')]{END}"
@@ -44,10 +44,6 @@ def content(out: list[bytes]) -> str:
     return "".join(text)
 
 
-def split(text: str, cuts: list[int]) -> list[str]:
-    return cut_at(text, *(c % (len(text) + 1) for c in cuts))
-
-
 def stream_of(pieces: list[str]) -> list[str]:
     return [
         chunk({"role": "assistant", "content": ""}),
@@ -58,7 +54,7 @@ def stream_of(pieces: list[str]) -> list[str]:
 
 @given(st.lists(st.integers(0, 200), max_size=12))
 def test_clean_text_goes_out_as_the_upstreams_own_bytes_at_any_chunking(cuts: list[int]):
-    payloads = stream_of(split("Backups run nightly at 02:00 with restic to the NAS.", cuts))
+    payloads = stream_of(cut_anywhere("Backups run nightly at 02:00 with restic to the NAS.", cuts))
     out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
     assert out == [sse(p) for p in payloads] + [DONE]
 
@@ -68,7 +64,7 @@ def test_look_alikes_reach_the_client_whole_at_any_chunking(cuts: list[int]):
     """A piece that ends in what could start a marker is held until the next one shows it
     is not (so chunk boundaries may move), but not a character is lost or added."""
     text = "tool_call_start is a word, <|some_other_token|>, a lone <|tool_call_end|>, a < b."
-    out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(split(text, cuts)))
+    out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(cut_anywhere(text, cuts)))
     assert out is not None
     assert content(out) == text
 
@@ -80,7 +76,7 @@ def test_look_alikes_reach_the_client_whole_at_any_chunking(cuts: list[int]):
     ),
 )
 def test_the_client_sees_the_filtered_text_at_any_chunking(cuts: list[int], text: str):
-    out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(split(text, cuts)))
+    out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(cut_anywhere(text, cuts)))
     assert out is not None
     assert content(out) == scrub(text, DEFAULT_REGISTRY)
     assert out[-1] == DONE
