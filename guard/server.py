@@ -54,7 +54,7 @@ from guard.openai_http import (
     next_piece,
     openai_pass_on,
 )
-from guard.reply import WholeReply
+from guard.reply import WholeReply, json_object
 from guard.responses_route import responses_routes
 from guard.stream import StreamGuard, sse_json
 from guard.upstream import (
@@ -87,15 +87,12 @@ def create_app(settings: GuardSettings) -> Starlette:
 
     async def chat(request: Request) -> Response:
         raw = await request.body()
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):  # not ours to judge: the upstream answers it
+        body = json_object(raw)
+        if body is None:  # not ours to judge (nested past the parser's limit too): upstream's
             return await openai_pass_on(session(), upstream, request, raw)
         headers = upstream_headers(request, accept_encoding="identity")
         call = _Call(session(), f"{upstream}{request.url.path}", headers, settings)
-        return await call.answer(cast(dict[str, Any], body))
+        return await call.answer(body)
 
     async def other(request: Request) -> Response:
         return await openai_pass_on(session(), upstream, request, await request.body())

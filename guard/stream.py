@@ -24,12 +24,12 @@ Deliberate choices:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guard.reply import Reply, choices_of
+from guard.reply import Reply, choices_of, json_object
 from guardrail.policy import RoundFilter
+from mock_llm.wire import dumps
 
 DONE = b"data: [DONE]\n\n"
 
@@ -39,7 +39,9 @@ def sse(data: str) -> bytes:
 
 
 def sse_json(value: object) -> bytes:
-    return sse(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    """A `data:` event of compact JSON; a lone surrogate (JSON can say `"\\ud800"`) is
+    written as its escape."""
+    return b"data: " + dumps(value) + b"\n\n"
 
 
 @dataclass
@@ -53,13 +55,9 @@ class StreamGuard(Reply):
 
     def chunk(self, data: str) -> list[bytes]:
         """What the client gets for one `data:` payload (not `[DONE]`)."""
-        try:
-            parsed: object = json.loads(data)
-        except ValueError:
-            return [sse(data)]  # not ours to judge: the client's parser will say
-        if not isinstance(parsed, dict):
-            return [sse(data)]
-        chunk = cast(dict[str, Any], parsed)
+        chunk = json_object(data)
+        if chunk is None:  # not ours to judge (nested past the parser's limit too)
+            return [sse(data)]  # the client's parser will say
         if self.recovering:
             return []
         changed = self.take_identity(chunk)

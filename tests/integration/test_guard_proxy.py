@@ -312,7 +312,7 @@ async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
     proxy_url: str, mock_url: str
 ):
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        for body in (b"not json", b"[1, 2]"):
+        for body in (b"not json", b"[1, 2]", b"[" * 50_000):  # the last: nested past the limit
             direct = await client.post(f"{mock_url}/v1/chat/completions", content=body)
             proxied = await client.post(f"{proxy_url}/v1/chat/completions", content=body)
             assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())

@@ -177,6 +177,20 @@ def test_payloads_that_are_not_chunks_pass_as_they_came():
     assert out == [sse(p) for p in payloads] + [DONE]
 
 
+def test_a_payload_nested_past_the_parsers_limit_passes_as_it_came():
+    """Regression: json.loads raised RecursionError out of the guard, ending the stream."""
+    deep = "[" * 50_000
+    assert play(StreamGuard(DEFAULT_REGISTRY), [deep]) == [sse(deep), DONE]
+
+
+def test_a_changed_chunk_with_a_lone_surrogate_goes_out_with_it_escaped():
+    """Regression: writing the changed chunk as UTF-8 raised UnicodeEncodeError."""
+    payload = chunk({"content": "\\ud800 <|tool_calls|> ok"}).replace("\\\\", "\\")
+    out = play(StreamGuard(DEFAULT_REGISTRY), [payload])
+    assert out is not None
+    assert json.loads(out[0][len(b"data: ") :])["choices"][0]["delta"]["content"] == "\ud800  ok"
+
+
 def test_a_stream_of_markup_cut_before_its_finish_still_asks_for_the_recovery():
     guard = StreamGuard(DEFAULT_REGISTRY)
     assert guard.chunk(chunk({"content": CALL})) == []
