@@ -28,6 +28,7 @@ from guard.server import GuardSettings, create_app
 from guardrail.scaffolding import PROFILES, registry_with
 from mock_llm import socket_url
 from mock_llm.cli import listen
+from sg_http.pool import POOL_IDLE_S
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -52,6 +53,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=float,
         default=15.0,
         help="send a keep-alive comment after this many seconds of upstream silence (15)",
+    )
+    parser.add_argument(
+        "--upstream-idle-s",
+        type=float,
+        default=POOL_IDLE_S,
+        help="keep an idle connection to the upstream this many seconds for reuse; keep it"
+        f" shorter than the upstream's own keep-alive ({POOL_IDLE_S:g})",
     )
     parser.add_argument(
         "--profiles",
@@ -91,15 +99,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = ", ".join(sorted(PROFILES))
         print(f"guard: unknown profile(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
         return 2
-    if not args.keepalive_s > 0:
-        print("guard: --keepalive-s must be more than 0", file=sys.stderr)
-        return 2
+    for option, seconds in (
+        ("--keepalive-s", args.keepalive_s),
+        ("--upstream-idle-s", args.upstream_idle_s),
+    ):
+        if not seconds > 0:
+            print(f"guard: {option} must be more than 0", file=sys.stderr)
+            return 2
     sock = listen("guard", args.host, args.port, "use your model server with your API key")
     if sock is None:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     settings = GuardSettings(
-        upstream=root, registry=registry_with(*names), keepalive_s=args.keepalive_s
+        upstream=root,
+        registry=registry_with(*names),
+        keepalive_s=args.keepalive_s,
+        pool_idle_s=args.upstream_idle_s,
     )
     app = create_app(settings)
     if ollama:

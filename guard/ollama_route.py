@@ -66,6 +66,7 @@ from guard.upstream import (
     upstream_headers,
 )
 from guardrail.sse_events import LineTooLong
+from sg_http.pool import Pool
 
 __all__ = ["ollama_routes"]
 
@@ -103,7 +104,7 @@ class _OllamaCall(GuardedCall):
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        session: Pool,
         url: str,
         headers: dict[str, str],
         settings: GuardSettings,

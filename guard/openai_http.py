@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from guard.reply import json_object
 from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_whole, response_headers
+from sg_http.pool import Pool
 
 KEEPALIVE = b": keep-alive\n\n"
 """An SSE comment, which every reader skips: sent while the upstream is silent mid-stream."""
@@ -79,9 +80,7 @@ async def error_message(response: aiohttp.ClientResponse) -> str:
     return message if isinstance(message, str) else f"The model server answered {response.status}."
 
 
-async def openai_pass_on(
-    session: aiohttp.ClientSession, upstream: str, request: Request, body: bytes
-) -> Response:
+async def openai_pass_on(session: Pool, upstream: str, request: Request, body: bytes) -> Response:
     """Any request passed on as it is; the answer streamed back as it comes (a 502 in the
     OpenAI shape when the upstream cannot be reached)."""
     return await pass_on(session, upstream, request, body, lambda: error_response(502, UNREACHABLE))

@@ -20,6 +20,12 @@ Deliberate choices:
   Ollama's `{"error": ...}`): the helpers here say that a fault happened (None, an
   exception) or take the route's error response (`GuardedCall.error`), and never write an
   error body themselves.
+- Every upstream request goes through `sg_http.pool.Pool`: idle connections are kept
+  `pool_idle_s` (1.5 s, under the common servers' keep-alive), and a request that a server
+  closing its pooled connection lost before any byte of an answer is sent once more on a
+  fresh connection (issue 29); the client never sees it. A request that fails otherwise
+  (a refused connect, a fresh connection cut) is the route's 502, and its log line names
+  the cause: `status=0 error=ClientConnectorError reused=false`.
 """
 
 from __future__ import annotations
@@ -38,12 +44,13 @@ from starlette.responses import Response, StreamingResponse
 from guard.reply import WholeReply, json_object
 from guardrail.policy import MALFORMED_REPLY, strip_warning
 from guardrail.scaffolding import DEFAULT_REGISTRY, Registry
+from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 log = logging.getLogger("guard")
 
 CUT_OFF = "The model's reply was cut off."
 UNREACHABLE = "The model server could not be reached."
-UPSTREAM_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
+UPSTREAM_ERRORS = (RequestFailed, aiohttp.ClientError, OSError, TimeoutError)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 HOP_BY_HOP = frozenset(
     {
@@ -70,29 +77,25 @@ class GuardSettings:
     registry: Registry = DEFAULT_REGISTRY
     connect_timeout_s: float = 10.0
     keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
+    pool_idle_s: float = POOL_IDLE_S  # how long an idle upstream connection is kept for reuse
 
 
 class UpstreamSession:
-    """The one aiohttp session of an app, made on first use (inside the server's loop)."""
+    """The one upstream pool of an app (its aiohttp sessions are made on first use, inside
+    the server's loop)."""
 
     def __init__(self, settings: GuardSettings) -> None:
-        self._settings = settings
-        self._session: aiohttp.ClientSession | None = None
+        self._pool = Pool(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=settings.connect_timeout_s),
+            idle_s=settings.pool_idle_s,
+            auto_decompress=False,
+        )
 
-    def __call__(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0),
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=self._settings.connect_timeout_s
-                ),
-                auto_decompress=False,
-            )
-        return self._session
+    def __call__(self) -> Pool:
+        return self._pool
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self._pool.close()
 
 
 class GuardedCall:
@@ -103,7 +106,7 @@ class GuardedCall:
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        session: Pool,
         url: str,
         headers: dict[str, str],
         settings: GuardSettings,
@@ -114,10 +117,17 @@ class GuardedCall:
         self.recoveries = 0
         self.status = 0
         self.failed = False
+        self.cause = ""  # the log fields of an upstream request that failed, if one did
 
     async def post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        """The upstream's response to `body`; RequestFailed (its cause noted for the log)
+        when there is none."""
         data = json.dumps(body).encode()
-        return await self.session.post(self.url, data=data, headers=self.headers)
+        try:
+            return await self.session.request("POST", self.url, data=data, headers=self.headers)
+        except RequestFailed as failed:
+            self.cause = failed.cause
+            raise
 
     def count(self, stripped: int, first_span: str, round_number: int) -> None:
         """Add one upstream reply's stripped characters, with the warning when there are any."""
@@ -126,12 +136,15 @@ class GuardedCall:
             log.warning(strip_warning(stripped, round_number, first_span))
 
     def log(self, route: str, *, stream: bool) -> None:
-        """`guard: ROUTE status=N stream=B retries=N total_ms=N scaffold_stripped=N`."""
+        """`guard: ROUTE status=N stream=B retries=N total_ms=N scaffold_stripped=N`, with
+        the cause after the status when an upstream request failed (`status=0 error=...
+        reused=...` when the first did)."""
         total_ms = round((time.perf_counter() - self.started) * 1000)
         log.info(
-            "guard: %s status=%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d",
+            "guard: %s status=%s%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d",
             route,
             self.status,
+            f" {self.cause}" if self.cause else "",
             str(stream).lower(),
             self.recoveries,
             total_ms,
@@ -285,14 +298,15 @@ async def relay(response: aiohttp.ClientResponse) -> Response | None:
 
 
 async def pass_on(
-    session: aiohttp.ClientSession,
+    session: Pool,
     upstream: str,
     request: Request,
     body: bytes,
     unreachable: Callable[[], Response],
 ) -> Response:
     """Any request passed on as it is; the answer streamed back as it comes (`unreachable`:
-    the answer when the upstream cannot be reached, in the route's error shape)."""
+    the answer when the upstream cannot be reached, in the route's error shape, with a log
+    line `guard: pass-on status=0 error=... reused=...`)."""
     url = f"{upstream}{request.url.path}"
     if request.url.query:
         url += f"?{request.url.query}"
@@ -300,7 +314,8 @@ async def pass_on(
         response = await session.request(
             request.method, url, data=body or None, headers=upstream_headers(request)
         )
-    except UPSTREAM_ERRORS:
+    except RequestFailed as failed:
+        log.info("guard: pass-on status=0 %s", failed.cause)
         return unreachable()
 
     async def relayed() -> AsyncGenerator[bytes]:

@@ -14,7 +14,8 @@ yields a `StaleUpstream` (its URL, and how many requests it answered and dropped
 answers `POST .../chat/completions` (OpenAI: SSE when the body says `"stream": true`, else
 one JSON completion), `POST .../responses` (the Responses API: typed events when the body
 says `"stream": true`, else one response), `POST /api/chat` (Ollama: NDJSON unless
-`"stream": false`) and anything else with a small JSON body; the answer text is `ANSWER`.
+`"stream": false`) and anything else with a small JSON body; the answer text is `ANSWER`,
+or the next of `script` while it has any (markup, to play a recovery).
 Set `answering` to False and it closes every new connection unanswered once its first
 request came (a server that takes connections and drops them), counted in `unanswered`.
 Every count is made before the client can see its outcome.
@@ -23,6 +24,7 @@ Every count is made before the client can see its outcome.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import Generator
@@ -43,10 +45,11 @@ class StaleUpstream:
     unanswered: int = 0  # first requests closed unanswered while `answering` is False
     answering: bool = True
     paths: list[str] = field(default_factory=list[str])
+    script: list[str] = field(default_factory=list[str])  # answer texts before ANSWER, in order
 
 
-def _answer(path: str, body: bytes) -> tuple[str, bytes]:
-    """The content type and body for one request."""
+def _answer(path: str, body: bytes, text: str) -> tuple[str, bytes]:
+    """The content type and body for one request, whose answer text is `text`."""
     try:
         request = json.loads(body or b"{}")
     except ValueError:
@@ -59,20 +62,20 @@ def _answer(path: str, body: bytes) -> tuple[str, bytes]:
             chunks = [
                 {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                       "finish_reason": None}]},
-                {**base, "choices": [{"index": 0, "delta": {"content": ANSWER},
+                {**base, "choices": [{"index": 0, "delta": {"content": text},
                                       "finish_reason": None}]},
                 {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
             ]  # fmt: skip
             events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
             return "text/event-stream", (events + "data: [DONE]\n\n").encode()
         whole = {**base, "object": "chat.completion", "choices": [{"index": 0, "message": {
-            "role": "assistant", "content": ANSWER}, "finish_reason": "stop"}]}  # fmt: skip
+            "role": "assistant", "content": text}, "finish_reason": "stop"}]}  # fmt: skip
         return "application/json", json.dumps(whole).encode()
     if path.endswith("/responses"):
-        return _responses_answer(bool(request.get("stream")))
+        return _responses_answer(bool(request.get("stream")), text)
     if path == "/api/chat":
         line = {"model": "stale", "created_at": "2026-01-01T00:00:00Z", "done": False,
-                "message": {"role": "assistant", "content": ANSWER}}  # fmt: skip
+                "message": {"role": "assistant", "content": text}}  # fmt: skip
         last = {"model": "stale", "created_at": "2026-01-01T00:00:00Z", "done": True,
                 "done_reason": "stop", "message": {"role": "assistant", "content": ""}}  # fmt: skip
         if request.get("stream") is False:
@@ -81,8 +84,8 @@ def _answer(path: str, body: bytes) -> tuple[str, bytes]:
     return "application/json", b'{"object": "list", "data": []}'
 
 
-def _responses_answer(stream: bool) -> tuple[str, bytes]:
-    part = {"type": "output_text", "text": ANSWER, "annotations": []}
+def _responses_answer(stream: bool, text: str) -> tuple[str, bytes]:
+    part = {"type": "output_text", "text": text, "annotations": []}
     item = {"id": "msg_stale", "type": "message", "role": "assistant", "status": "completed",
             "content": [part]}  # fmt: skip
     done = {"id": "resp_stale", "object": "response", "created_at": 1, "status": "completed",
@@ -95,8 +98,8 @@ def _responses_answer(stream: bool) -> tuple[str, bytes]:
         ("response.output_item.added", {"output_index": 0, "item": {
             **item, "status": "in_progress", "content": []}}),
         ("response.content_part.added", {**at, "part": {**part, "text": ""}}),
-        ("response.output_text.delta", {**at, "delta": ANSWER}),
-        ("response.output_text.done", {**at, "text": ANSWER}),
+        ("response.output_text.delta", {**at, "delta": text}),
+        ("response.output_text.done", {**at, "text": text}),
         ("response.content_part.done", {**at, "part": part}),
         ("response.output_item.done", {"output_index": 0, "item": item}),
         ("response.completed", {"response": done}),
@@ -134,8 +137,12 @@ def serve_stale_upstream() -> Generator[StaleUpstream]:
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     stop: asyncio.Future[None] | None = None
+    handlers: set[asyncio.Task[None]] = set()
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handler = asyncio.current_task()
+        if handler is not None:
+            handlers.add(handler)
         try:
             request = await _read_request(reader)
             if request is None:
@@ -145,7 +152,8 @@ def serve_stale_upstream() -> Generator[StaleUpstream]:
                 return
             path, body = request
             state.paths.append(path)
-            kind, answer = _answer(path, body)
+            text = state.script.pop(0) if state.script else ANSWER
+            kind, answer = _answer(path, body, text)
             state.answered += 1  # before the answer goes: a client that has it sees the count
             writer.write(
                 f"HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {len(answer)}\r\n"
@@ -160,6 +168,9 @@ def serve_stale_upstream() -> Generator[StaleUpstream]:
             pass
         finally:
             writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()  # its transport closed before the loop is
+            handlers.discard(handler)
 
     async def main() -> None:
         nonlocal stop
@@ -172,6 +183,9 @@ def serve_stale_upstream() -> Generator[StaleUpstream]:
         ready.set()
         async with server:
             await stop
+        for handler in list(handlers):  # connections a client still holds in its pool
+            handler.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
 
     thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
     thread.start()

@@ -42,8 +42,12 @@ def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(tmp_path: Path, moc
         (["--upstream", "ftp://x"], "--upstream must be an http(s) URL"),
         (["--upstream", "http://127.0.0.1:9/v1", "--profiles", "nope"], "unknown profile(s) nope"),
         (["--upstream", "http://127.0.0.1:9/v1", "--keepalive-s", "0"], "more than 0"),
+        (
+            ["--upstream", "http://127.0.0.1:9/v1", "--upstream-idle-s", "nan"],
+            "--upstream-idle-s must be more than 0",
+        ),
     ],
-    ids=["not-http", "unknown-profile", "no-keepalive"],
+    ids=["not-http", "unknown-profile", "no-keepalive", "no-idle-time"],
 )
 def test_bad_arguments_stop_the_start(
     argv: list[str], complaint: str, capsys: pytest.CaptureFixture[str]
