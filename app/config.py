@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from guardrail.scaffolding import PROFILES, Registry, registry_with
+from sg_http.pool import POOL_IDLE_S
 
 BUNDLED_NOTES = Path(__file__).parent / "sample_notes"
 T = TypeVar("T")
@@ -41,6 +42,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SG_LLM_MAX_ATTEMPTS", "3", "attempts per request before giving up (1 = no retry)"),
     Setting("SG_LLM_RETRY_DELAY_S", "0.5", "first backoff delay; doubles per retry, up to 8 s"),
     Setting("SG_LLM_RETRY_AFTER_CAP_S", "10", "longest Retry-After honoured; longer = give up"),
+    Setting("SG_LLM_POOL_IDLE_S", f"{POOL_IDLE_S:g}", "how long an idle connection to the "
+            "model server is kept for reuse, seconds; keep it under the server's own "
+            "keep-alive (uvicorn's 5 s)"),
     Setting("SG_TURN_TIMEOUT_S", "180", "overall time budget of one chat turn (every model "
             "request, tool and recovery in it), seconds; past it the turn ends with an error"),
     Setting("SG_SSE_KEEPALIVE_S", "15", "silence after which the chat stream sends a keep-alive "
@@ -75,6 +79,7 @@ class Settings:
     scaffold_profiles: tuple[str, ...] = ()
     turn_timeout_s: float = 180.0
     sse_keepalive_s: float = 15.0
+    llm_pool_idle_s: float = POOL_IDLE_S
     embedded_mock_url: str | None = None
     """The in-process mock's base URL when `python -m app` started one (not an env setting):
     the page then shows the demo banner, its failure examples and links to the journal."""
@@ -127,6 +132,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         llm_retry_after_cap_s=parse("SG_LLM_RETRY_AFTER_CAP_S", _non_negative_float, 10.0),
         turn_timeout_s=parse("SG_TURN_TIMEOUT_S", _positive_float, 180.0),
         sse_keepalive_s=parse("SG_SSE_KEEPALIVE_S", _positive_float, 15.0),
+        llm_pool_idle_s=parse("SG_LLM_POOL_IDLE_S", _positive_float, POOL_IDLE_S),
         agent_max_rounds=parse("SG_AGENT_MAX_ROUNDS", _count(0, 20), 4),
         agent_tools=parse("SG_AGENT_TOOLS", _switch, True),
         notes_dir=notes_dir,

@@ -65,6 +65,7 @@ def llm_config(settings: Settings) -> LLMConfig:
         max_attempts=settings.llm_max_attempts,
         retry_base_delay_s=settings.llm_retry_delay_s,
         retry_after_cap_s=settings.llm_retry_after_cap_s,
+        pool_idle_s=settings.llm_pool_idle_s,
     )
 
 

@@ -17,7 +17,12 @@ Deliberate choices:
   back to wait for more. Paced chunks arrive in separate reads and stay separate.
 - There are no hidden retries: retrying is decided here, where we know whether anything
   reached the user. A request is retried only before its first piece has been yielded;
-  once text is out, a retry would duplicate it, so the error propagates.
+  once text is out, a retry would duplicate it, so the error propagates. The one
+  exception is not a model failure: a request lost on a pooled connection that the
+  server was closing at that moment (before any byte of an answer) is sent again at once
+  on a fresh connection by `sg_http.pool.Pool` (issue 29), silently, outside
+  `max_attempts` and with no RetryNotice; idle connections are kept `pool_idle_s` (1.5 s,
+  under the common servers' keep-alive), so that is rare.
 - Every failure becomes an `LLMError` whose `message` is plain copy that is safe to show a
   user (no stack trace, no URL, no upstream error text); the cause stays chained for logs,
   and a 4xx service's own message is kept apart as `upstream` (one line).
@@ -70,6 +75,7 @@ from yarl import URL
 from app.errors import LLMError, one_line
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
 from guardrail.sse_events import LineTooLong, SseDecoder, SseEvent
+from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 __all__ = [
     "LLMConfig",
@@ -106,11 +112,12 @@ class LLMConfig:
     retry_base_delay_s: float = 0.5
     retry_max_delay_s: float = 8.0
     retry_after_cap_s: float = 10.0  # a longer Retry-After means give up, not wait
+    pool_idle_s: float = POOL_IDLE_S  # how long an idle connection is kept for reuse
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        for name in ("timeout_s", "connect_timeout_s"):
+        for name in ("timeout_s", "connect_timeout_s", "pool_idle_s"):
             value: float = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number of seconds")
@@ -121,11 +128,13 @@ class LLMConfig:
 
 
 class UpstreamClient:
-    """The model server as the app reaches it: one aiohttp session (its connection pool)
+    """The model server as the app reaches it: one connection pool (`sg_http.pool.Pool`:
+    idle connections kept `pool_idle_s`, a stale one retried once on a fresh connection)
     bound to the base URL, with explicit timeouts, and a count of the responses still open
     (`in_flight`, 0 when nothing is streaming).
 
-    The session is made on first use, inside the running event loop, as aiohttp requires.
+    The pool's sessions are made on first use, inside the running event loop, as aiohttp
+    requires.
     Proxy variables (HTTP_PROXY, NO_PROXY, ...) are honoured, as the openai SDK does, but
     read once here: aiohttp's `trust_env` would look them and ~/.netrc up again in a worker
     thread for every request (two thread hops per request, measured under load).
@@ -141,27 +150,14 @@ class UpstreamClient:
         )
         self.in_flight = 0
         self.proxy, self.proxy_auth = _env_proxy(self.url)
-        self._session: aiohttp.ClientSession | None = None
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0),  # no cap: one connection per turn
-                timeout=self.timeout,
-            )
-        return self._session
+        self.pool = Pool(timeout=self.timeout, idle_s=config.pool_idle_s)  # no cap on connections
 
     def idle(self) -> bool:
         """No response open, and no pooled connection lent out."""
-        if self.in_flight:
-            return False
-        connector = None if self._session is None else self._session.connector
-        return connector is None or not connector._acquired  # pyright: ignore[reportPrivateUsage]
+        return not self.in_flight and self.pool.idle()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self.pool.close()
 
     async def __aenter__(self) -> UpstreamClient:
         return self
@@ -492,14 +488,17 @@ async def chat_stream(
     payload = json.dumps(body).encode()  # ASCII: a lone surrogate goes as its \\u escape
     try:
         async with _within(deadline):
-            response = await client.session.post(
+            response = await client.pool.request(
+                "POST",
                 client.url,
                 data=payload,
                 headers=client.headers,
                 proxy=client.proxy,
                 proxy_auth=client.proxy_auth,
             )
-    except _REQUEST_ERRORS as exc:
+    except RequestFailed as failed:  # a stale pooled connection was retried already
+        raise _request_error(failed.error) from failed.error
+    except TimeoutError as exc:  # the overall deadline
         raise _request_error(exc) from exc
     client.in_flight += 1
     finished = False

@@ -5,7 +5,10 @@ from pathlib import Path
 import pytest
 
 from app.config import BUNDLED_NOTES, SETTINGS, SettingsError, load_settings, settings_table
+from app.main import llm_config
+from app.rag.llm import make_client
 from guardrail.scaffolding import DEFAULT_REGISTRY, registry_with
+from sg_http.pool import POOL_IDLE_S
 
 
 def test_no_environment_is_the_embedded_demo():
@@ -61,12 +64,21 @@ def test_real_llm_settings_are_read(tmp_path: Path):
         ({"SG_NOTES_DIR": "/no/such/folder"}, "not a folder"),
         ({"SG_LLM_MODEL": "  "}, "SG_LLM_MODEL must not be empty"),
         ({"SG_GROUNDING_THRESHOLD": "nan"}, "finite"),
+        ({"SG_LLM_POOL_IDLE_S": "0"}, "SG_LLM_POOL_IDLE_S='0': must be more than 0"),
+        ({"SG_LLM_POOL_IDLE_S": "nan"}, "SG_LLM_POOL_IDLE_S='nan': must be a finite number"),
     ],
 )
 def test_invalid_setting_stops_the_start_with_a_clear_message(env: dict[str, str], problem: str):
     with pytest.raises(SettingsError, match="invalid settings") as caught:
         load_settings(env)
     assert problem in str(caught.value)
+
+
+def test_the_pool_idle_time_reaches_the_model_client_and_defaults_to_the_pools():
+    url = {"SG_LLM_BASE_URL": "http://127.0.0.1:8080/v1"}
+    chosen = make_client(llm_config(load_settings({**url, "SG_LLM_POOL_IDLE_S": "0.75"})))
+    default = make_client(llm_config(load_settings(url)))
+    assert (chosen.pool.idle_s, default.pool.idle_s) == (0.75, POOL_IDLE_S)
 
 
 def test_every_problem_is_listed_at_once():
