@@ -22,7 +22,12 @@ Deliberate choices:
   a body it could not decode could not be recorded.
 - Timing is taken here only (`time.monotonic`), from the moment the request goes upstream.
 - An exchange the client leaves before it ended is not recorded: it says nothing about
-  the upstream. Nor is one the upstream could not be reached for (the client gets a 502).
+  the upstream. Nor is one the upstream could not be reached for (the client gets a 502,
+  whose message names the cause: `error=ConnectError reused=false`).
+- The upstream is reached through `sg_http.httpx_pool.HttpxPool`: idle connections are
+  kept 1.5 s (httpx's default 5 s is uvicorn's keep-alive), and a request that a server
+  closing its pooled connection lost before the answer began is sent once more on a fresh
+  connection (httpx itself never retries it: issue 29).
 """
 
 from __future__ import annotations
@@ -65,6 +70,8 @@ from mock_llm.redaction import Redactor
 from mock_llm.response_plan import describe_fault
 from mock_llm.runner import serve_in_thread
 from mock_llm.server import quiet_abort_logs
+from sg_http.httpx_pool import HttpxPool
+from sg_http.pool import POOL_IDLE_S, RequestFailed
 
 DEFAULT_PORT = 8097
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -131,6 +138,8 @@ class RecorderSettings:
     redactor: Redactor = field(default_factory=Redactor)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     connect_timeout_s: float = 30.0
+    upstream_idle_s: float = POOL_IDLE_S
+    """How long an idle connection to the upstream is kept for reuse."""
     log: Callable[[str], None] | None = None
     """Where a line per recorded exchange goes (the command line prints it)."""
 
@@ -238,7 +247,7 @@ class Recorder:
     def __init__(self, settings: RecorderSettings, recording: Recording | None = None) -> None:
         self.settings = settings
         self.recording = recording if recording is not None else load_recording(settings.out)
-        self._client: httpx.AsyncClient | None = None
+        self._pool: HttpxPool | None = None
         self._write_lock = anyio.Lock()
         self.saved = 0
         """Chat completions recorded and written so far."""
@@ -262,16 +271,18 @@ class Recorder:
             self._counted.notify_all()
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
+    def pool(self) -> HttpxPool:
+        if self._pool is None:
             timeout = httpx.Timeout(None, connect=self.settings.connect_timeout_s)
-            self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
-        return self._client
+            self._pool = HttpxPool(
+                timeout=timeout, idle_s=self.settings.upstream_idle_s, follow_redirects=False
+            )
+        return self._pool
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -319,7 +330,7 @@ class Recorder:
     async def _proxy(self, exchange: _Exchange, query: str, receive: Receive, send: Send) -> None:
         """Forward the exchange, watching for the client going away all along (even while the
         upstream has not answered yet); then record it, when it is a chat completion."""
-        request = self.client.build_request(
+        request = self.pool.client.build_request(
             exchange.method,
             self.settings.upstream.target(exchange.path, query),
             headers=_upstream_headers(exchange.headers),
@@ -348,9 +359,9 @@ class Recorder:
         """Send the request upstream and relay its answer read by read, reading a copy."""
         exchange.started = time.monotonic()
         try:
-            response = await self.client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            relayed.problem = f"the upstream cannot be reached ({type(exc).__name__})"
+            response = await self.pool.send(request, stream=True)
+        except RequestFailed as failed:
+            relayed.problem = f"the upstream cannot be reached ({failed.cause})"
             await _answer_error(send, 502, f"mock_llm record: {relayed.problem}")
             return
         try:

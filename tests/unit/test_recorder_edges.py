@@ -35,6 +35,7 @@ from mock_llm.recorder import (
     Upstream,
     write_atomically,
 )
+from sg_http.httpx_pool import HttpxPool
 
 from ..deadlines import DEADLINE_S
 
@@ -174,11 +175,12 @@ class OverTransport(Recorder):
 
     def __init__(self, settings: RecorderSettings, handler: Handler) -> None:
         super().__init__(settings)
-        self.upstream_client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        transport = httpx.MockTransport(handler)
+        self.upstream = HttpxPool(timeout=httpx.Timeout(None), transport=transport)
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        return self.upstream_client
+    def pool(self) -> HttpxPool:
+        return self.upstream
 
 
 @dataclass
@@ -223,7 +225,7 @@ async def recorder_over(
         yield Setup(recorder, out, log, requests)
     finally:
         async with asyncio.timeout(DEADLINE_S):
-            await recorder.upstream_client.aclose()
+            await recorder.upstream.aclose()
 
 
 def whole(
