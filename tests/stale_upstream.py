@@ -15,7 +15,8 @@ answers `POST .../chat/completions` (OpenAI: SSE when the body says `"stream": t
 one JSON completion), `POST .../responses` (the Responses API: typed events when the body
 says `"stream": true`, else one response), `POST /api/chat` (Ollama: NDJSON unless
 `"stream": false`) and anything else with a small JSON body; the answer text is `ANSWER`,
-or the next of `script` while it has any (markup, to play a recovery).
+or the next of `script` while it has any (markup, to play a recovery; None: that
+connection is closed unanswered instead).
 Set `answering` to False and it closes every new connection unanswered once its first
 request came (a server that takes connections and drops them), counted in `unanswered`.
 Every count is made before the client can see its outcome.
@@ -45,7 +46,7 @@ class StaleUpstream:
     unanswered: int = 0  # first requests closed unanswered while `answering` is False
     answering: bool = True
     paths: list[str] = field(default_factory=list[str])
-    script: list[str] = field(default_factory=list[str])  # answer texts before ANSWER, in order
+    script: list[str | None] = field(default_factory=list[str | None])  # see the docstring
 
 
 def _answer(path: str, body: bytes, text: str) -> tuple[str, bytes]:
@@ -147,12 +148,12 @@ def serve_stale_upstream() -> Generator[StaleUpstream]:
             request = await _read_request(reader)
             if request is None:
                 return
-            if not state.answering:
+            text = state.script.pop(0) if state.script and state.answering else ANSWER
+            if not state.answering or text is None:
                 state.unanswered += 1
                 return
             path, body = request
             state.paths.append(path)
-            text = state.script.pop(0) if state.script else ANSWER
             kind, answer = _answer(path, body, text)
             state.answered += 1  # before the answer goes: a client that has it sees the count
             writer.write(

@@ -27,7 +27,7 @@ import pytest
 import uvicorn
 
 from guard.server import GuardSettings, create_app
-from guard.upstream import UNREACHABLE
+from guard.upstream import CUT_OFF, UNREACHABLE
 from mock_llm import serve_in_thread
 
 from ..deadlines import DEADLINE_S
@@ -216,6 +216,30 @@ async def test_a_recovery_on_a_connection_the_server_closes_is_still_the_one_rec
 
 
 # --- what still fails, and its log ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+async def test_a_recovery_that_finds_no_server_is_logged_with_its_cause(
+    upstream: StaleUpstream,
+    proxy_url: str,
+    client: aiohttp.ClientSession,
+    guard_log: pytest.LogCaptureFixture,
+    stream: bool,
+):
+    """The markup reply came; the recovery's pooled connection is closed, and so is the
+    fresh one of its retry: the client is told, and the log says why."""
+    upstream.script += [MARKUP, None]
+    route = ROUTES["chat-stream" if stream else "chat-whole"]
+    async with asyncio.timeout(DEADLINE_S):
+        async with client.post(proxy_url + route.path, json=route.body) as response:
+            status, body = response.status, await response.text()
+
+    expected_status, told = (200, CUT_OFF) if stream else (502, UNREACHABLE)
+    assert status == expected_status
+    assert told in body  # a stream's in-band error event; a whole answer's error body
+    assert (upstream.answered, upstream.dropped, upstream.unanswered) == (1, 1, 1)
+    cause = "error=ServerDisconnectedError reused=false"
+    assert lines(guard_log) == [("chat", 200, cause, 1)]
 
 
 @pytest.mark.parametrize("name", ["chat-stream", "chat-whole", "ollama-stream", "responses-whole"])
