@@ -1,0 +1,290 @@
+"""Bursts at a server's keep-alive boundary: requests lost to stale pooled connections.
+
+What it does
+------------
+A server closes a kept-alive connection once it has been idle for its keep-alive time; a
+client that takes that connection from its pool at that moment loses the request before
+any byte of an answer (issue 29). This benchmark serves the mock (`mock_llm`'s app under
+uvicorn, as `python -m mock_llm` runs it) with a short keep-alive, `--keep-alive` 1 s and
+5 s (uvicorn's default), as a subprocess on a free loopback port, and for each keep-alive
+sends bursts of `--burst` concurrent streamed chat completions (the `clean` flow, a fresh
+key each), one burst after the previous one ended plus an idle gap that sweeps across the
+keep-alive (`--offsets` seconds around it: 4.9 to 5.05 s for 5 s, denser just below it,
+where the race is: a connection idle a little longer than the keep-alive was closed before
+the burst, and a pool sees that), so each burst takes connections from a pool that idled
+about as long as the server keeps them. Each client's first burst only fills its pool.
+The clients, each in turn over the same gaps:
+
+- baseline: the old behaviour, a plain aiohttp session with the guard's and the app's old
+  settings (`TCPConnector(limit=0)`, aiohttp's default 15 s idle keep-alive, no retry);
+- the guard proxy: `python -m guard --upstream MOCK/v1` as a subprocess, its defaults
+  (idle connections kept 1.5 s, a stale one retried once on a fresh connection); the
+  client reaches it on a new connection per request (benchmarks/load.py's light client),
+  so only the proxy's own upstream pool meets the boundary;
+- the app's model client: `app.rag.llm.chat_stream` (one request, no retry layer) on an
+  `UpstreamClient` with its defaults, in this process;
+- the app's model client with aiohttp's 15 s idle time: the retry alone at work.
+
+A request is lost when it raised, answered other than 200, or its stream did not end with
+`[DONE]` (through the proxy: a 502, or its in-band error event).
+
+Targets (issue 29): the guard proxy and the app's client lose 0 requests at every gap,
+both keep-alives. The baseline is expected to lose some; if it loses none, the race was not
+met in this run and that line says NO VERDICT. A missed target prints FAIL and exits 1.
+Loopback only; bounded: (1 + offsets) bursts per client and keep-alive, each request under
+a 60 s guard (about 2.5 minutes at the defaults).
+
+Reproduce
+---------
+    uv run python benchmarks/stale_connections.py
+    uv run python benchmarks/stale_connections.py --burst 200 --keep-alive 1 5 --out /tmp/stale.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+from load import QUESTION, Keys, post_request, stream_one
+from mock_throughput import REPO_ROOT, RunningServer, ServerSpec, module_spec, serving
+from verdicts import report, verdict
+
+from app.errors import LLMError
+from app.rag.llm import LLMConfig, UpstreamClient, chat_stream
+from app.rag.types import ChatMessage, RoundEnd
+from sg_http.pool import POOL_IDLE_S
+
+REQUEST_GUARD_S = 60.0  # a hang guard per request, not a timing claim
+AIOHTTP_IDLE_S = 15.0  # aiohttp's default keep-alive of an idle pooled connection
+CLIENTS = ("baseline", "guard", "app", "app-retry-only")
+TITLES = {
+    "baseline": "plain aiohttp session (old: 15 s idle, no retry)",
+    "guard": f"guard proxy ({POOL_IDLE_S:g} s idle + retry)",
+    "app": f"app's model client ({POOL_IDLE_S:g} s idle + retry)",
+    "app-retry-only": "app's model client, 15 s idle (retry alone)",
+}
+
+Burst = Callable[[int], Awaitable[int]]  # sends N requests at once; how many were lost
+
+
+# --- the mock with a keep-alive of our choosing (a child of this script) ------------------------
+
+
+def serve_mock(port: int, keep_alive_s: int) -> None:
+    """`python -m mock_llm` with uvicorn's `timeout_keep_alive` set (this script's child)."""
+    import uvicorn
+
+    from mock_llm.runner import bind_socket, build_settings, uvicorn_config
+
+    config = uvicorn_config(build_settings())
+    config.timeout_keep_alive = keep_alive_s
+    sock = bind_socket("127.0.0.1", port)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def mock_spec(keep_alive_s: int, port: int) -> ServerSpec:
+    argv = [sys.executable, __file__, "--serve-mock", str(port), str(keep_alive_s)]
+    return ServerSpec(
+        f"mock-keepalive-{keep_alive_s}", argv, dict(os.environ), REPO_ROOT, "/healthz"
+    )
+
+
+def guard_spec(mock: RunningServer, port: int) -> ServerSpec:
+    return module_spec("guard", port, "--upstream", f"{mock.base_url}/v1")
+
+
+# --- the clients ------------------------------------------------------------------------------
+
+
+def chat_body(keys: Keys) -> dict[str, object]:
+    message = f"{QUESTION} {keys.trigger('clean')}"
+    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": message}]}
+
+
+def plain_burst(session: aiohttp.ClientSession, mock: RunningServer, keys: Keys) -> Burst:
+    async def one() -> bool:
+        try:
+            async with asyncio.timeout(REQUEST_GUARD_S):
+                async with session.post(
+                    f"{mock.base_url}/v1/chat/completions", json=chat_body(keys)
+                ) as response:
+                    body = await response.read()
+            return response.status == 200 and b"data: [DONE]" in body
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return False
+
+    async def burst(n: int) -> int:
+        return sum(not ok for ok in await asyncio.gather(*(one() for _ in range(n))))
+
+    return burst
+
+
+def guard_burst(guard: RunningServer, keys: Keys) -> Burst:
+    async def burst(n: int) -> int:
+        requests = [
+            post_request(guard.port, "/v1/chat/completions", chat_body(keys)) for _ in range(n)
+        ]
+        turns = await asyncio.gather(*(stream_one(guard.port, r, b'"content":"') for r in requests))
+        return sum(
+            1
+            for t in turns
+            if t.error or t.status != 200 or b"data: [DONE]" not in b"".join(t.body)
+        )
+
+    return burst
+
+
+def app_burst(client: UpstreamClient, keys: Keys) -> Burst:
+    async def one() -> bool:
+        messages: list[ChatMessage] = [
+            {"role": "user", "content": f"{QUESTION} {keys.trigger('clean')}"}
+        ]
+        try:
+            async with asyncio.timeout(REQUEST_GUARD_S):
+                items = [i async for i in chat_stream(client, "m", messages, None)]
+        except (LLMError, TimeoutError):
+            return False
+        return isinstance(items[-1], RoundEnd)
+
+    async def burst(n: int) -> int:
+        return sum(not ok for ok in await asyncio.gather(*(one() for _ in range(n))))
+
+    return burst
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sweep:
+    """One client's bursts against one keep-alive: the lost count at each gap."""
+
+    lost: dict[float, int] = field(default_factory=dict[float, int])
+    retried: int | None = None  # stale requests sent again (the app's client, where known)
+
+
+async def sweep(burst: Burst, size: int, gaps: Sequence[float]) -> Sweep:
+    out = Sweep()
+    await burst(size)  # fills the pool
+    for gap in gaps:
+        await asyncio.sleep(gap)  # the idle time is the measurement's input, not a wait
+        out.lost[gap] = await burst(size)
+    return out
+
+
+async def one_keep_alive(
+    keep_alive_s: int, args: argparse.Namespace, folder: Path
+) -> dict[str, Sweep]:
+    keys = Keys()
+    gaps = [round(keep_alive_s + offset, 3) for offset in args.offsets]
+    sweeps: dict[str, Sweep] = {}
+    async with (
+        serving(lambda port: mock_spec(keep_alive_s, port), folder) as mock,
+        serving(lambda port: guard_spec(mock, port), folder) as guard,
+    ):
+        connector = aiohttp.TCPConnector(limit=0)  # the old guard's and app's session
+        async with aiohttp.ClientSession(connector=connector) as session:
+            sweeps["baseline"] = await sweep(plain_burst(session, mock, keys), args.burst, gaps)
+        sweeps["guard"] = await sweep(guard_burst(guard, keys), args.burst, gaps)
+        for name, idle_s in (("app", POOL_IDLE_S), ("app-retry-only", AIOHTTP_IDLE_S)):
+            config = LLMConfig(base_url=f"{mock.base_url}/v1", model="m", pool_idle_s=idle_s)
+            async with UpstreamClient(config) as client:
+                sweeps[name] = await sweep(app_burst(client, keys), args.burst, gaps)
+                sweeps[name].retried = client.pool.retried
+    return sweeps
+
+
+async def run(args: argparse.Namespace) -> list[str]:
+    started = time.perf_counter()
+    results: dict[int, dict[str, Sweep]] = {}
+    with tempfile.TemporaryDirectory(prefix="sg-stale-") as tmp:
+        for keep_alive_s in args.keep_alive:
+            results[keep_alive_s] = await one_keep_alive(keep_alive_s, args, Path(tmp))
+    wall_s = time.perf_counter() - started
+
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    lines = [
+        f"# Bursts of {args.burst} concurrent streams at the server's keep-alive boundary"
+        f" ({platform.python_version()}, {os.cpu_count()} cores, load {load}, {wall_s:.0f} s)",
+        "",
+        "Requests lost per burst, each burst sent after the previous one ended plus the idle gap.",
+        "",
+        "| server keep-alive | idle gap s | " + " | ".join(TITLES[c] for c in CLIENTS) + " |",
+        "|---|---:|" + "---:|" * len(CLIENTS),
+    ]
+    totals = dict.fromkeys(CLIENTS, 0)
+    bursts = 0
+    met = 0
+    for keep_alive_s, sweeps in results.items():
+        for gap in sweeps["baseline"].lost:
+            lost = {c: sweeps[c].lost[gap] for c in CLIENTS}
+            for c in CLIENTS:
+                totals[c] += lost[c]
+            bursts += 1
+            met += lost["baseline"] > 0
+            cells = " | ".join(str(lost[c]) for c in CLIENTS)
+            lines.append(f"| {keep_alive_s} s | {gap:.3f} | {cells} |")
+    requests = bursts * args.burst
+    lines.append(
+        f"| all | {bursts} bursts | "
+        + " | ".join(f"**{totals[c]}** of {requests}" for c in CLIENTS)
+        + " |"
+    )
+    retried = {
+        c: sum(s[c].retried or 0 for s in results.values()) for c in ("app", "app-retry-only")
+    }
+    lines += [
+        "",
+        f"The app's client sent {retried['app']} requests again on a fresh connection"
+        f" ({retried['app-retry-only']} with the 15 s idle time); every one was answered.",
+        "",
+        verdict(totals["guard"] == 0, f"the guard proxy lost {totals['guard']} of {requests}"),
+        verdict(totals["app"] == 0, f"the app's model client lost {totals['app']} of {requests}"),
+        verdict(
+            totals["app-retry-only"] == 0,
+            f"with aiohttp's 15 s idle time the retry alone lost {totals['app-retry-only']}"
+            f" of {requests}",
+        ),
+        (
+            f"PASS: the race was met: the baseline lost {totals['baseline']} of {requests}"
+            f" ({met} of {bursts} bursts lost some)"
+            if totals["baseline"]
+            else "NO VERDICT: the baseline lost nothing: the race was not met in this run"
+        ),
+    ]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--serve-mock"]:
+        serve_mock(int(argv[1]), int(argv[2]))
+        return 0
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--burst", type=int, default=200, help="concurrent requests a burst (200)")
+    parser.add_argument(
+        "--keep-alive", type=int, nargs="+", default=[1, 5], help="server keep-alives, s (1 5)"
+    )
+    parser.add_argument(
+        "--offsets",
+        type=float,
+        nargs="+",
+        default=[-0.1, -0.05, -0.03, -0.01, 0.0, 0.05],
+        help="idle gaps around the keep-alive, s (-0.1 -0.05 -0.03 -0.01 0 0.05)",
+    )
+    parser.add_argument("--out", type=Path, help="also write the table to this file")
+    args = parser.parse_args(argv)
+    return report(asyncio.run(run(args)), args.out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
