@@ -79,7 +79,9 @@ def stale(error: Exception) -> bool:
         return isinstance(error.message, str)  # not a partial response head
     if isinstance(error, aiohttp.ClientConnectorError):
         return False
-    return isinstance(error, aiohttp.ClientOSError | aiohttp.ClientConnectionResetError)
+    # a reset, a broken pipe; a write to a closing transport is aiohttp's
+    # ClientConnectionResetError, a ConnectionResetError (one before aiohttp 3.10.6)
+    return isinstance(error, aiohttp.ClientOSError | ConnectionResetError)
 
 
 @dataclass

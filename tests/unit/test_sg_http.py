@@ -31,6 +31,7 @@ REFUSED = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
         (aiohttp.ClientOSError(errno.ECONNRESET, "Connection reset by peer"), True),
         (aiohttp.ClientOSError(errno.EPIPE, "Broken pipe"), True),
         (aiohttp.ClientConnectionResetError("Cannot write to closing transport"), True),
+        (ConnectionResetError("Cannot write to closing transport"), True),  # aiohttp < 3.10.6
         # part of a response head had come: the server had answered
         (aiohttp.ServerDisconnectedError(cast(Any, object())), False),
         # a connect refused or failed: no stale connection, the server's own answer
