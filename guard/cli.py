@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from guard.server import GuardSettings, create_app
 from guardrail.scaffolding import PROFILES, registry_with
@@ -84,6 +85,23 @@ def upstream_root(url: str, *, ollama: bool = False) -> str | None:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
+CLIENT_KEEPALIVE_S = 75.0
+"""How long the proxy keeps a client's idle connection open (nginx's default). uvicorn's own
+5 s is shorter than the pools of the clients in front of it (aiohttp's 15 s: Open WebUI;
+the openai SDK's httpx 5 s): a client that reuses a connection the proxy is closing at that
+moment loses its request, the race the proxy's own upstream pool retries (issue 29). The
+client's pool lets go first."""
+
+
+def server_config(app: ASGIApp) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        timeout_keep_alive=int(CLIENT_KEEPALIVE_S),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     ollama = args.upstream_ollama is not None
@@ -122,8 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"guard: proxy on {socket_url(sock)}/v1 for {root}", flush=True)
     try:
-        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(server_config(app)).run(sockets=[sock])
     finally:
         sock.close()
     return 0

@@ -9,12 +9,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from guard.cli import main, upstream_root
+from guard.cli import CLIENT_KEEPALIVE_S, main, server_config, upstream_root
+from guard.server import GuardSettings, create_app
 
 from ..deadlines import DEADLINE_S
 from ..ports import taken_port
 from ..processes import guard_process
 
+AIOHTTP_IDLE_S = 15.0
+"""aiohttp's documented default `keepalive_timeout` (Open WebUI's pool)."""
 STARTED = re.compile(r"guard: proxy on (http://127\.0\.0\.1:\d+)/v1 for (\S+)")
 
 
@@ -74,3 +77,14 @@ def test_a_taken_port_stops_the_start(capsys: pytest.CaptureFixture[str]):
     with taken_port() as port:
         assert main(["--upstream", "http://127.0.0.1:9/v1", "--port", str(port)]) == 2
     assert f"guard: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_the_proxy_keeps_a_clients_idle_connection_longer_than_common_client_pools_do():
+    """Regression (issue 29, one hop earlier): uvicorn's 5 s keep-alive closed connections that
+    aiohttp (Open WebUI; 15 s idle) and httpx (the openai SDK) clients still held in their
+    pools."""
+    config = server_config(create_app(GuardSettings(upstream="http://127.0.0.1:9")))
+    httpx_idle = httpx.Limits(max_connections=None).keepalive_expiry
+    assert config.timeout_keep_alive == CLIENT_KEEPALIVE_S
+    assert httpx_idle is not None
+    assert config.timeout_keep_alive > max(httpx_idle, AIOHTTP_IDLE_S)
