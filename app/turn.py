@@ -48,6 +48,7 @@ from app.storage import QueryLog, ToolChip, TurnRow
 from app.turn_log import TurnStats, format_turn_line
 from guardrail.policy import scrub
 from guardrail.scaffolding import Registry
+from sg_http.pool import RequestFailed
 
 T = TypeVar("T")
 
@@ -86,10 +87,14 @@ def error_detail(exc: Exception) -> str:
 
 def failure_cause(exc: Exception) -> str:
     """The log line's ` cause=<type>`, with ` reason=<label>` for a model error (its own
-    label, e.g. `http-503-server-error` or `timed-out`, never upstream or user text)."""
+    label, e.g. `http-503-server-error` or `timed-out`, never upstream or user text), and
+    for a request that got no response its error's class and whether its connection was a
+    reused one (` error=ServerDisconnectedError reused=true`, issue 29)."""
     cause = f" cause={type(exc).__name__}"
     if isinstance(exc, LLMError):
         cause += f" reason={_NOT_SLUG.sub('-', exc.reason.lower()).strip('-') or 'unknown'}"
+    if isinstance(exc.__cause__, RequestFailed):  # no response: which error, on what connection
+        cause += f" {exc.__cause__.cause}"
     return cause
 
 

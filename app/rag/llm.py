@@ -497,7 +497,7 @@ async def chat_stream(
                 proxy_auth=client.proxy_auth,
             )
     except RequestFailed as failed:  # a stale pooled connection was retried already
-        raise _request_error(failed.error) from failed.error
+        raise _request_error(failed.error) from failed  # its cause names class and reuse
     except TimeoutError as exc:  # the overall deadline
         raise _request_error(exc) from exc
     client.in_flight += 1

@@ -24,6 +24,7 @@ import pytest
 from app.errors import LLMError
 from app.rag.llm import MSG_UNREACHABLE, LLMConfig, UpstreamClient, chat_stream_retried
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece
+from sg_http.pool import RequestFailed
 
 from ..deadlines import DEADLINE_S
 from ..servers import app_settings, serve_app
@@ -131,7 +132,9 @@ async def test_a_fresh_connection_the_server_drops_is_the_retry_layers_one_attem
 
     assert error is not None
     assert error.message == MSG_UNREACHABLE
-    assert isinstance(error.__cause__, aiohttp.ServerDisconnectedError)
+    assert isinstance(error.__cause__, RequestFailed)  # the log's error= and reused= fields
+    assert isinstance(error.__cause__.error, aiohttp.ServerDisconnectedError)
+    assert not error.__cause__.reused
     assert [i.reason for i in items if isinstance(i, RetryNotice)] == ["connection failed"]
     assert len(sleeps.delays) == 1
     assert (upstream.unanswered, client.pool.retried) == (2, 0)  # one request an attempt

@@ -21,6 +21,7 @@ from app.frames import Frame
 from app.rag.types import Hit, RoundEnd, StreamPiece, ToolCall
 from app.storage import QueryLog
 from app.turn import NOTES_UNAVAILABLE, UNEXPECTED_ERROR, TurnDeps, run_turn
+from sg_http.pool import RequestFailed
 
 from .fakes import FakeChat, FakeTools, answer, call, tool_round
 
@@ -151,6 +152,21 @@ async def test_a_failing_notes_search_ends_the_turn_with_an_error_frame_and_a_lo
     assert "WARNING chat turn=t1 outcome=error cause=NotesError" in harness.log.lines
     assert harness.log.lines[-1].startswith("INFO chat turn=t1 mode=none rounds=0")
     assert "malformed" not in frames[0]["detail"]
+
+
+async def test_a_request_that_got_no_response_is_logged_with_its_error_and_connection(
+    make,
+) -> None:
+    error = LLMError("The model service could not be reached.", reason="connection failed")
+    error.__cause__ = RequestFailed(ConnectionResetError(), reused=True, retried=True)
+    harness = make(FakeChat([[error]]))
+
+    await harness.turn()
+
+    assert (
+        "WARNING chat turn=t1 outcome=error cause=LLMError reason=connection-failed"
+        " error=ConnectionResetError reused=true"
+    ) in " ".join(harness.log.lines)
 
 
 async def test_an_llm_error_shows_its_own_message_and_writes_no_row(make) -> None:
