@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from guardrail.scaffolding import PROFILES, Registry, registry_with
+from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
+from guardrail.scaffolding import Registry
 from sg_http.pool import POOL_IDLE_S
 
 BUNDLED_NOTES = Path(__file__).parent / "sample_notes"
@@ -56,8 +57,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SG_LOG_FILE", "", "file for the per-turn log lines; empty = <data dir>/chat.log"),
     Setting("SG_GROUNDING_THRESHOLD", "", "best-hit score a turn needs to be grounded; "
             "empty = the retrieval module's default"),
-    Setting("SG_SCAFFOLD_PROFILES", "", "comma-separated opt-in scaffolding profiles stripped "
-            "besides LFM2's markup, e.g. hermes,mistral; empty = LFM2 alone"),
+    Setting("SG_SCAFFOLD_PROFILES", "auto", "scaffolding stripped besides LFM2's markup: auto "
+            "(by SG_LLM_MODEL's name, docs/contract.md), none, all, or comma-separated "
+            "profiles, e.g. hermes,mistral"),
 )  # fmt: skip
 
 
@@ -76,7 +78,7 @@ class Settings:
     data_dir: Path
     log_file: Path
     grounding_threshold: float | None
-    scaffold_profiles: tuple[str, ...] = ()
+    scaffold_profiles: ProfileChoice = AUTO
     turn_timeout_s: float = 180.0
     sse_keepalive_s: float = 15.0
     llm_pool_idle_s: float = POOL_IDLE_S
@@ -86,8 +88,9 @@ class Settings:
 
     @property
     def scaffold_registry(self) -> Registry:
-        """What the guardrail strips: LFM2's markup plus the opt-in profiles."""
-        return registry_with(*self.scaffold_profiles)
+        """What the guardrail strips: LFM2's markup plus the profiles chosen (under auto, by
+        the model's name)."""
+        return self.scaffold_profiles.registry(self.llm_model)
 
     @property
     def embedded(self) -> bool:
@@ -139,7 +142,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         data_dir=data_dir,
         log_file=Path(raw["SG_LOG_FILE"]) if raw["SG_LOG_FILE"] else data_dir / "chat.log",
         grounding_threshold=parse("SG_GROUNDING_THRESHOLD", _float, 0.0) if threshold else None,
-        scaffold_profiles=parse("SG_SCAFFOLD_PROFILES", _profiles, ()),
+        scaffold_profiles=parse("SG_SCAFFOLD_PROFILES", parse_profiles, AUTO),
     )
     if problems:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(problems))
@@ -178,16 +181,6 @@ def _count(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-def _profiles(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    unknown = [n for n in names if n not in PROFILES]
-    if unknown:
-        raise ValueError(
-            f"unknown profile(s) {', '.join(unknown)}; known: {', '.join(sorted(PROFILES))}"
-        )
-    return names
 
 
 def _switch(text: str) -> bool:

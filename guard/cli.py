@@ -26,7 +26,8 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from guard.server import GuardSettings, create_app
-from guardrail.scaffolding import PROFILES, registry_with
+from guardrail.model_profiles import parse_profiles
+from guardrail.scaffolding import PROFILES
 from mock_llm import socket_url
 from mock_llm.cli import listen
 from sg_http.pool import POOL_IDLE_S
@@ -64,9 +65,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--profiles",
-        default="",
-        help="extra markup profiles, comma-separated, on top of the default registry"
-        f" ({', '.join(sorted(PROFILES))})",
+        default="auto",
+        help="markup stripped besides LFM2's: auto (by each request's model name), none,"
+        f" all, or profiles, comma-separated ({', '.join(sorted(PROFILES))})",
     )
     return parser.parse_args(argv)
 
@@ -111,11 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         option = "--upstream-ollama" if ollama else "--upstream"
         print(f"guard: {option} must be an http(s) URL, not {given!r}", file=sys.stderr)
         return 2
-    names = [name.strip() for name in args.profiles.split(",") if name.strip()]
-    unknown = [name for name in names if name not in PROFILES]
-    if unknown:
-        known = ", ".join(sorted(PROFILES))
-        print(f"guard: unknown profile(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
+    try:
+        profiles = parse_profiles(args.profiles)
+    except ValueError as error:
+        print(f"guard: {error}", file=sys.stderr)
         return 2
     for option, seconds in (
         ("--keepalive-s", args.keepalive_s),
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     settings = GuardSettings(
         upstream=root,
-        registry=registry_with(*names),
+        profiles=profiles,
         keepalive_s=args.keepalive_s,
         pool_idle_s=args.upstream_idle_s,
     )

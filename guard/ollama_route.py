@@ -130,7 +130,7 @@ class _OllamaCall(GuardedCall):
         )
 
     def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
-        return OllamaWholeGuard(self.settings.registry, api=self.api, follows=follows)
+        return OllamaWholeGuard(self.settings.registry_for(body), api=self.api, follows=follows)
 
     def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.api.recovery_body(body)
@@ -141,7 +141,7 @@ class _OllamaCall(GuardedCall):
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
-            first = OllamaStreamGuard(self.settings.registry, api=self.api)
+            first = OllamaStreamGuard(self.settings.registry_for(body), api=self.api)
             async for out in self._relayed(response, first, 1):
                 yield out
             if not first.recovering:
@@ -158,7 +158,9 @@ class _OllamaCall(GuardedCall):
                 self._logged_stream()
                 yield error_line(upstream_error_text(refusal, recovery.status))
                 return
-            second = OllamaStreamGuard(self.settings.registry, api=self.api, follows=first)
+            second = OllamaStreamGuard(
+                self.settings.registry_for(body), api=self.api, follows=first
+            )
             async for out in self._relayed(recovery, second, 2):
                 yield out
         finally:

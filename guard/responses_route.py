@@ -91,7 +91,7 @@ class _ResponsesCall(OpenAICall):
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
-            first = ResponsesStreamGuard(self.settings.registry)
+            first = ResponsesStreamGuard(self.settings.registry_for(body))
             async for piece in self._relayed(response, first, 1):
                 yield piece
             if not first.recovering:
@@ -107,7 +107,7 @@ class _ResponsesCall(OpenAICall):
                 failed_code = "rate_limit_exceeded" if recovery.status == 429 else "server_error"
                 yield b"".join(first.fail(message, f"upstream_{recovery.status}", failed_code))
                 return
-            second = ResponsesStreamGuard(self.settings.registry, follows=first)
+            second = ResponsesStreamGuard(self.settings.registry_for(body), follows=first)
             async for piece in self._relayed(recovery, second, 2):
                 yield piece
         finally:
@@ -150,7 +150,7 @@ class _ResponsesCall(OpenAICall):
     # --- whole ------------------------------------------------------------------------------
 
     def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
-        return ResponseGuard(self.settings.registry, follows=follows)
+        return ResponseGuard(self.settings.registry_for(body), follows=follows)
 
     def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
         return recovery_body(body)

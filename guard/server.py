@@ -121,7 +121,9 @@ class _Call(OpenAICall):
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
-            first = StreamGuard(self.settings.registry, single_choice=_single_choice(body))
+            first = StreamGuard(
+                self.settings.registry_for(body), single_choice=_single_choice(body)
+            )
             async for piece in self._relayed(response, first, 1):
                 yield piece
             if not first.recovering or self.failed:
@@ -136,7 +138,7 @@ class _Call(OpenAICall):
                 message = await error_message(recovery)
                 yield _error_event(message, recovery.status)
                 return
-            second = StreamGuard(self.settings.registry, follows=first)
+            second = StreamGuard(self.settings.registry_for(body), follows=first)
             async for piece in self._relayed(recovery, second, 2):
                 yield piece
         finally:
@@ -184,8 +186,10 @@ class _Call(OpenAICall):
 
     def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
         if follows is None:
-            return CompletionGuard(self.settings.registry, single_choice=_single_choice(body))
-        return CompletionGuard(self.settings.registry, follows=follows)
+            return CompletionGuard(
+                self.settings.registry_for(body), single_choice=_single_choice(body)
+            )
+        return CompletionGuard(self.settings.registry_for(body), follows=follows)
 
     def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
         return _recovery_body(body)

@@ -42,8 +42,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from guard.reply import WholeReply, json_object
+from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.policy import MALFORMED_REPLY, strip_warning
-from guardrail.scaffolding import DEFAULT_REGISTRY, Registry
+from guardrail.scaffolding import Registry
 from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 log = logging.getLogger("guard")
@@ -74,10 +75,14 @@ HOP_BY_HOP = frozenset(
 @dataclass(frozen=True)
 class GuardSettings:
     upstream: str  # the model server's base URL, e.g. http://127.0.0.1:8080 (no /v1)
-    registry: Registry = DEFAULT_REGISTRY
+    profiles: ProfileChoice = AUTO  # `auto`: the registry follows each request's model name
     connect_timeout_s: float = 10.0
     keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
     pool_idle_s: float = POOL_IDLE_S  # how long an idle upstream connection is kept for reuse
+
+    def registry_for(self, body: dict[str, Any]) -> Registry:
+        """What the guardrail strips from the answer to `body` (its `model` under auto)."""
+        return self.profiles.registry(body.get("model"))
 
 
 class UpstreamSession:

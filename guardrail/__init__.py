@@ -7,6 +7,8 @@ same contract (docs/contract.md, G1 to G12):
 - `guardrail.scaffolding`: the streaming filter (`ScaffoldingFilter`), which decides
   character by character what of a model's answer may be shown, and its registries of
   model families' markup (`DEFAULT_REGISTRY`, `PROFILES`, `registry_with`);
+- `guardrail.model_profiles`: the registry `auto` picks from a model's name
+  (`registry_for`);
 - `guardrail.policy`: the rest of the contract's rules: one request's answer through a
   fresh filter (`RoundFilter`), when a reply gets the one recovery (`needs_recovery`) and
   when that failed (`recovery_failed`), the recovery's messages (`with_correction`,
@@ -14,6 +16,7 @@ same contract (docs/contract.md, G1 to G12):
   the per-strip warning (`strip_warning`) and a whole short text scrubbed (`scrub`).
 """
 
+from guardrail.model_profiles import registry_for
 from guardrail.policy import (
     CORRECTION_INSTRUCTION,
     MALFORMED_REPLY,
@@ -44,6 +47,7 @@ __all__ = [
     "ScaffoldingFilter",
     "needs_recovery",
     "recovery_failed",
+    "registry_for",
     "registry_with",
     "scrub",
     "strip_warning",

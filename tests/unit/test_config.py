@@ -7,7 +7,8 @@ import pytest
 from app.config import BUNDLED_NOTES, SETTINGS, SettingsError, load_settings, settings_table
 from app.main import llm_config
 from app.rag.llm import make_client
-from guardrail.scaffolding import DEFAULT_REGISTRY, registry_with
+from guardrail.model_profiles import AUTO, ProfileChoice, registry_for
+from guardrail.scaffolding import DEFAULT_REGISTRY, PROFILES, registry_with
 from sg_http.pool import POOL_IDLE_S
 
 
@@ -94,15 +95,34 @@ def test_readme_lists_every_setting():
     assert len(SETTINGS) == settings_table().count("| `SG_")
 
 
-def test_scaffold_profiles_default_to_the_lfm2_registry_alone():
-    settings = load_settings({})
-    assert settings.scaffold_profiles == ()
+def test_scaffold_profiles_default_to_auto_by_the_model_name():
+    settings = load_settings({"SG_LLM_MODEL": "qwen3:8b"})
+    assert settings.scaffold_profiles == AUTO
+    assert settings.scaffold_registry == registry_for("qwen3:8b")
+    assert "<tool_call>" in {p.start for p in settings.scaffold_registry}
+
+
+def test_the_default_model_under_auto_gets_no_look_alike_marker():
+    starts = {p.start for p in load_settings({}).scaffold_registry}
+    assert "<tool_call>" not in starts
+    assert "<|tool_call_start|>" in starts
+
+
+@pytest.mark.parametrize("value", ["none", ""])
+def test_scaffold_profiles_none_is_the_lfm2_registry_alone(value: str):
+    settings = load_settings({"SG_SCAFFOLD_PROFILES": value, "SG_LLM_MODEL": "qwen3:8b"})
+    assert settings.scaffold_profiles == ProfileChoice(auto=False)
     assert settings.scaffold_registry == DEFAULT_REGISTRY
+
+
+def test_scaffold_profiles_all_is_every_profile():
+    settings = load_settings({"SG_SCAFFOLD_PROFILES": "all"})
+    assert settings.scaffold_registry == registry_with(*PROFILES)
 
 
 def test_scaffold_profiles_add_the_named_opt_in_patterns():
     settings = load_settings({"SG_SCAFFOLD_PROFILES": " hermes, mistral ,hermes"})
-    assert settings.scaffold_profiles == ("hermes", "mistral")
+    assert settings.scaffold_profiles == ProfileChoice(auto=False, names=("hermes", "mistral"))
     assert settings.scaffold_registry == registry_with("hermes", "mistral")
 
 
@@ -111,4 +131,4 @@ def test_an_unknown_scaffold_profile_stops_the_start_with_the_known_names():
         load_settings({"SG_SCAFFOLD_PROFILES": "hermes,lfm3"})
     message = str(caught.value)
     assert "SG_SCAFFOLD_PROFILES='hermes,lfm3': unknown profile(s) lfm3" in message
-    assert "known: cohere, deepseek, gemma, harmony, hermes" in message
+    assert "known: auto, none, all, cohere, deepseek, gemma, harmony, hermes" in message

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
+from guardrail.model_profiles import registry_for
+from guardrail.scaffolding import DEFAULT_REGISTRY, PREVIEW_CHARS, Registry, ScaffoldingFilter
 
 from .scaffolding_helpers import chunked, cut_at, run, strip
 
@@ -77,6 +78,8 @@ def test_standalone_tokens_are_stripped_anywhere(text: str, expected: str):
 
 
 LOOKALIKES = [
+    "[TOOL_CALLS] is Mistral's marker, <function=x> Qwen3-Coder's, <tool_calls> MiniMax-M1's",
+    "<start_function_call> is FunctionGemma's, <minimax:tool_call> MiniMax-M2's",
     "We call tool_call and tool_call_start by name here.",
     "An unknown <|some_other_token|> stays.",
     "A lone <|tool_call_end|> closes nothing.",
@@ -91,10 +94,31 @@ LOOKALIKES = [
 ]
 
 
-@pytest.mark.parametrize("text", LOOKALIKES)
+REGISTRIES = {
+    "default": DEFAULT_REGISTRY,
+    "auto lfm2-1.2b": registry_for("lfm2-1.2b"),
+    "auto unknown": registry_for("my-local-model"),
+    "auto no model": registry_for(None),
+}
+SPECIAL_ONLY_UNDER_DEFAULT = "[TOOL_CALLS] and <|python_tag|> are opt-in profiles"
+
+
+def _lookalike_cases() -> list[tuple[str, str]]:
+    """Every look-alike under every registry, but Llama's special token: `auto` strips
+    special-token spellings for any model name (test_model_profiles.py)."""
+    return [
+        (text, name)
+        for name in REGISTRIES
+        for text in LOOKALIKES
+        if name == "default" or text != SPECIAL_ONLY_UNDER_DEFAULT
+    ]
+
+
+@pytest.mark.parametrize(("text", "registry_name"), _lookalike_cases())
 @pytest.mark.parametrize("size", [1, 3, 1000])
-def test_lookalikes_are_never_stripped(text: str, size: int):
-    out, f = run(chunked(text, size))
+def test_lookalikes_are_never_stripped(text: str, registry_name: str, size: int):
+    registry: Registry = REGISTRIES[registry_name]
+    out, f = run(chunked(text, size), registry)
     assert out == text
     assert f.stripped_chars == 0
     assert (f.stripped_spans, f.first_span) == (0, "")

@@ -1,0 +1,164 @@
+"""Which scaffolding profiles a model name asks for: the data behind `--profiles auto`.
+
+`auto` (the default of the guard proxy and the app) picks the registry per request from the
+request's `model` name, as servers report it (`qwen3:8b`, `Qwen/Qwen3-Coder-30B-A3B-Instruct`,
+`hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M`). Deliberate choices:
+
+- Every profile is classified by its markers (`MARKER_CLASS`): `special` when each marker
+  is a special-token spelling no prose writes (`<|...|>`, DeepSeek's fullwidth bar U+FF5C),
+  `look-alike` when one of them reads like plain text (`<tool_call>`, `<function=`, `[TOOL_CALLS]`,
+  `<start_function_call>`) and could eat prose of a model that never emits it.
+- Every name gets LFM2's registry and the `special` profiles (harmless to any text); a
+  `look-alike` profile only when the name names its family (`FAMILIES`). An unknown, empty,
+  missing or non-string name gets the `special` profiles alone.
+- A family matches where its key starts a word of the lower-cased name (`llama` in
+  `llama3.1:8b` and `Meta-Llama-3`, not in `ollama`); the name is cut to `NAME_CAP`
+  characters first, so matching is bounded whatever a client sends, and the answer is cached
+  per (cut) name in a bounded cache.
+- A family with no profile of its own yet (Seed-OSS, Nemotron, Phi: its `<|tool_call|>` is
+  in the default registry) maps to what exists; docs/contract.md lists which.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from .scaffolding import DEFAULT_REGISTRY, PROFILES, Registry, registry_with
+
+MarkerClass = Literal["special", "look-alike"]
+
+MARKER_CLASS: dict[str, MarkerClass] = {
+    "hermes": "look-alike",  # <tool_call>
+    "qwen3-coder": "look-alike",  # <function=
+    "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
+    "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
+    "harmony": "special",  # <|channel|>commentary
+    "llama": "special",  # <|python_tag|>, <|python_start|>
+    "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
+    "minimax": "look-alike",  # <minimax:tool_call>, <tool_calls>
+    "internlm": "special",  # <|action_start|>
+    "cohere": "special",  # <|START_ACTION|>
+    "gemma": "look-alike",  # <|tool_call> is special, <start_function_call> is not
+}
+
+SPECIAL_PROFILES: tuple[str, ...] = tuple(n for n, c in MARKER_CLASS.items() if c == "special")
+
+
+@dataclass(frozen=True)
+class Family:
+    """Model names containing one of `keys` (at a word start) get `profiles`."""
+
+    name: str
+    keys: tuple[str, ...]
+    profiles: tuple[str, ...]
+    note: str = ""
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("LFM2", ("lfm", "liquid"), (), "the default registry"),
+    Family("Qwen3-Coder", ("qwen3-coder", "qwen3coder", "qwen-coder"), ("hermes", "qwen3-coder")),
+    Family("Qwen", ("qwen", "qwq"), ("hermes",)),
+    Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
+    Family("DeepSeek", ("deepseek",), ("deepseek",)),
+    Family("gpt-oss", ("gpt-oss", "gpt_oss", "harmony"), ("harmony",)),
+    Family(
+        "Mistral",
+        ("mistral", "magistral", "devstral", "ministral", "mixtral", "codestral", "pixtral"),
+        ("mistral",),
+    ),
+    Family("Llama", ("llama",), ("llama",)),
+    Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
+    Family("GLM", ("glm", "chatglm"), ("hermes",), "GLM-4.5+ wraps calls in <tool_call>"),
+    Family("MiniMax", ("minimax",), ("minimax",)),
+    Family("Jamba", ("jamba",), ("minimax",), "<tool_calls>, as MiniMax-M1"),
+    Family("Granite", ("granite",), ("hermes",), "Granite 4; Granite 3's token is default"),
+    Family("Hermes", ("hermes", "openhermes", "nous"), ("hermes",)),
+    Family("InternLM", ("internlm",), ("internlm",)),
+    Family("Command", ("command-r", "command-a", "c4ai", "cohere", "aya"), ("cohere",)),
+    Family("Phi", ("phi",), (), "no profile yet: <|tool_call|> is in the default registry"),
+    Family("Seed-OSS", ("seed-oss", "seed_oss"), (), "no profile yet (<seed:tool_call>)"),
+    Family("Nemotron", ("nemotron",), (), "no profile yet (<TOOLCALL>)"),
+)
+
+NAME_CAP = 256
+"""Characters of a model name that are looked at; the rest is ignored."""
+
+_KEYS = re.compile(
+    "(?<![a-z])(?:"
+    + "|".join(
+        re.escape(key)
+        for key in sorted({k for f in FAMILIES for k in f.keys}, key=len, reverse=True)
+    )
+    + ")"
+)
+_FAMILY_OF_KEY = {key: family for family in FAMILIES for key in family.keys}
+
+
+def families_of(model: object) -> tuple[Family, ...]:
+    """The families whose keys the (cut) model name contains, in table order."""
+    if not isinstance(model, str):
+        return ()
+    return _families_of(model[:NAME_CAP].lower())
+
+
+@functools.lru_cache(maxsize=512)
+def _families_of(name: str) -> tuple[Family, ...]:
+    found = {_FAMILY_OF_KEY[m.group()] for m in _KEYS.finditer(name)}
+    return tuple(f for f in FAMILIES if f in found)
+
+
+def profiles_for(model: object) -> tuple[str, ...]:
+    """The profiles `auto` adds to LFM2's registry for `model`: the `special` ones and the
+    named families' own."""
+    named = (p for f in families_of(model) for p in f.profiles)
+    return tuple(dict.fromkeys((*SPECIAL_PROFILES, *named)))
+
+
+def registry_for(model: object) -> Registry:
+    """The registry `auto` filters `model`'s answers with."""
+    return _registry(profiles_for(model))
+
+
+@functools.lru_cache(maxsize=64)
+def _registry(profiles: tuple[str, ...]) -> Registry:
+    return registry_with(*profiles)
+
+
+@dataclass(frozen=True)
+class ProfileChoice:
+    """A `--profiles` / `SG_SCAFFOLD_PROFILES` setting: `auto`, or a fixed list of profiles
+    (`none` and empty: LFM2 alone; `all`: every profile)."""
+
+    auto: bool = True
+    names: tuple[str, ...] = ()
+
+    def registry(self, model: object) -> Registry:
+        if self.auto:
+            return registry_for(model)
+        return _registry(self.names) if self.names else DEFAULT_REGISTRY
+
+    def __str__(self) -> str:
+        return "auto" if self.auto else ",".join(self.names) or "none"
+
+
+AUTO = ProfileChoice()
+
+
+def parse_profiles(text: str) -> ProfileChoice:
+    """`auto`, `none`, `all` or comma-separated profile names; ValueError names the
+    unknown ones."""
+    words = tuple(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
+    if words == ("auto",):
+        return AUTO
+    if words in ((), ("none",)):
+        return ProfileChoice(auto=False)
+    if words == ("all",):
+        return ProfileChoice(auto=False, names=tuple(PROFILES))
+    unknown = [w for w in words if w not in PROFILES]
+    if unknown:
+        known = ", ".join(["auto", "none", "all", *sorted(PROFILES)])
+        raise ValueError(f"unknown profile(s) {', '.join(unknown)}; known: {known}")
+    return ProfileChoice(auto=False, names=words)
