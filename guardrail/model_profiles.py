@@ -58,7 +58,7 @@ class Family:
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("LFM2", ("lfm", "liquid"), (), "the default registry"),
+    Family("LFM2", ("lfm", "liquid"), (), "its markup is in every registry"),
     Family("Qwen3-Coder", ("qwen3-coder", "qwen3coder", "qwen-coder"), ("hermes", "qwen3-coder")),
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
@@ -71,16 +71,36 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family("Llama", ("llama",), ("llama",)),
     Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
-    Family("GLM", ("glm", "chatglm"), ("hermes",), "GLM-4.5+ wraps calls in <tool_call>"),
+    Family(
+        "GLM",
+        ("glm", "chatglm"),
+        ("hermes",),
+        "GLM-4.5+ wraps calls in `<tool_call>`; GLM-5's shape has no profile yet",
+    ),
     Family("MiniMax", ("minimax",), ("minimax",)),
-    Family("Jamba", ("jamba",), ("minimax",), "<tool_calls>, as MiniMax-M1"),
-    Family("Granite", ("granite",), ("hermes",), "Granite 4; Granite 3's token is default"),
+    Family("Jamba", ("jamba",), ("minimax",), "`<tool_calls>`, as MiniMax-M1"),
+    Family(
+        "Granite",
+        ("granite",),
+        ("hermes",),
+        "Granite 4; Granite 3's token is in the default registry",
+    ),
     Family("Hermes", ("hermes", "openhermes", "nous"), ("hermes",)),
     Family("InternLM", ("internlm",), ("internlm",)),
     Family("Command", ("command-r", "command-a", "c4ai", "cohere", "aya"), ("cohere",)),
-    Family("Phi", ("phi",), (), "no profile yet: <|tool_call|> is in the default registry"),
-    Family("Seed-OSS", ("seed-oss", "seed_oss"), (), "no profile yet (<seed:tool_call>)"),
-    Family("Nemotron", ("nemotron",), (), "no profile yet (<TOOLCALL>)"),
+    Family(
+        "Phi",
+        ("phi",),
+        (),
+        "no profile of its own: Phi-4-mini's bare token is in the default registry",
+    ),
+    Family("Seed-OSS", ("seed-oss", "seed_oss"), (), "no profile yet (`<seed:tool_call>`)"),
+    Family(
+        "Nemotron",
+        ("nemotron",),
+        (),
+        "no profile yet (`<TOOLCALL>`); a Llama-Nemotron also matches Llama",
+    ),
 )
 
 NAME_CAP = 256

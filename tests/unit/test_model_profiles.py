@@ -4,6 +4,7 @@ classification, the bounded matching and the setting's parser."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -163,3 +164,22 @@ def test_a_fixed_choice_ignores_the_model_name():
 @pytest.mark.parametrize(("text", "shown"), [("auto", "auto"), ("none", "none"), ("kimi", "kimi")])
 def test_a_choice_reads_back_as_its_setting(text: str, shown: str):
     assert str(parse_profiles(text)) == shown
+
+
+def auto_table() -> str:
+    rows = [
+        "| family | the name contains, at a word start | profiles added | note |",
+        "| --- | --- | --- | --- |",
+    ]
+    for f in FAMILIES:
+        keys = ", ".join(f"`{k}`" for k in f.keys)
+        profiles = ", ".join(f"`{p}`" for p in f.profiles) or "(none)"
+        rows.append(f"| {f.name} | {keys} | {profiles} | {f.note} |")
+    return "\n".join(rows)
+
+
+def test_the_contract_documents_the_auto_table_and_the_classes():
+    contract = (Path(__file__).parents[2] / "docs" / "contract.md").read_text(encoding="utf-8")
+    assert auto_table() in contract
+    for profile, marker_class in MARKER_CLASS.items():
+        assert f"| `{profile}` | {marker_class} |" in contract
