@@ -12,8 +12,9 @@ import pytest
 import uvicorn
 from openai.types.chat import ChatCompletionMessageParam
 
+from guard.cli import parse_args
 from guard.server import GuardSettings, create_app
-from guardrail.model_profiles import parse_profiles
+from guardrail.model_profiles import AUTO, parse_profiles
 from mock_llm import serve_in_thread
 
 from ..deadlines import DEADLINE_S
@@ -100,3 +101,8 @@ async def test_the_app_strips_by_the_name_in_sg_llm_model(
             turn = await ask(client, f"What is the capital of France? [[mock:{FLOW}#{key}]]")
     assert turn.last["type"] == "done"
     assert turn.text == expected
+
+
+def test_the_guard_cli_and_its_settings_default_to_auto():
+    assert parse_profiles(parse_args(["--upstream", "http://127.0.0.1:9"]).profiles) == AUTO
+    assert GuardSettings(upstream="http://127.0.0.1:9").profiles == AUTO
