@@ -10,6 +10,8 @@ import uvicorn
 
 from app.config import Settings, load_settings
 from app.main import create_app
+from guard.server import GuardSettings
+from guard.server import create_app as create_guard
 from mock_llm import serve_in_thread
 
 TEST_FLOWS = Path(__file__).parent / "fixtures" / "flows.yaml"
@@ -31,5 +33,13 @@ def app_settings(mock_url: str, data_dir: Path, **env: str) -> Settings:
 @contextmanager
 def serve_app(settings: Settings) -> Generator[str]:
     config = uvicorn.Config(create_app(settings), log_level="warning", timeout_graceful_shutdown=1)
+    with serve_in_thread(config) as url:
+        yield url
+
+
+@contextmanager
+def serve_guard(upstream: str) -> Generator[str]:
+    """The guard proxy, default settings, in front of the model server at `upstream`."""
+    config = uvicorn.Config(create_guard(GuardSettings(upstream=upstream)), log_level="warning")
     with serve_in_thread(config) as url:
         yield url

@@ -14,12 +14,11 @@ case ends as its flow expects.
 from __future__ import annotations
 
 import pytest
-import uvicorn
 
-from guard.server import GuardSettings, create_app
-from mock_llm import serve_in_thread, serve_mock
+from mock_llm import serve_mock
 
 from ..deadlines import DEADLINE_S
+from ..servers import serve_guard
 from .kit_runs import CASES, KIT_DEADLINE_S, KitResult, run_kit
 from .relay import PROFILE, serve_relay
 
@@ -34,13 +33,11 @@ NOT_RELAY_CHATS = {"G9", "G10", "G12"}
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitResult]:
     results: dict[str, KitResult] = {}
-    with serve_mock() as mock_url:
-        config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
-        with serve_in_thread(config) as proxy_url:
-            for name, model in (("direct", mock_url), ("behind the proxy", proxy_url)):
-                with serve_relay(f"{model}/v1") as app_url:
-                    out = tmp_path_factory.mktemp("relay-kit")
-                    results[name] = run_kit(app_url, mock_url, PROFILE, out, "--cases", str(CASES))
+    with serve_mock() as mock_url, serve_guard(mock_url) as proxy_url:
+        for name, model in (("direct", mock_url), ("behind the proxy", proxy_url)):
+            with serve_relay(f"{model}/v1") as app_url:
+                out = tmp_path_factory.mktemp("relay-kit")
+                results[name] = run_kit(app_url, mock_url, PROFILE, out, "--cases", str(CASES))
     return results
 
 

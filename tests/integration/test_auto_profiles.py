@@ -18,7 +18,7 @@ from guardrail.model_profiles import AUTO, parse_profiles
 from mock_llm import serve_in_thread
 
 from ..deadlines import DEADLINE_S
-from ..servers import app_settings, serve_app
+from ..servers import app_settings, serve_app, serve_guard
 from ..sse import ask
 from .conftest import sdk_for
 from .recovery import add_flows
@@ -38,8 +38,7 @@ def flows(mock_url: str) -> None:
 
 @pytest.fixture(scope="module")
 def proxy_url(mock_url: str, flows: None) -> Iterator[str]:
-    config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
-    with serve_in_thread(config) as url:
+    with serve_guard(mock_url) as url:
         yield url
 
 

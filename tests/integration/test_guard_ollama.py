@@ -43,6 +43,7 @@ from ..journal import settled_journal
 from ..ollama_generate import as_generate, as_generate_line
 from ..ports import refusing_port
 from ..processes import guard_process
+from ..servers import serve_guard
 from .played_flows import FLOWS, PLAYED
 from .recovery import (
     RECOVERY_CUT,
@@ -60,8 +61,7 @@ TOOL_RESULT = "# Backups\nNightly at 02:00 with restic."
 
 @pytest.fixture(scope="module")
 def proxy_url(mock_url: str) -> Iterator[str]:
-    config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
-    with serve_in_thread(config) as url:
+    with serve_guard(mock_url) as url:
         yield url
 
 
@@ -545,8 +545,7 @@ async def test_a_pull_streams_its_progress_through(
     echo_upstream: tuple[str, list[dict[str, str]]],
 ):
     upstream, _ = echo_upstream
-    config = uvicorn.Config(create_app(GuardSettings(upstream=upstream)), log_level="warning")
-    with serve_in_thread(config) as url:
+    with serve_guard(upstream) as url:
         async with ollama.AsyncClient(host=url, timeout=DEADLINE_S) as client:
             progress = [
                 (part.status, part.completed)
@@ -560,9 +559,8 @@ async def test_the_clients_api_key_goes_upstream_and_never_into_a_log(
 ):
     caplog.set_level(logging.DEBUG)
     upstream, seen = echo_upstream
-    config = uvicorn.Config(create_app(GuardSettings(upstream=upstream)), log_level="warning")
     headers = {"Authorization": "Bearer sk-secret-4711"}
-    with serve_in_thread(config) as url:
+    with serve_guard(upstream) as url:
         async with ollama.AsyncClient(host=url, timeout=DEADLINE_S, headers=headers) as client:
             answer = await client.chat(model="m", messages=[{"role": "user", "content": "hi"}])
     assert answer.message.content == "Backups run nightly."

@@ -33,6 +33,7 @@ from mock_llm import Flow, serve_in_thread
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..ports import refusing_port
+from ..servers import serve_guard
 from ..sse import lines_to_first_comment
 from .conftest import sdk_for
 from .played_flows import FLOWS, ONE_REQUEST_TURNS
@@ -50,8 +51,7 @@ SYSTEM = "You answer from the user's homelab notes."
 
 @pytest.fixture(scope="module")
 def proxy_url(mock_url: str) -> Iterator[str]:
-    config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
-    with serve_in_thread(config) as url:
+    with serve_guard(mock_url) as url:
         yield url
 
 
@@ -244,8 +244,7 @@ async def test_the_clients_api_key_goes_upstream_and_never_into_a_log(
 ):
     caplog.set_level(logging.DEBUG)
     upstream, seen = echo_upstream
-    config = uvicorn.Config(create_app(GuardSettings(upstream=upstream)), log_level="warning")
-    with serve_in_thread(config) as url:
+    with serve_guard(upstream) as url:
         async with sdk_for(url, api_key="sk-secret-4711") as client:
             completion = await client.chat.completions.create(
                 model="m", messages=[{"role": "user", "content": "hi"}]

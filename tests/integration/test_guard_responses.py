@@ -38,6 +38,7 @@ from mock_llm.responses_wire import stream_events
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..ports import refusing_port
+from ..servers import serve_guard
 from ..sse import lines_to_first_comment
 from .conftest import sdk_for
 from .played_flows import FLOWS, PLAYED
@@ -53,8 +54,7 @@ MARKERS = ("<|tool_call_start|>", "<|tool_calls|>", "<|tool_call|>")
 @pytest.fixture(scope="module")
 def proxy_url(mock_url: str) -> Iterator[str]:
     add_flows(mock_url, RECOVERY_FAULTS)
-    config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
-    with serve_in_thread(config) as url:
+    with serve_guard(mock_url) as url:
         yield url
 
 
@@ -427,8 +427,7 @@ def scripted_upstream(answers: Sequence[bytes | None]) -> Generator[str]:
 
 @contextmanager
 def proxy_for(upstream: str) -> Generator[str]:
-    config = uvicorn.Config(create_app(GuardSettings(upstream=upstream)), log_level="warning")
-    with serve_in_thread(config) as url:
+    with serve_guard(upstream) as url:
         yield url
 
 

@@ -21,16 +21,12 @@ and the report command (scripts/openwebui_report.py).
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from contextlib import contextmanager
 from pathlib import Path
 
-import uvicorn
-
-from guard.server import GuardSettings, create_app
-from mock_llm import serve_in_thread, serve_mock
+from mock_llm import serve_mock
 
 from ..conformance_selftest.kit_runs import CASES, ROOT, KitResult, run_kit
+from ..servers import serve_guard
 from .openwebui import Connection, install_function, serve_open_webui
 
 ROUTES = ("direct", "guard-openai", "guard-ollama", "filter")
@@ -50,16 +46,9 @@ FILTER_FILE = ROOT / "integrations" / "openwebui" / "scaffold_guard_filter.py"
 FILTER_BASELINE = ROOT / "integrations" / "openwebui" / "expected-failures.txt"
 
 
-@contextmanager
-def guard_in_front_of(mock_url: str) -> Generator[str]:
-    config = uvicorn.Config(create_app(GuardSettings(upstream=mock_url)), log_level="warning")
-    with serve_in_thread(config) as proxy_url:
-        yield proxy_url
-
-
 def run_route(route: str, out: Path) -> KitResult:
     """The whole kit against Open WebUI wired by `route` (see the module docstring)."""
-    with serve_mock() as mock_url, guard_in_front_of(mock_url) as guard_url:
+    with serve_mock() as mock_url, serve_guard(mock_url) as guard_url:
         connection = {
             "direct": Connection("ollama", mock_url),
             "guard-openai": Connection("openai", f"{guard_url}/v1"),
