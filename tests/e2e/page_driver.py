@@ -9,8 +9,19 @@ from playwright.sync_api import Locator, Page, expect
 ASSISTANT = "[data-testid=message-assistant]"
 
 
+def wait_ready(page: Page) -> None:
+    """Wait until the page takes a new question: the send button is enabled again."""
+    expect(page.locator("[data-testid=chat-send]")).to_be_enabled()
+
+
 def ask(page: Page, question: str) -> Locator:
-    """Type a question, press Enter; the new assistant message."""
+    """Type a question, press Enter; the new assistant message.
+
+    Waits for the send button first: a turn's message reads `done` a moment before the page
+    is ready for the next question, and Enter in that moment is ignored (the CI failure of
+    test_a_hostile_payload_stays_inert[tool-result-css-inject], whose question stayed in the
+    composer)."""
+    wait_ready(page)
     page.fill("[data-testid=chat-input]", question)  # waits until the box is enabled
     before = page.locator(ASSISTANT).count()  # so restored turns are counted
     page.keyboard.press("Enter")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from playwright.sync_api import Browser, Page, expect
 
 from .conftest import TIMEOUT_MS, Stack
-from .page_driver import ASSISTANT, answered
+from .page_driver import ASSISTANT, answered, wait_ready
 
 BACKUPS = "When do backups run?"
 
@@ -103,6 +103,7 @@ def test_the_conversation_is_not_restored_for_a_turn_that_failed(
     answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
     failed = chat.locator(ASSISTANT).nth(0)
     expect(failed).to_have_attribute("data-state", "done")
+    wait_ready(chat)
     chat.fill("[data-testid=chat-input]", f"{BACKUPS} [[mock:drop-mid-stream#{key}b]]")
     chat.keyboard.press("Enter")
     expect(chat.locator(ASSISTANT).nth(1)).to_have_attribute("data-state", "error")
