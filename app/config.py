@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
-from guardrail.scaffolding import Registry
+from guardrail.patterns import Registry
 from sg_http.pool import POOL_IDLE_S
 
 BUNDLED_NOTES = Path(__file__).parent / "sample_notes"

@@ -46,8 +46,8 @@ from app.rag.retrieval import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
 from app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
 from app.storage import QueryLog, ToolChip, TurnRow
 from app.turn_log import TurnStats, format_turn_line
+from guardrail.patterns import Registry
 from guardrail.policy import scrub
-from guardrail.scaffolding import Registry
 from sg_http.pool import RequestFailed
 
 T = TypeVar("T")

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp
 
 from guard.server import GuardSettings, create_app
 from guardrail.model_profiles import parse_profiles
-from guardrail.scaffolding import PROFILES
+from guardrail.registries import PROFILES
 from mock_llm import socket_url
 from mock_llm.cli import listen
 from sg_http.pool import POOL_IDLE_S

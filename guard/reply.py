@@ -19,8 +19,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from guardrail.patterns import Registry
 from guardrail.policy import RoundFilter, needs_recovery, recovery_failed
-from guardrail.scaffolding import Registry
 
 IDENTITY = ("id", "created", "model")
 

@@ -31,8 +31,8 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
+from guardrail.patterns import Registry
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
-from guardrail.scaffolding import Registry
 
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 ANSWER_ITEMS = ("message", "reasoning")

@@ -43,8 +43,8 @@ from starlette.responses import Response, StreamingResponse
 
 from guard.reply import WholeReply, json_object
 from guardrail.model_profiles import AUTO, ProfileChoice
+from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
-from guardrail.scaffolding import Registry
 from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 log = logging.getLogger("guard")

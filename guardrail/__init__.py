@@ -17,6 +17,7 @@ same contract (docs/contract.md, G1 to G12):
 """
 
 from guardrail.model_profiles import registry_for
+from guardrail.patterns import Registry
 from guardrail.policy import (
     CORRECTION_INSTRUCTION,
     MALFORMED_REPLY,
@@ -27,14 +28,8 @@ from guardrail.policy import (
     strip_warning,
     with_correction,
 )
-from guardrail.scaffolding import (
-    DEFAULT_REGISTRY,
-    PREVIEW_CHARS,
-    PROFILES,
-    Registry,
-    ScaffoldingFilter,
-    registry_with,
-)
+from guardrail.registries import DEFAULT_REGISTRY, PROFILES, registry_with
+from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
 
 __all__ = [
     "CORRECTION_INSTRUCTION",

@@ -15,7 +15,7 @@ request's `model` name, as servers report it (`qwen3:8b`, `Qwen/Qwen3-Coder-30B-
   `llama3.1:8b` and `Meta-Llama-3`, not in `ollama`); the name is cut to `NAME_CAP`
   characters first, so matching is bounded whatever a client sends, and the answer is cached
   per (cut) name in a bounded cache.
-- A family with no profile of its own yet (Seed-OSS, Nemotron, Phi: its `<|tool_call|>` is
+- A family with no profile of its own (Phi: its `<|tool_call|>` is
   in the default registry) maps to what exists; docs/contract.md lists which.
 """
 
@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .scaffolding import DEFAULT_REGISTRY, PROFILES, Registry, registry_with
+from .patterns import Registry
+from .registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
 
 MarkerClass = Literal["special", "look-alike"]
 
@@ -41,7 +42,12 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "minimax": "look-alike",  # <minimax:tool_call>, <tool_calls>
     "internlm": "special",  # <|action_start|>
     "cohere": "special",  # <|START_ACTION|>
-    "gemma": "look-alike",  # <|tool_call> is special, <start_function_call> is not
+    "gemma": "look-alike",  # <|tool_call> is special; <start_function_call>, bare call:f{
+    "harmony-residue": "look-alike",  # analysisWe...assistantfinal, at the answer's start
+    "seed-oss": "look-alike",  # <seed:tool_call>
+    "nemotron": "look-alike",  # <TOOLCALL>
+    "glm": "look-alike",  # <arg_key>
+    "echo": "look-alike",  # [Calling tool: (opt-in only: never auto, never all)
 }
 
 SPECIAL_PROFILES: tuple[str, ...] = tuple(n for n, c in MARKER_CLASS.items() if c == "special")
@@ -63,7 +69,12 @@ FAMILIES: tuple[Family, ...] = (
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
     Family("DeepSeek", ("deepseek",), ("deepseek",)),
-    Family("gpt-oss", ("gpt-oss", "gpt_oss", "harmony"), ("harmony",)),
+    Family(
+        "gpt-oss",
+        ("gpt-oss", "gpt_oss", "harmony"),
+        ("harmony", "harmony-residue"),
+        "the residue only at the answer's start",
+    ),
     Family(
         "Mistral",
         ("mistral", "magistral", "devstral", "ministral", "mixtral", "codestral", "pixtral"),
@@ -74,8 +85,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "GLM",
         ("glm", "chatglm"),
-        ("hermes",),
-        "GLM-4.5+ wraps calls in `<tool_call>`; GLM-5's shape has no profile yet",
+        ("hermes", "glm"),
+        "GLM-4.5+ wraps calls in `<tool_call>`; GLM-5 also writes bare `<arg_key>` pairs",
     ),
     Family("MiniMax", ("minimax",), ("minimax",)),
     Family("Jamba", ("jamba",), ("minimax",), "`<tool_calls>`, as MiniMax-M1"),
@@ -94,13 +105,8 @@ FAMILIES: tuple[Family, ...] = (
         (),
         "no profile of its own: Phi-4-mini's bare token is in the default registry",
     ),
-    Family("Seed-OSS", ("seed-oss", "seed_oss"), (), "no profile yet (`<seed:tool_call>`)"),
-    Family(
-        "Nemotron",
-        ("nemotron",),
-        (),
-        "no profile yet (`<TOOLCALL>`); a Llama-Nemotron also matches Llama",
-    ),
+    Family("Seed-OSS", ("seed-oss", "seed_oss"), ("seed-oss",)),
+    Family("Nemotron", ("nemotron",), ("nemotron",), "a Llama-Nemotron also matches Llama"),
 )
 
 NAME_CAP = 256
@@ -150,7 +156,7 @@ def _registry(profiles: tuple[str, ...]) -> Registry:
 @dataclass(frozen=True)
 class ProfileChoice:
     """A `--profiles` / `SG_SCAFFOLD_PROFILES` setting: `auto`, or a fixed list of profiles
-    (`none` and empty: LFM2 alone; `all`: every profile)."""
+    (`none` and empty: LFM2 alone; `all`: every profile but the OPT_IN ones)."""
 
     auto: bool = True
     names: tuple[str, ...] = ()
@@ -176,7 +182,7 @@ def parse_profiles(text: str) -> ProfileChoice:
     if words in ((), ("none",)):
         return ProfileChoice(auto=False)
     if words == ("all",):
-        return ProfileChoice(auto=False, names=tuple(PROFILES))
+        return ProfileChoice(auto=False, names=tuple(p for p in PROFILES if p not in OPT_IN))
     unknown = [w for w in words if w not in PROFILES]
     if unknown:
         known = ", ".join(["auto", "none", "all", *sorted(PROFILES)])

@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from guardrail.scaffolding import PREVIEW_CHARS, Registry, ScaffoldingFilter
+from guardrail.patterns import Registry
+from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
 
 __all__ = [
     "CORRECTION_INSTRUCTION",

@@ -3,27 +3,31 @@
 This is the guardrail's core: a pure, incremental filter (no I/O, no model, no imports from
 the rest of the app). `feed(chunk)` returns the text that is safe to show now; `flush()`
 returns what was held back when the stream ends. Which markup counts as scaffolding is
-data: a registry of patterns, each traced to the public template or parser it comes from.
-The default registry is LFM2's: the span `<|tool_call_start|>`...`<|tool_call_end|>` and
-the standalone tokens `<|tool_calls|>` and `<|tool_call|>`. Other families' formats are
-opt-in profiles (`registry_with("hermes", ...)`), never on by default.
+data: a registry of patterns (guardrail/patterns.py), LFM2's by default, the other
+families' as profiles (guardrail/registries.py).
 
 Semantics (docs/contract.md states them for users; tests pin them):
 - An opener (a span's start marker or a standalone token) is matched exactly, wherever it
-  falls across chunks. Inside a span only that span's end markers matter: a start marker
-  quoted inside a span is data. A span whose end never comes is stripped to the end of the
-  stream. Look-alikes are text: an unknown `<|token|>`, a lone end marker, `a < b`.
-- Minimal hold-back: after every feed, exactly the longest suffix that could still become a
-  marker is held back (outside a span: a proper prefix of an opener; inside: of an end
-  marker), and nothing when no marker could start there. Clean text is never delayed.
-- At stream end a held partial opener is released as it is (it was text after all).
-- Plain-text markers (not special tokens, e.g. Hermes `<tool_call>`) are left alone inside
-  fenced code blocks, so a markdown example is not eaten. Special tokens are stripped
-  everywhere: a model never writes them as an example.
+  falls across chunks. It counts where its pattern allows it to begin (anywhere, at a word
+  start, or only at the answer's start), outside code (a fenced block, or an inline code
+  span on its line) for a plain-text marker, and
+  only when what follows fits its hint, if it has one (guardrail/shapes.py). Inside a span
+  only that span's end markers matter (for a braced body: its braces and quotes): a start
+  marker quoted inside a span is data. A span whose end never comes is stripped to the end
+  of the stream. Look-alikes are text: an unknown `<|token|>`, a lone end marker, `a < b`.
+- Minimal hold-back: after every feed, exactly the text that could still become markup is
+  held back: outside a span, the longest suffix that is a proper prefix of an opener, or an
+  opener whose hint is still undecided with what follows it, or the blanks and partial
+  trailer after a span that may still end with one; inside, a prefix of an end marker (or
+  of a quote). Nothing is held when no marker could start there: clean text is never
+  delayed.
+- At stream end held text is read once more as final: a partial opener, an undecided hint
+  and a partial trailer are text after all; an open span is stripped.
 - Cost is linear in the stream: openers are found with one compiled regex per registry,
-  and the hold-back check only looks at the last (longest marker - 1) characters. Memory is
-  bounded by the longest marker plus the 200-character preview of the first stripped span,
-  whatever the input: spans are counted, never buffered or listed.
+  the hold-back check only looks at the last (longest marker - 1) characters, and hints and
+  trailers are bounded shapes. Memory is bounded by the longest marker plus its hint, plus
+  the 200-character preview of the first stripped span, whatever the input: spans are
+  counted, never buffered or listed.
 
 Deliberate choices a reader might want to "fix":
 - Text on both sides of a stripped region is not re-joined and re-scanned. A marker that
@@ -31,7 +35,8 @@ Deliberate choices a reader might want to "fix":
   `call_start|>`) was never in the model's output, and catching it would need unbounded
   hold-back; it is shown as the text it is.
 - Lone end markers are not stripped (contract G7), although vLLM's LFM2 parser strips
-  orphan `<|tool_call_end|>`: a look-alike must never be eaten.
+  orphan `<|tool_call_end|>`: a look-alike must never be eaten. A trailer is only ever
+  stripped right after its own span.
 """
 
 from __future__ import annotations
@@ -42,228 +47,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-PatternKind = Literal["span", "token", "to_end"]
+from guardrail.patterns import TRAILER_SPACE, Pattern, Registry
+from guardrail.registries import DEFAULT_REGISTRY
+from guardrail.shapes import Chars, Compiled, Lit, alt, compiled, seq
+
 PREVIEW_CHARS = 200
 _NEVER = r"(?!)"  # a regex that matches nothing
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """One kind of scaffolding.
-
-    `span`: `start` ... one of `ends` (shortest match). `token`: `start` alone. `to_end`:
-    `start` and everything after it to the end of the stream. `special` says the markers
-    are single special tokens in the model's vocabulary; plain-text markers are left alone
-    inside fenced code blocks.
-    """
-
-    name: str
-    kind: PatternKind
-    start: str
-    source: str
-    ends: tuple[str, ...] = ()
-    special: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.start:
-            raise ValueError(f"pattern {self.name!r}: empty start marker")
-        if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
-            raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
-        for a in self.ends:
-            for b in self.ends:
-                if a != b and a in b:  # "x" inside "axb": which ends the span depends on chunking
-                    raise ValueError(f"pattern {self.name!r}: end {a!r} is inside {b!r}: ambiguous")
-
-
-Registry = tuple[Pattern, ...]
-
-DEFAULT_REGISTRY: Registry = (
-    Pattern(
-        "lfm2-tool-call",
-        "span",
-        "<|tool_call_start|>",
-        ends=("<|tool_call_end|>",),
-        source="LiquidAI LFM2 chat template; vllm vllm/tool_parsers/lfm2_tool_parser.py",
-    ),
-    Pattern(
-        "tool-calls-token",
-        "token",
-        "<|tool_calls|>",
-        source="LFM2-family standalone token seen in leaked answers (contract clause G6)",
-    ),
-    Pattern(
-        "tool-call-token",
-        "token",
-        "<|tool_call|>",
-        source="IBM Granite 3.0 / Phi-4-mini marker seen bare (vllm granite_tool_parser.py)",
-    ),
-)
-
-_VLLM = "vllm vllm/tool_parsers/"
-
-PROFILES: dict[str, Registry] = {
-    "hermes": (
-        Pattern(
-            "hermes-tool-call",
-            "span",
-            "<tool_call>",
-            ends=("</tool_call>",),
-            special=False,
-            source=f"{_VLLM}hermes_tool_parser.py (Hermes, Qwen2.5/3, Granite 4, GLM-4.5+)",
-        ),
-    ),
-    "qwen3-coder": (
-        Pattern(
-            "qwen3-coder-function",
-            "span",
-            "<function=",
-            ends=("</function>",),
-            special=False,
-            source=f"{_VLLM}qwen3coder_tool_parser.py (bare <function=NAME> without wrapper)",
-        ),
-    ),
-    "mistral": (
-        Pattern(
-            "mistral-tool-calls",
-            "to_end",
-            "[TOOL_CALLS]",
-            source=f"{_VLLM}mistral_tool_parser.py (no end marker; mlx-lm PR #1448)",
-        ),
-    ),
-    "deepseek": (
-        Pattern(
-            "deepseek-tool-calls",
-            "span",
-            "<｜tool▁calls▁begin｜>",
-            ends=("<｜tool▁calls▁end｜>",),
-            source=f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654",
-        ),
-        Pattern(
-            "deepseek-tool-call",
-            "span",
-            "<｜tool▁call▁begin｜>",
-            ends=("<｜tool▁call▁end｜>",),
-            source=f"{_VLLM}deepseekv31_tool_parser.py",
-        ),
-        Pattern(
-            "deepseek-dsml-function-calls",
-            "span",
-            "<｜DSML｜function_calls>",
-            ends=("</｜DSML｜function_calls>",),
-            source=f"{_VLLM}deepseekv32_tool_parser.py",
-        ),
-        Pattern(
-            "deepseek-dsml-tool-calls",
-            "span",
-            "<｜DSML｜tool_calls>",
-            ends=("</｜DSML｜tool_calls>",),
-            source="DeepSeek V4 DSML, per sglang #40236",
-        ),
-    ),
-    "harmony": (
-        Pattern(
-            "harmony-commentary",
-            "span",
-            "<|channel|>commentary",
-            ends=("<|call|>", "<|end|>"),
-            source=f"{_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
-        ),
-    ),
-    "llama": (
-        Pattern(
-            "llama3-python-tag",
-            "span",
-            "<|python_tag|>",
-            ends=("<|eom_id|>", "<|eot_id|>"),
-            source=f"{_VLLM}llama_tool_parser.py; exo PR #1588 (often EOS-terminated)",
-        ),
-        Pattern(
-            "llama4-python",
-            "span",
-            "<|python_start|>",
-            ends=("<|python_end|>",),
-            source=f"{_VLLM}llama4_pythonic_tool_parser.py",
-        ),
-    ),
-    "kimi": (
-        Pattern(
-            "kimi-tool-calls-section",
-            "span",
-            "<|tool_calls_section_begin|>",
-            ends=("<|tool_calls_section_end|>",),
-            source=f"{_VLLM}kimi_k2_tool_parser.py; MoonshotAI/Kimi-K2 #26",
-        ),
-        Pattern(
-            "kimi-tool-call",
-            "span",
-            "<|tool_call_begin|>",
-            ends=("<|tool_call_end|>",),
-            source=f"{_VLLM}kimi_k2_tool_parser.py; vllm PR #31207",
-        ),
-    ),
-    "minimax": (
-        Pattern(
-            "minimax-m2-tool-call",
-            "span",
-            "<minimax:tool_call>",
-            ends=("</minimax:tool_call>",),
-            source=f"{_VLLM}minimax_m2_tool_parser.py; earendil-works/pi #368",
-        ),
-        Pattern(
-            "minimax-m1-tool-calls",
-            "span",
-            "<tool_calls>",
-            ends=("</tool_calls>",),
-            special=False,
-            source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
-        ),
-    ),
-    "internlm": (
-        Pattern(
-            "internlm-action",
-            "span",
-            "<|action_start|>",
-            ends=("<|action_end|>",),
-            source=f"{_VLLM}internlm2_tool_parser.py",
-        ),
-    ),
-    "cohere": (
-        Pattern(
-            "cohere-action",
-            "span",
-            "<|START_ACTION|>",
-            ends=("<|END_ACTION|>",),
-            source=f"{_VLLM}command_tool_parser.py",
-        ),
-    ),
-    "gemma": (
-        Pattern(
-            "gemma4-tool-call",
-            "span",
-            "<|tool_call>",
-            ends=("<tool_call|>",),
-            source=f"{_VLLM}gemma4_tool_parser.py",
-        ),
-        Pattern(
-            "functiongemma-call",
-            "span",
-            "<start_function_call>",
-            ends=("<end_function_call>",),
-            source="vllm .../functiongemma_tool_parser.py",
-        ),
-    ),
-}
-
-
-def registry_with(*profiles: str, base: Registry = DEFAULT_REGISTRY) -> Registry:
-    """`base` plus the named profiles. A later pattern with the same opener replaces one."""
-    unknown = [p for p in profiles if p not in PROFILES]
-    if unknown:
-        raise ValueError(f"unknown profile(s) {', '.join(unknown)}; known: {', '.join(PROFILES)}")
-    by_start = {pattern.start: pattern for pattern in base}
-    for name in profiles:
-        by_start.update((pattern.start, pattern) for pattern in PROFILES[name])
-    return tuple(by_start.values())
+_WORD = re.compile(r"\w")
+Verdict = Literal["open", "text", "undecided"]
 
 
 class _Matcher:
@@ -282,10 +73,13 @@ class _Matcher:
         self.longest = max(len(s) for s in starts)
         self.opener = re.compile("|".join(re.escape(s) for s in sorted(starts, key=len)[::-1]))
         firsts = sorted({s[0] for s in starts})
-        self.first_char = firsts[0] if len(firsts) == 1 else None
         self.first = re.compile("[" + "".join(re.escape(c) for c in firsts) + "]")
-        self.special_prefixes = _proper_prefixes(p.start for p in registry if p.special)
-        self.plain_prefixes = _proper_prefixes(p.start for p in registry if not p.special)
+        anywhere = [p for p in registry if p.boundary == "any"]
+        self.bounded = tuple(p for p in registry if p.boundary != "any")
+        """Patterns that may begin only at a word start or at the answer's start."""
+        self.first_char = firsts[0] if len(firsts) == 1 and not self.bounded else None
+        self.special_prefixes = _proper_prefixes(p.start for p in anywhere if p.special)
+        self.plain_prefixes = _proper_prefixes(p.start for p in anywhere if not p.special)
 
 
 def _proper_prefixes(markers: Iterable[str]) -> frozenset[str]:
@@ -297,51 +91,96 @@ def _matcher(registry: Registry) -> _Matcher:
     return _Matcher(registry)
 
 
-SpanEnds = tuple[re.Pattern[str], int, frozenset[str], re.Pattern[str]]
+@dataclass(frozen=True)
+class _Inside:
+    """How a span is read from the inside: `search` finds what may end it (its end markers;
+    a braced body's braces and quotes), `prefixes` of those are held back (the longest is
+    `longest` - 1 long), and a chunk without any of `firsts` cannot end it."""
+
+    search: re.Pattern[str]
+    longest: int
+    prefixes: frozenset[str]
+    firsts: re.Pattern[str]
+
+
+def _chars(markers: Iterable[str]) -> re.Pattern[str]:
+    firsts = "".join(re.escape(c) for c in sorted({m[0] for m in markers}))
+    return re.compile(f"[{firsts}]" if firsts else _NEVER)
 
 
 @functools.lru_cache(maxsize=256)
-def _ends(pattern: Pattern) -> SpanEnds:
-    """A span's end-marker regex, longest end, end prefixes, and end first-character regex."""
+def _inside(pattern: Pattern) -> _Inside:
+    if pattern.kind == "braced":
+        quotes = sorted(pattern.quotes, key=len)[::-1]
+        search = re.compile("|".join([r"\{", r"\}", *(re.escape(q) for q in quotes)]))
+        longest = max((len(q) for q in quotes), default=0)
+        return _Inside(search, longest, _proper_prefixes(quotes), _chars(["{", "}", *quotes]))
     ends = sorted(pattern.ends, key=len)[::-1]
-    regex = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
+    search = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
     longest = max((len(e) for e in ends), default=0)
-    firsts = "".join(re.escape(c) for c in sorted({e[0] for e in ends}))
-    return regex, longest, _proper_prefixes(ends), re.compile(f"[{firsts}]" if firsts else _NEVER)
+    return _Inside(search, longest, _proper_prefixes(ends), _chars(ends))
 
 
-_NO_ENDS: SpanEnds = (re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))
+_NOTHING_INSIDE = _Inside(re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))
 
 
-class _Fences:
-    """Whether the text so far is inside a fenced code block (``` or ~~~ lines)."""
+@functools.lru_cache(maxsize=64)
+def _trailer(pattern: Pattern) -> Compiled:
+    """Blanks, then one of the pattern's trailers."""
+    options = alt(*(Lit(t) for t in pattern.trailers))
+    return compiled(seq(Chars(r"[ \t\r\n]", 0, TRAILER_SPACE), options))
 
-    __slots__ = ("char", "decided", "head", "open")
+
+class _Code:
+    """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
+    inline code span on the current line (a run of backticks up to the next run of the
+    same length). A run of backticks at the end of the text counts as ended: what comes next
+    is read after it."""
+
+    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
 
     def __init__(self) -> None:
-        self.open = False
+        self.fenced = False
         self.char = ""
         self.head = ""
         self.decided = False
+        self.fence_line = False  # the current line opens or closes a fenced block
+        self.tick = 0  # the backtick run that opened the line's inline code span, if any
+        self.run = 0  # a backtick run at the end of the text, not ended yet
 
-    def copy(self) -> _Fences:
-        twin = _Fences()
-        twin.open, twin.char, twin.head, twin.decided = (
-            self.open,
-            self.char,
-            self.head,
-            self.decided,
-        )
+    def copy(self) -> _Code:
+        twin = _Code()
+        for name in _Code.__slots__:
+            setattr(twin, name, getattr(self, name))
         return twin
+
+    @property
+    def open(self) -> bool:
+        return self.fenced or _ticked(self.tick, self.run) > 0
 
     def feed(self, text: str) -> None:
         lines = text.split("\n")
         for index, piece in enumerate(lines):
             if index:
-                self.head, self.decided = "", False
+                self.head, self.decided, self.fence_line = "", False, False
+                self.tick, self.run = 0, 0
             if not self.decided:
                 self.head = (self.head + piece)[:8]
                 self._decide(complete=index < len(lines) - 1)
+            if self.fence_line:
+                continue  # a fence line's backticks open or close a block, not a span
+            if "`" in piece:
+                self._ticks(piece)
+            elif piece and self.run:
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+
+    def _ticks(self, piece: str) -> None:
+        for run in _BACKTICKS.finditer(piece):
+            if run.start() or not self.run:  # text came between: the pending run ended
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+            self.run += run.end() - run.start()
+            if run.end() < len(piece):
+                self.tick, self.run = _ticked(self.tick, self.run), 0
 
     def _decide(self, complete: bool) -> None:
         body = self.head.lstrip(" ")
@@ -350,28 +189,47 @@ class _Fences:
             return
         run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
         if run >= 3:
-            self.decided = True
-            if not self.open:
-                self.open, self.char = True, body[0]
+            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
+            if not self.fenced:
+                self.fenced, self.char = True, body[0]
             elif body[0] == self.char:
-                self.open = False
+                self.fenced = False
         elif complete or len(body) > run:
             self.decided = True
+
+
+_BACKTICKS = re.compile("`+")
+
+
+def _ticked(tick: int, run: int) -> int:
+    """The inline code span's opening run after a run of `run` backticks ended."""
+    if not run:
+        return tick
+    if not tick:
+        return run
+    return 0 if run == tick else tick
 
 
 class ScaffoldingFilter:
     """Incremental scaffolding stripper for one stream. Not reusable after flush()."""
 
     __slots__ = (
+        "_at_start",
+        "_braces",
         "_clean",
         "_fast",
         "_fences",
         "_flushed",
         "_held",
+        "_inside",
+        "_last",
         "_matcher",
         "_preview",
+        "_quote",
         "_span",
-        "_span_ends",
+        "_track",
+        "_trailing",
+        "_trailing_first",
         "first_span",
         "stripped_chars",
         "stripped_spans",
@@ -381,13 +239,20 @@ class ScaffoldingFilter:
         self._matcher = _matcher(registry)
         self._held = ""
         self._span: Pattern | None = None
-        self._span_ends = _NO_ENDS
+        self._inside = _NOTHING_INSIDE
+        self._braces = 0  # a braced body's open braces
+        self._quote = ""  # the quote a braced body is inside, if any
+        self._trailing: Pattern | None = None  # a span just ended; its trailer may follow
+        self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
         plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
-        self._fences = _Fences() if plain else None
+        self._fences = _Code() if plain else None
+        self._track = bool(self._matcher.bounded)  # keep _last and _at_start up to date
+        self._last = ""  # the last character of the stream before the held text
+        self._at_start = True  # nothing of the stream came before the held text
         self._clean = True
         self._fast: str | None = None
-        self._set_clean(True)
+        self._set_clean()
         self._flushed = False
         self.stripped_chars = 0  # characters taken out so far
         self.stripped_spans = 0  # spans and tokens taken out so far
@@ -395,7 +260,7 @@ class ScaffoldingFilter:
 
     @property
     def held(self) -> str:
-        """The text held back right now (a possible marker prefix)."""
+        """The text held back right now (what could still become markup)."""
         return self._held
 
     def feed(self, chunk: str) -> str:
@@ -412,89 +277,128 @@ class ScaffoldingFilter:
         held = self._held
         if self._span is not None:
             if not held:
-                if self._span_ends[3].search(chunk) is None:
-                    self._strip(chunk)  # no end marker can start in it: all of it is span
+                if self._inside.firsts.search(chunk) is None:
+                    self._strip(chunk)  # nothing that could end the span: all of it is span
+                    self._passed(chunk)
                     return ""
-            elif held + chunk in self._span_ends[2]:
+            elif held + chunk in self._inside.prefixes:
                 self._held = held + chunk  # still an end marker's prefix: hold it all
                 return ""
-        elif not held:
-            if self._matcher.first.search(chunk) is None:
-                self._feed_fences(chunk)
-                return chunk
-        elif held + chunk in self._matcher.special_prefixes:
-            self._held = held + chunk  # still a special opener's prefix: hold it all
-            return ""
+        elif self._trailing is None:
+            if not held:
+                if self._matcher.first.search(chunk) is None:
+                    self._feed_fences(chunk)
+                    self._passed(chunk)
+                    return chunk
+            elif held + chunk in self._matcher.special_prefixes:
+                self._held = held + chunk  # still a special opener's prefix: hold it all
+                return ""
         return self._scan(held + chunk)
 
-    def _set_clean(self, clean: bool) -> None:
+    def _passed(self, text: str) -> None:
+        """`text` went by without a scan: what boundaries need to know of it."""
+        if self._track and text:
+            self._last, self._at_start = text[-1], False
+
+    def _set_clean(self) -> None:
         """Outside any span with nothing held, a chunk with no opener's first character is
         returned as it is; with one first character and no fences, by a bare `in` test."""
+        clean = self._span is None and not self._held and self._trailing is None
         self._clean = clean
         single = self._matcher.first_char if self._fences is None else None
         self._fast = single if clean else None
 
     def flush(self) -> str:
-        """At stream end: a held partial opener is text; an open span is stripped to the end.
+        """At stream end: held text is read as final (a partial opener, an undecided hint or
+        a partial trailer is text); an open span is stripped to the end.
 
         A second flush returns ''; a feed after flush is an error.
         """
+        if self._flushed:
+            return ""
         self._flushed = True
         held, self._held = self._held, ""
-        self._set_clean(True)
-        self._fast = None
+        out = self._scan(held, final=True)
         if self._span is not None:
-            self._strip(held)
             self._close_span()
-            return ""
-        if self._fences is not None:
-            self._fences.feed(held)
-        return held
+        self._trailing = None
+        self._fast = None
+        return out
 
     # --- scanning ------------------------------------------------------------------------
 
-    def _scan(self, text: str) -> str:
+    def _scan(self, text: str, final: bool = False) -> str:
+        """Read `text` (the held text and a new chunk): what may be shown, and what to hold.
+        `final`: no more text will come, so nothing is held."""
         out: list[str] = []
         pos = 0
         while True:
-            if self._span is None:
-                match = self._matcher.opener.search(text, pos)
-                if match is None:
+            if self._span is not None:
+                end, read = self._span_end(text, pos)
+                if end is None:
+                    keep = len(text) if final else self._hold_inside(text, read)
+                    self._strip(text[pos:keep])
                     break
-                pattern = self._matcher.by_start[match.group()]
-                before = text[pos : match.start()]
-                out.append(before)
-                self._feed_fences(before)
-                pos = match.end()
-                if self._fences is not None and self._fences.open and not pattern.special:
-                    # A plain marker in a code block is an example: text, scanned on from its
-                    # second character, so a special token overlapping its tail is still found.
-                    pos = match.start() + 1
-                    out.append(text[match.start()])
-                    self._fences.feed(text[match.start()])
-                    continue
-                self._open(pattern, match.group())
-            else:
-                match = self._span_ends[0].search(text, pos)
-                if match is None:
-                    break
-                self._strip(text[pos : match.end()])
-                pos = match.end()
+                self._strip(text[pos:end])
+                pos = end
                 self._close_span()
-        if self._span is None:
-            keep = self._hold_outside(text, pos)
-            out.append(text[pos:keep])
-            self._feed_fences(text[pos:keep])
-        else:
-            keep = self._hold_inside(text, pos)
-            self._strip(text[pos:keep])
+                continue
+            if self._trailing is not None:
+                after = self._after_trailer(text, pos, final)
+                if after is None:
+                    keep = pos  # blanks and a partial trailer: hold them
+                    break
+                pos = after
+                continue
+            match = self._matcher.opener.search(text, pos)
+            if match is None:
+                keep = len(text) if final else self._hold_outside(text, pos)
+                self._emit(out, text[pos:keep])
+                break
+            start = match.start()
+            pattern = self._matcher.by_start[match.group()]
+            self._emit(out, text[pos:start])
+            verdict = self._verdict(pattern, text, start, match.end(), final)
+            if verdict == "undecided":
+                keep = start
+                break
+            if verdict == "text":  # scanned on from its second character, so an opener
+                self._emit(out, text[start])  # overlapping its tail is still found
+                pos = start + 1
+                continue
+            pos = match.end()
+            self._open(pattern, match.group())
+        if self._track and keep:
+            self._last, self._at_start = text[keep - 1], False
         self._held = text[keep:]
-        self._set_clean(self._span is None and not self._held)
+        self._set_clean()
         return "".join(out)
+
+    def _emit(self, out: list[str], text: str) -> None:
+        out.append(text)
+        self._feed_fences(text)
 
     def _feed_fences(self, text: str) -> None:
         if self._fences is not None:
             self._fences.feed(text)
+
+    def _verdict(self, pattern: Pattern, text: str, start: int, after: int, final: bool) -> Verdict:
+        """Whether the opener at `start` (its marker ends at `after`) opens its pattern."""
+        if pattern.boundary == "word":
+            before = text[start - 1] if start else self._last
+            if before and _WORD.match(before):
+                return "text"
+        elif pattern.boundary == "start" and (start or not self._at_start):
+            return "text"
+        if not pattern.special and self._fences is not None and self._fences.open:
+            return "text"  # a plain marker in a code block is an example
+        if pattern.hint is not None:
+            hint = compiled(pattern.hint)
+            if hint.full.match(text, after) is None:
+                if not final and hint.viable.fullmatch(text, after) is not None:
+                    return "undecided"
+                return "text"
+        return "open"
 
     def _hold_outside(self, text: str, pos: int) -> int:
         """Where the held-back suffix starts: the longest one that is an opener's prefix."""
@@ -507,7 +411,21 @@ class ScaffoldingFilter:
                 return index
             if suffix in matcher.plain_prefixes and not self._fenced_at(text, pos, index):
                 return index
+            if any(self._may_begin(p, suffix, text, pos, index) for p in matcher.bounded):
+                return index
         return len(text)
+
+    def _may_begin(self, pattern: Pattern, suffix: str, text: str, pos: int, index: int) -> bool:
+        """Whether `suffix`, at `index`, could still become `pattern`'s opener."""
+        if len(suffix) >= len(pattern.start) or not pattern.start.startswith(suffix):
+            return False
+        if pattern.boundary == "word":
+            before = text[index - 1] if index else self._last
+            if before and _WORD.match(before):
+                return False
+        elif index or not self._at_start:
+            return False
+        return pattern.special or not self._fenced_at(text, pos, index)
 
     def _fenced_at(self, text: str, pos: int, index: int) -> bool:
         if self._fences is None:
@@ -517,12 +435,53 @@ class ScaffoldingFilter:
         return probe.open
 
     def _hold_inside(self, text: str, pos: int) -> int:
-        """Where the held-back suffix starts inside a span: a prefix of one of its ends."""
-        _, longest, prefixes, firsts = self._span_ends
-        for candidate in firsts.finditer(text, max(pos, len(text) - longest + 1)):
-            if text[candidate.start() :] in prefixes:
+        """Where the held-back suffix starts inside a span: a prefix of one of its ends (or of
+        a braced body's quotes)."""
+        inside = self._inside
+        for candidate in inside.firsts.finditer(text, max(pos, len(text) - inside.longest + 1)):
+            if text[candidate.start() :] in inside.prefixes:
                 return candidate.start()
         return len(text)
+
+    def _span_end(self, text: str, pos: int) -> tuple[int | None, int]:
+        """Where the open span ends in `text` (after its end marker or closing brace), or
+        None; and where reading stopped (a braced body's tokens are not read twice)."""
+        assert self._span is not None
+        if self._span.kind != "braced":
+            match = self._inside.search.search(text, pos)
+            return (None, pos) if match is None else (match.end(), match.end())
+        while True:
+            if self._quote:  # inside a quote only the same quote ends it
+                found = text.find(self._quote, pos)
+                if found < 0:
+                    return None, pos
+                pos, self._quote = found + len(self._quote), ""
+                continue
+            match = self._inside.search.search(text, pos)
+            if match is None:
+                return None, pos
+            token, pos = match.group(), match.end()
+            if token == "{":
+                self._braces += 1
+            elif token != "}":
+                self._quote = token
+            elif self._braces:  # a `}` before any `{` is body text
+                self._braces -= 1
+                if not self._braces:
+                    return pos, pos
+
+    def _after_trailer(self, text: str, pos: int, final: bool) -> int | None:
+        """After a span with trailers: where scanning goes on (past the trailer, stripped,
+        when it came), or None while blanks and a partial trailer may still become one."""
+        assert self._trailing is not None
+        trailer = _trailer(self._trailing)
+        match = trailer.full.match(text, pos)
+        if match is not None:
+            self._strip_trailer(text[pos : match.end()])
+        elif not final and trailer.viable.fullmatch(text, pos) is not None:
+            return None
+        self._trailing = None
+        return pos if match is None else match.end()
 
     # --- bookkeeping ---------------------------------------------------------------------
 
@@ -532,7 +491,8 @@ class ScaffoldingFilter:
             self._close_span()
         else:
             self._span = pattern
-            self._span_ends = _ends(pattern)
+            self._inside = _inside(pattern)
+            self._braces, self._quote = 0, ""
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)
@@ -541,9 +501,17 @@ class ScaffoldingFilter:
             if room > 0:
                 self._preview += text[:room]
 
+    def _strip_trailer(self, text: str) -> None:
+        """A trailer belongs to the span before it, in the count and in the preview."""
+        self.stripped_chars += len(text)
+        if self._trailing_first:
+            self.first_span = (self.first_span + text)[:PREVIEW_CHARS]
+
     def _close_span(self) -> None:
         if self.stripped_spans == 0:
             self.first_span = self._preview
             self._preview = ""
         self.stripped_spans += 1
-        self._span = None
+        span, self._span = self._span, None
+        if span is not None and span.trailers:
+            self._trailing, self._trailing_first = span, self.stripped_spans == 1

@@ -43,8 +43,8 @@ from litellm import ModelResponse, ModelResponseStream, StreamingChoices
 # for it and asks for stubs; it reads the annotated source all the same.
 from litellm.types.utils import Delta  # pyright: ignore[reportMissingTypeStubs]
 
+from guardrail.patterns import Registry
 from guardrail.policy import RoundFilter, needs_recovery, recovery_failed, with_correction
-from guardrail.scaffolding import Registry
 
 __all__ = [
     "ENDPOINT_PARAMS",

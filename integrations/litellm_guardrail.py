@@ -59,8 +59,9 @@ from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.guardrails import GuardrailEventHooks  # pyright: ignore[reportMissingTypeStubs]
 from litellm.types.utils import LLMResponseTypes  # pyright: ignore[reportMissingTypeStubs]
 
+from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
-from guardrail.scaffolding import DEFAULT_REGISTRY, Registry, registry_with
+from guardrail.registries import DEFAULT_REGISTRY, registry_with
 from integrations.litellm_filter import (
     CompletionFilter,
     StreamFilter,

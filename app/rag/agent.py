@@ -61,6 +61,7 @@ from app.rag.types import (
     ToolOutcome,
     ToolSpec,
 )
+from guardrail.patterns import Registry
 from guardrail.policy import (
     RoundFilter,
     needs_recovery,
@@ -68,7 +69,6 @@ from guardrail.policy import (
     strip_warning,
     with_correction,
 )
-from guardrail.scaffolding import Registry
 
 __all__ = [
     "AgentEvent",

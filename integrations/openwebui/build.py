@@ -6,8 +6,9 @@ unit test runs the same comparison, so a library change that was not regenerated
 gate with the command to run). `--out PATH` writes elsewhere.
 
 The file is assembled, never edited: Open WebUI's frontmatter docstring, the imports the
-code below it uses, guardrail/scaffolding.py after its imports (all of it: the filter and
-its registries), the statements of guardrail/policy.py that the template imports and the
+code below it uses, the filter's modules after their imports (all of them: guardrail/
+shapes.py, patterns.py, registries.py and scaffolding.py: the filter and its registries),
+the statements of guardrail/policy.py that the template imports and the
 ones those use (MALFORMED_REPLY, RoundFilter, needs_recovery: not the recovery request,
 which a filter cannot send), and the template (filter_template.py) after its imports. The
 `from guardrail...` imports are dropped because the names they bring are defined above
@@ -36,8 +37,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import guardrail.patterns
 import guardrail.policy
+import guardrail.registries
 import guardrail.scaffolding
+import guardrail.shapes
 from integrations.openwebui import filter_template
 
 HERE = Path(__file__).resolve().parent
@@ -109,7 +113,7 @@ def frontmatter(version: str) -> dict[str, str]:
 _NOTICE = f"""\
 GENERATED FILE, do not edit by hand: in the scaffold-guard repository,
 `{COMMAND}` writes it. It is the guardrail library's own
-code (guardrail/scaffolding.py whole, the parts of guardrail/policy.py the filter uses),
+code (the filter's modules of guardrail/ whole, the parts of guardrail/policy.py it uses),
 then the filter class (integrations/openwebui/filter_template.py), because Open WebUI runs
 a function file with its own interpreter, where the library is not installed. A copy-paste
 detector will report this file as a duplicate of guardrail/; it is one, made on purpose,
@@ -119,21 +123,26 @@ To install in Open WebUI, open Admin Panel > Functions, click +, paste this file
 enable it and make it global (or attach it to models); see docs/integrations.md."""
 
 
+LIBRARY = (guardrail.shapes, guardrail.patterns, guardrail.registries, guardrail.scaffolding)
+"""The library modules pasted whole, each after the ones it imports."""
+
+
 def render() -> str:
     """The pasteable file's text."""
-    scaffolding = _Source.of(guardrail.scaffolding.__file__)
+    library = [_Source.of(module.__file__ or "") for module in LIBRARY]
     policy = _Source.of(guardrail.policy.__file__)
     template = _Source.of(filter_template.__file__)
     wanted = _imported_from(template, "guardrail.policy")
+    whole = "the whole module after its imports"
     parts = [
-        (scaffolding, "the whole module after its imports", scaffolding.body()),
+        *((source, whole, source.body()) for source in library),
         (policy, ", ".join(sorted(wanted)) + " and what they use", _picked(policy, wanted)),
-        (template, "the whole module after its imports", template.body()),
+        (template, whole, template.body()),
     ]
     code = "\n\n".join(
         f"# ---- {source.name}: {what} ----\n\n\n{body}" for source, what, body in parts
     )
-    imports = _imports([scaffolding, policy, template], _names_used(code))
+    imports = _imports([*library, policy, template], _names_used(code))
     text = (
         _docstring(frontmatter(_project_version()))
         + "\n# DeepSeek's markers are written with U+FF5C and U+2581 (as in guardrail/).\n"
@@ -259,7 +268,7 @@ def _check(text: str, template: _Source) -> None:
     needed = set[str]().union(
         *(
             _imported_from(template, module)
-            for module in ("guardrail.policy", "guardrail.scaffolding")
+            for module in ("guardrail.policy", *(m.__name__ for m in LIBRARY))
         )
     )
     if needed - defined:

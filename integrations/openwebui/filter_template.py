@@ -50,8 +50,9 @@ from typing import Any, cast
 
 from pydantic import BaseModel, Field, field_validator
 
+from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, needs_recovery
-from guardrail.scaffolding import PROFILES, Registry, registry_with
+from guardrail.registries import PROFILES, registry_with
 
 MAX_OPEN_REPLIES = 1024
 """How many replies may stream through the filter at once before the oldest is forgotten."""

@@ -8,7 +8,7 @@ required_open_webui_version: 0.12.4
 
 GENERATED FILE, do not edit by hand: in the scaffold-guard repository,
 `uv run python -m integrations.openwebui.build` writes it. It is the guardrail library's own
-code (guardrail/scaffolding.py whole, the parts of guardrail/policy.py the filter uses),
+code (the filter's modules of guardrail/ whole, the parts of guardrail/policy.py it uses),
 then the filter class (integrations/openwebui/filter_template.py), because Open WebUI runs
 a function file with its own interpreter, where the library is not installed. A copy-paste
 detector will report this file as a duplicate of guardrail/; it is one, made on purpose,
@@ -33,22 +33,145 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, field_validator
 
-# ---- guardrail/scaffolding.py: the whole module after its imports ----
+# ---- guardrail/shapes.py: the whole module after its imports ----
 
 
-PatternKind = Literal["span", "token", "to_end"]
-PREVIEW_CHARS = 200
-_NEVER = r"(?!)"  # a regex that matches nothing
+@dataclass(frozen=True)
+class Lit:
+    """This exact text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Chars:
+    """Between `least` and `most` characters of the regex class `cls` (e.g. `[A-Za-z_]`)."""
+
+    cls: str
+    least: int
+    most: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.least <= self.most or self.most == 0:
+            raise ValueError(f"Chars {self.cls}: needs 0 <= least <= most, most > 0")
+        re.compile(self.cls)  # a bad class fails here, at import, not mid-stream
+
+
+@dataclass(frozen=True)
+class Seq:
+    """These parts one after another."""
+
+    parts: tuple[Shape, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    """One of these options."""
+
+    options: tuple[Shape, ...]
+
+
+Shape = Lit | Chars | Seq | Alt
+
+
+def seq(*parts: Shape) -> Seq:
+    return Seq(parts)
+
+
+def alt(*options: Shape) -> Alt:
+    return Alt(options)
+
+
+NAME = seq(Chars("[A-Za-z_]", 1, 1), Chars(r"[A-Za-z0-9_.\-]", 0, 63))
+"""A function name as models write them: a letter or `_`, then up to 63 more."""
+SPACE = Chars(r"[ \t\r\n]", 0, 4)
+"""Up to four blanks (spaces, tabs, line breaks)."""
+
+
+def complete(shape: Shape) -> str:
+    """The regex of the whole shape."""
+    if isinstance(shape, Lit):
+        return re.escape(shape.text)
+    if isinstance(shape, Chars):
+        return f"{shape.cls}{{{shape.least},{shape.most}}}"
+    if isinstance(shape, Seq):
+        return "".join(complete(part) for part in shape.parts)
+    return "(?:" + "|".join(complete(option) for option in shape.options) + ")"
+
+
+def partial(shape: Shape) -> str:
+    """The regex of every prefix of the shape, the empty one and the whole one included."""
+    if isinstance(shape, Lit):
+        heads = (re.escape(shape.text[:k]) for k in range(len(shape.text) + 1))
+        return "(?:" + "|".join(heads) + ")"
+    if isinstance(shape, Chars):
+        return f"{shape.cls}{{0,{shape.most}}}"
+    if isinstance(shape, Seq):
+        return _partial_seq(shape.parts)
+    return "(?:" + "|".join(partial(option) for option in shape.options) + ")"
+
+
+def _partial_seq(parts: tuple[Shape, ...]) -> str:
+    if not parts:
+        return ""
+    first, rest = parts[0], parts[1:]
+    if not rest:
+        return partial(first)
+    return f"(?:{complete(first)}{_partial_seq(rest)}|{partial(first)})"
+
+
+def max_len(shape: Shape) -> int:
+    """The longest text the shape can match."""
+    if isinstance(shape, Lit):
+        return len(shape.text)
+    if isinstance(shape, Chars):
+        return shape.most
+    if isinstance(shape, Seq):
+        return sum(max_len(part) for part in shape.parts)
+    return max(max_len(option) for option in shape.options)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A shape's two regexes and its bound."""
+
+    full: re.Pattern[str]
+    viable: re.Pattern[str]
+    longest: int
+
+
+@functools.lru_cache(maxsize=64)
+def compiled(shape: Shape) -> Compiled:
+    return Compiled(re.compile(complete(shape)), re.compile(partial(shape)), max_len(shape))
+
+
+# ---- guardrail/patterns.py: the whole module after its imports ----
+
+
+PatternKind = Literal["span", "token", "to_end", "braced"]
+Boundary = Literal["any", "word", "start"]
+TRAILER_SPACE = 8
+"""The blanks a trailer may follow its span's end marker by."""
+BLANKS = " \t\r\n"
+"""What counts as a blank before a trailer."""
 
 
 @dataclass(frozen=True)
 class Pattern:
     """One kind of scaffolding.
 
-    `span`: `start` ... one of `ends` (shortest match). `token`: `start` alone. `to_end`:
-    `start` and everything after it to the end of the stream. `special` says the markers
-    are single special tokens in the model's vocabulary; plain-text markers are left alone
-    inside fenced code blocks.
+    Kinds: `span` is `start` ... one of `ends` (shortest match); `token` is `start` alone;
+    `to_end` is `start` and everything after it to the end of the stream; `braced` is
+    `start` and a body that runs to the `}` closing its first `{`, where text between two
+    of `quotes` is opaque (Gemma's bare `call:name{key:<|"|>v<|"|>}`).
+
+    `special` says the markers are special tokens no prose writes: plain-text markers are
+    left alone inside fenced code blocks. `hint` is the shape the start must be followed by
+    to count (guardrail/shapes.py); `boundary` where it may begin: anywhere, not right
+    after a letter, digit or `_` (`word`), or only at the very start of the answer
+    (`start`). `trailers`: markers a span's end may be followed by (after at most
+    TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a Qwen3-Coder
+    call without its opening `<tool_call>` still ends with.
     """
 
     name: str
@@ -57,19 +180,43 @@ class Pattern:
     source: str
     ends: tuple[str, ...] = ()
     special: bool = True
+    hint: Shape | None = None
+    boundary: Boundary = "any"
+    trailers: tuple[str, ...] = ()
+    quotes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.start:
             raise ValueError(f"pattern {self.name!r}: empty start marker")
         if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
             raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
-        for a in self.ends:
-            for b in self.ends:
-                if a != b and a in b:  # "x" inside "axb": which ends the span depends on chunking
-                    raise ValueError(f"pattern {self.name!r}: end {a!r} is inside {b!r}: ambiguous")
+        if self.trailers and self.kind != "span":
+            raise ValueError(f"pattern {self.name!r}: only a span has trailers")
+        if any(trailer[:1] and trailer[0] in BLANKS for trailer in self.trailers):
+            raise ValueError(
+                f"pattern {self.name!r}: a trailer starts with a blank (blanks before it are"
+                " taken anyway)"
+            )
+        if self.quotes and self.kind != "braced":
+            raise ValueError(f"pattern {self.name!r}: only a braced body has quotes")
+        for group, what in ((self.ends, "end"), (self.trailers, "trailer"), (self.quotes, "quote")):
+            if any(not marker for marker in group):
+                raise ValueError(f"pattern {self.name!r}: an empty {what}")
+            for a in group:
+                for b in group:
+                    if a != b and a in b:  # "x" inside "axb": which one is seen depends on chunking
+                        raise ValueError(
+                            f"pattern {self.name!r}: {what} {a!r} is inside {b!r}: ambiguous"
+                        )
+        if any(c in quote for quote in self.quotes for c in "{}"):
+            raise ValueError(f"pattern {self.name!r}: a quote with a brace in it")
 
 
 Registry = tuple[Pattern, ...]
+
+
+# ---- guardrail/registries.py: the whole module after its imports ----
+
 
 DEFAULT_REGISTRY: Registry = (
     Pattern(
@@ -95,6 +242,56 @@ DEFAULT_REGISTRY: Registry = (
 
 _VLLM = "vllm vllm/tool_parsers/"
 
+CALL_BODY = alt(
+    seq(SPACE, alt(Lit("{"), Lit("["), Lit("<function="))),
+    seq(NAME, SPACE, alt(Lit("<arg_key>"), Lit("</tool_call>"))),
+)
+"""What follows `<tool_call>` in a real call: JSON, a list, Qwen3-Coder's `<function=`, or
+GLM's name right after the tag, then its first `<arg_key>` (or the end, with no arguments).
+Prose such as `<tool_call> and </tool_call>` fits none of them."""
+JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
+"""A JSON object or array, after at most a few blanks."""
+
+DSML_BARS = {"｜": "", "｜｜": "-doubled", "‖": "-u2016", "|": "-ascii"}
+"""DeepSeek's DSML bar (U+FF5C) and the spellings models mangle it into: doubled and
+U+2016 (lsdefine/GenericAgent #804), ASCII (cline/cline #13348)."""
+_DSML_SOURCES = {
+    "function_calls": f"{_VLLM}deepseekv32_tool_parser.py",
+    "tool_calls": "DeepSeek V4 DSML, per sgl-project/sglang #40236 and #35736",
+    "invoke": "DSML without its section wrapper, per sgl-project/sglang #40236",
+}
+
+
+def _dsml() -> Registry:
+    """The DSML blocks in every bar spelling; a block closes in any spelling."""
+    return tuple(
+        Pattern(
+            f"deepseek-dsml-{block.replace('_', '-')}{suffix}",
+            "span",
+            f"<{bar}DSML{bar}{block}" + ("" if block == "invoke" else ">"),
+            ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
+            source=_DSML_SOURCES[block]
+            + ("" if not suffix else "; bar variants: GenericAgent #804, cline #13348"),
+        )
+        for block in _DSML_SOURCES
+        for bar, suffix in DSML_BARS.items()
+    )
+
+
+def _deepseek_mangled() -> Registry:
+    """DeepSeek-R1-Distill's mangled section openers, which llama.cpp accepts."""
+    return tuple(
+        Pattern(
+            f"deepseek-tool-calls-{name}",
+            "span",
+            f"<｜tool{sep}calls{sep}begin｜>",
+            ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
+            source="ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)",
+        )
+        for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+    )
+
+
 PROFILES: dict[str, Registry] = {
     "hermes": (
         Pattern(
@@ -103,6 +300,7 @@ PROFILES: dict[str, Registry] = {
             "<tool_call>",
             ends=("</tool_call>",),
             special=False,
+            hint=CALL_BODY,
             source=f"{_VLLM}hermes_tool_parser.py (Hermes, Qwen2.5/3, Granite 4, GLM-4.5+)",
         ),
     ),
@@ -113,7 +311,10 @@ PROFILES: dict[str, Registry] = {
             "<function=",
             ends=("</function>",),
             special=False,
-            source=f"{_VLLM}qwen3coder_tool_parser.py (bare <function=NAME> without wrapper)",
+            hint=seq(NAME, Lit(">"), SPACE, alt(Lit("<parameter="), Lit("</function>"))),
+            trailers=("</tool_call>",),
+            source=f"{_VLLM}qwen3coder_tool_parser.py; bare, ending in </tool_call>: "
+            "ollama/ollama #16686",
         ),
     ),
     "mistral": (
@@ -121,6 +322,8 @@ PROFILES: dict[str, Registry] = {
             "mistral-tool-calls",
             "to_end",
             "[TOOL_CALLS]",
+            special=False,
+            hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, alt(Lit("[ARGS]"), Lit("{"))))),
             source=f"{_VLLM}mistral_tool_parser.py (no end marker; mlx-lm PR #1448)",
         ),
     ),
@@ -139,20 +342,8 @@ PROFILES: dict[str, Registry] = {
             ends=("<｜tool▁call▁end｜>",),
             source=f"{_VLLM}deepseekv31_tool_parser.py",
         ),
-        Pattern(
-            "deepseek-dsml-function-calls",
-            "span",
-            "<｜DSML｜function_calls>",
-            ends=("</｜DSML｜function_calls>",),
-            source=f"{_VLLM}deepseekv32_tool_parser.py",
-        ),
-        Pattern(
-            "deepseek-dsml-tool-calls",
-            "span",
-            "<｜DSML｜tool_calls>",
-            ends=("</｜DSML｜tool_calls>",),
-            source="DeepSeek V4 DSML, per sglang #40236",
-        ),
+        *_deepseek_mangled(),
+        *_dsml(),
     ),
     "harmony": (
         Pattern(
@@ -161,6 +352,18 @@ PROFILES: dict[str, Registry] = {
             "<|channel|>commentary",
             ends=("<|call|>", "<|end|>"),
             source=f"{_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
+        ),
+    ),
+    "harmony-residue": (
+        Pattern(
+            "harmony-analysis-residue",
+            "span",
+            "analysis",
+            ends=("assistantfinal",),
+            special=False,
+            hint=Chars("[A-Z]", 1, 1),
+            boundary="start",
+            source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743",
         ),
     ),
     "llama": (
@@ -201,7 +404,10 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<minimax:tool_call>",
             ends=("</minimax:tool_call>",),
-            source=f"{_VLLM}minimax_m2_tool_parser.py; earendil-works/pi #368",
+            special=False,
+            hint=seq(SPACE, Lit("<invoke")),
+            source=f"{_VLLM}minimax_m2_tool_parser.py; earendil-works/pi #368; "
+            "MiniMax-AI/MiniMax-M2.5 #10",
         ),
         Pattern(
             "minimax-m1-tool-calls",
@@ -209,7 +415,17 @@ PROFILES: dict[str, Registry] = {
             "<tool_calls>",
             ends=("</tool_calls>",),
             special=False,
+            hint=JSON_BODY,
             source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
+        ),
+        Pattern(
+            "minimax-bracket-tool-call",
+            "span",
+            "[TOOL_CALL]",
+            ends=("[/TOOL_CALL]",),
+            special=False,
+            hint=seq(SPACE, Lit("{")),
+            source="MiniMax-M2 variant: lmstudio-ai/lmstudio-bug-tracker #1177",
         ),
     ),
     "internlm": (
@@ -245,8 +461,67 @@ PROFILES: dict[str, Registry] = {
             ends=("<end_function_call>",),
             source="vllm .../functiongemma_tool_parser.py",
         ),
+        Pattern(
+            "gemma-bare-call",
+            "braced",
+            "call:",
+            special=False,
+            hint=seq(NAME, Lit("{"), Chars("[A-Za-z_}]", 1, 1)),
+            boundary="word",
+            quotes=('<|"|>', "<escape>"),
+            source="Gemma 4 / FunctionGemma body without its wrapper tokens: vllm PR #45832, "
+            "Gitlawb/openclaude PR #380",
+        ),
+    ),
+    "seed-oss": (
+        Pattern(
+            "seed-oss-tool-call",
+            "span",
+            "<seed:tool_call>",
+            ends=("</seed:tool_call>",),
+            special=False,
+            hint=seq(SPACE, Lit("<function=")),
+            source=f"{_VLLM}seed_oss_tool_parser.py",
+        ),
+    ),
+    "nemotron": (
+        Pattern(
+            "nemotron-toolcall",
+            "span",
+            "<TOOLCALL>",
+            ends=("</TOOLCALL>",),
+            special=False,
+            hint=JSON_BODY,
+            source=f"{_VLLM}nemotron_json_tool_parser.py",
+        ),
+    ),
+    "glm": (
+        Pattern(
+            "glm-bare-arguments",
+            "span",
+            "<arg_key>",
+            ends=("</arg_value>",),
+            special=False,
+            hint=seq(Chars("[^<>\n]", 1, 64), Lit("</arg_key>"), SPACE, Lit("<arg_value>")),
+            source="GLM-5 key/value pairs outside <tool_call>: zai-org/GLM-5 #84; "
+            f"{_VLLM}glm4_moe_tool_parser.py",
+        ),
+    ),
+    "echo": (
+        Pattern(
+            "transcript-echo",
+            "span",
+            "[Calling tool:",
+            ends=(")]",),
+            special=False,
+            hint=seq(Chars("[ ]", 0, 2), NAME, Lit("(")),
+            source="a model imitating its transcript: raullenchai/Rapid-MLX PR #1592, PR #102",
+        ),
     ),
 }
+
+OPT_IN: tuple[str, ...] = ("echo",)
+"""Profiles only a named setting turns on: never `auto`, never `all`."""
 
 
 def registry_with(*profiles: str, base: Registry = DEFAULT_REGISTRY) -> Registry:
@@ -258,6 +533,15 @@ def registry_with(*profiles: str, base: Registry = DEFAULT_REGISTRY) -> Registry
     for name in profiles:
         by_start.update((pattern.start, pattern) for pattern in PROFILES[name])
     return tuple(by_start.values())
+
+
+# ---- guardrail/scaffolding.py: the whole module after its imports ----
+
+
+PREVIEW_CHARS = 200
+_NEVER = r"(?!)"  # a regex that matches nothing
+_WORD = re.compile(r"\w")
+Verdict = Literal["open", "text", "undecided"]
 
 
 class _Matcher:
@@ -276,10 +560,13 @@ class _Matcher:
         self.longest = max(len(s) for s in starts)
         self.opener = re.compile("|".join(re.escape(s) for s in sorted(starts, key=len)[::-1]))
         firsts = sorted({s[0] for s in starts})
-        self.first_char = firsts[0] if len(firsts) == 1 else None
         self.first = re.compile("[" + "".join(re.escape(c) for c in firsts) + "]")
-        self.special_prefixes = _proper_prefixes(p.start for p in registry if p.special)
-        self.plain_prefixes = _proper_prefixes(p.start for p in registry if not p.special)
+        anywhere = [p for p in registry if p.boundary == "any"]
+        self.bounded = tuple(p for p in registry if p.boundary != "any")
+        """Patterns that may begin only at a word start or at the answer's start."""
+        self.first_char = firsts[0] if len(firsts) == 1 and not self.bounded else None
+        self.special_prefixes = _proper_prefixes(p.start for p in anywhere if p.special)
+        self.plain_prefixes = _proper_prefixes(p.start for p in anywhere if not p.special)
 
 
 def _proper_prefixes(markers: Iterable[str]) -> frozenset[str]:
@@ -291,51 +578,96 @@ def _matcher(registry: Registry) -> _Matcher:
     return _Matcher(registry)
 
 
-SpanEnds = tuple[re.Pattern[str], int, frozenset[str], re.Pattern[str]]
+@dataclass(frozen=True)
+class _Inside:
+    """How a span is read from the inside: `search` finds what may end it (its end markers;
+    a braced body's braces and quotes), `prefixes` of those are held back (the longest is
+    `longest` - 1 long), and a chunk without any of `firsts` cannot end it."""
+
+    search: re.Pattern[str]
+    longest: int
+    prefixes: frozenset[str]
+    firsts: re.Pattern[str]
+
+
+def _chars(markers: Iterable[str]) -> re.Pattern[str]:
+    firsts = "".join(re.escape(c) for c in sorted({m[0] for m in markers}))
+    return re.compile(f"[{firsts}]" if firsts else _NEVER)
 
 
 @functools.lru_cache(maxsize=256)
-def _ends(pattern: Pattern) -> SpanEnds:
-    """A span's end-marker regex, longest end, end prefixes, and end first-character regex."""
+def _inside(pattern: Pattern) -> _Inside:
+    if pattern.kind == "braced":
+        quotes = sorted(pattern.quotes, key=len)[::-1]
+        search = re.compile("|".join([r"\{", r"\}", *(re.escape(q) for q in quotes)]))
+        longest = max((len(q) for q in quotes), default=0)
+        return _Inside(search, longest, _proper_prefixes(quotes), _chars(["{", "}", *quotes]))
     ends = sorted(pattern.ends, key=len)[::-1]
-    regex = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
+    search = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
     longest = max((len(e) for e in ends), default=0)
-    firsts = "".join(re.escape(c) for c in sorted({e[0] for e in ends}))
-    return regex, longest, _proper_prefixes(ends), re.compile(f"[{firsts}]" if firsts else _NEVER)
+    return _Inside(search, longest, _proper_prefixes(ends), _chars(ends))
 
 
-_NO_ENDS: SpanEnds = (re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))
+_NOTHING_INSIDE = _Inside(re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))
 
 
-class _Fences:
-    """Whether the text so far is inside a fenced code block (``` or ~~~ lines)."""
+@functools.lru_cache(maxsize=64)
+def _trailer(pattern: Pattern) -> Compiled:
+    """Blanks, then one of the pattern's trailers."""
+    options = alt(*(Lit(t) for t in pattern.trailers))
+    return compiled(seq(Chars(r"[ \t\r\n]", 0, TRAILER_SPACE), options))
 
-    __slots__ = ("char", "decided", "head", "open")
+
+class _Code:
+    """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
+    inline code span on the current line (a run of backticks up to the next run of the
+    same length). A run of backticks at the end of the text counts as ended: what comes next
+    is read after it."""
+
+    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
 
     def __init__(self) -> None:
-        self.open = False
+        self.fenced = False
         self.char = ""
         self.head = ""
         self.decided = False
+        self.fence_line = False  # the current line opens or closes a fenced block
+        self.tick = 0  # the backtick run that opened the line's inline code span, if any
+        self.run = 0  # a backtick run at the end of the text, not ended yet
 
-    def copy(self) -> _Fences:
-        twin = _Fences()
-        twin.open, twin.char, twin.head, twin.decided = (
-            self.open,
-            self.char,
-            self.head,
-            self.decided,
-        )
+    def copy(self) -> _Code:
+        twin = _Code()
+        for name in _Code.__slots__:
+            setattr(twin, name, getattr(self, name))
         return twin
+
+    @property
+    def open(self) -> bool:
+        return self.fenced or _ticked(self.tick, self.run) > 0
 
     def feed(self, text: str) -> None:
         lines = text.split("\n")
         for index, piece in enumerate(lines):
             if index:
-                self.head, self.decided = "", False
+                self.head, self.decided, self.fence_line = "", False, False
+                self.tick, self.run = 0, 0
             if not self.decided:
                 self.head = (self.head + piece)[:8]
                 self._decide(complete=index < len(lines) - 1)
+            if self.fence_line:
+                continue  # a fence line's backticks open or close a block, not a span
+            if "`" in piece:
+                self._ticks(piece)
+            elif piece and self.run:
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+
+    def _ticks(self, piece: str) -> None:
+        for run in _BACKTICKS.finditer(piece):
+            if run.start() or not self.run:  # text came between: the pending run ended
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+            self.run += run.end() - run.start()
+            if run.end() < len(piece):
+                self.tick, self.run = _ticked(self.tick, self.run), 0
 
     def _decide(self, complete: bool) -> None:
         body = self.head.lstrip(" ")
@@ -344,28 +676,47 @@ class _Fences:
             return
         run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
         if run >= 3:
-            self.decided = True
-            if not self.open:
-                self.open, self.char = True, body[0]
+            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
+            if not self.fenced:
+                self.fenced, self.char = True, body[0]
             elif body[0] == self.char:
-                self.open = False
+                self.fenced = False
         elif complete or len(body) > run:
             self.decided = True
+
+
+_BACKTICKS = re.compile("`+")
+
+
+def _ticked(tick: int, run: int) -> int:
+    """The inline code span's opening run after a run of `run` backticks ended."""
+    if not run:
+        return tick
+    if not tick:
+        return run
+    return 0 if run == tick else tick
 
 
 class ScaffoldingFilter:
     """Incremental scaffolding stripper for one stream. Not reusable after flush()."""
 
     __slots__ = (
+        "_at_start",
+        "_braces",
         "_clean",
         "_fast",
         "_fences",
         "_flushed",
         "_held",
+        "_inside",
+        "_last",
         "_matcher",
         "_preview",
+        "_quote",
         "_span",
-        "_span_ends",
+        "_track",
+        "_trailing",
+        "_trailing_first",
         "first_span",
         "stripped_chars",
         "stripped_spans",
@@ -375,13 +726,20 @@ class ScaffoldingFilter:
         self._matcher = _matcher(registry)
         self._held = ""
         self._span: Pattern | None = None
-        self._span_ends = _NO_ENDS
+        self._inside = _NOTHING_INSIDE
+        self._braces = 0  # a braced body's open braces
+        self._quote = ""  # the quote a braced body is inside, if any
+        self._trailing: Pattern | None = None  # a span just ended; its trailer may follow
+        self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
         plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
-        self._fences = _Fences() if plain else None
+        self._fences = _Code() if plain else None
+        self._track = bool(self._matcher.bounded)  # keep _last and _at_start up to date
+        self._last = ""  # the last character of the stream before the held text
+        self._at_start = True  # nothing of the stream came before the held text
         self._clean = True
         self._fast: str | None = None
-        self._set_clean(True)
+        self._set_clean()
         self._flushed = False
         self.stripped_chars = 0  # characters taken out so far
         self.stripped_spans = 0  # spans and tokens taken out so far
@@ -389,7 +747,7 @@ class ScaffoldingFilter:
 
     @property
     def held(self) -> str:
-        """The text held back right now (a possible marker prefix)."""
+        """The text held back right now (what could still become markup)."""
         return self._held
 
     def feed(self, chunk: str) -> str:
@@ -406,89 +764,128 @@ class ScaffoldingFilter:
         held = self._held
         if self._span is not None:
             if not held:
-                if self._span_ends[3].search(chunk) is None:
-                    self._strip(chunk)  # no end marker can start in it: all of it is span
+                if self._inside.firsts.search(chunk) is None:
+                    self._strip(chunk)  # nothing that could end the span: all of it is span
+                    self._passed(chunk)
                     return ""
-            elif held + chunk in self._span_ends[2]:
+            elif held + chunk in self._inside.prefixes:
                 self._held = held + chunk  # still an end marker's prefix: hold it all
                 return ""
-        elif not held:
-            if self._matcher.first.search(chunk) is None:
-                self._feed_fences(chunk)
-                return chunk
-        elif held + chunk in self._matcher.special_prefixes:
-            self._held = held + chunk  # still a special opener's prefix: hold it all
-            return ""
+        elif self._trailing is None:
+            if not held:
+                if self._matcher.first.search(chunk) is None:
+                    self._feed_fences(chunk)
+                    self._passed(chunk)
+                    return chunk
+            elif held + chunk in self._matcher.special_prefixes:
+                self._held = held + chunk  # still a special opener's prefix: hold it all
+                return ""
         return self._scan(held + chunk)
 
-    def _set_clean(self, clean: bool) -> None:
+    def _passed(self, text: str) -> None:
+        """`text` went by without a scan: what boundaries need to know of it."""
+        if self._track and text:
+            self._last, self._at_start = text[-1], False
+
+    def _set_clean(self) -> None:
         """Outside any span with nothing held, a chunk with no opener's first character is
         returned as it is; with one first character and no fences, by a bare `in` test."""
+        clean = self._span is None and not self._held and self._trailing is None
         self._clean = clean
         single = self._matcher.first_char if self._fences is None else None
         self._fast = single if clean else None
 
     def flush(self) -> str:
-        """At stream end: a held partial opener is text; an open span is stripped to the end.
+        """At stream end: held text is read as final (a partial opener, an undecided hint or
+        a partial trailer is text); an open span is stripped to the end.
 
         A second flush returns ''; a feed after flush is an error.
         """
+        if self._flushed:
+            return ""
         self._flushed = True
         held, self._held = self._held, ""
-        self._set_clean(True)
-        self._fast = None
+        out = self._scan(held, final=True)
         if self._span is not None:
-            self._strip(held)
             self._close_span()
-            return ""
-        if self._fences is not None:
-            self._fences.feed(held)
-        return held
+        self._trailing = None
+        self._fast = None
+        return out
 
     # --- scanning ------------------------------------------------------------------------
 
-    def _scan(self, text: str) -> str:
+    def _scan(self, text: str, final: bool = False) -> str:
+        """Read `text` (the held text and a new chunk): what may be shown, and what to hold.
+        `final`: no more text will come, so nothing is held."""
         out: list[str] = []
         pos = 0
         while True:
-            if self._span is None:
-                match = self._matcher.opener.search(text, pos)
-                if match is None:
+            if self._span is not None:
+                end, read = self._span_end(text, pos)
+                if end is None:
+                    keep = len(text) if final else self._hold_inside(text, read)
+                    self._strip(text[pos:keep])
                     break
-                pattern = self._matcher.by_start[match.group()]
-                before = text[pos : match.start()]
-                out.append(before)
-                self._feed_fences(before)
-                pos = match.end()
-                if self._fences is not None and self._fences.open and not pattern.special:
-                    # A plain marker in a code block is an example: text, scanned on from its
-                    # second character, so a special token overlapping its tail is still found.
-                    pos = match.start() + 1
-                    out.append(text[match.start()])
-                    self._fences.feed(text[match.start()])
-                    continue
-                self._open(pattern, match.group())
-            else:
-                match = self._span_ends[0].search(text, pos)
-                if match is None:
-                    break
-                self._strip(text[pos : match.end()])
-                pos = match.end()
+                self._strip(text[pos:end])
+                pos = end
                 self._close_span()
-        if self._span is None:
-            keep = self._hold_outside(text, pos)
-            out.append(text[pos:keep])
-            self._feed_fences(text[pos:keep])
-        else:
-            keep = self._hold_inside(text, pos)
-            self._strip(text[pos:keep])
+                continue
+            if self._trailing is not None:
+                after = self._after_trailer(text, pos, final)
+                if after is None:
+                    keep = pos  # blanks and a partial trailer: hold them
+                    break
+                pos = after
+                continue
+            match = self._matcher.opener.search(text, pos)
+            if match is None:
+                keep = len(text) if final else self._hold_outside(text, pos)
+                self._emit(out, text[pos:keep])
+                break
+            start = match.start()
+            pattern = self._matcher.by_start[match.group()]
+            self._emit(out, text[pos:start])
+            verdict = self._verdict(pattern, text, start, match.end(), final)
+            if verdict == "undecided":
+                keep = start
+                break
+            if verdict == "text":  # scanned on from its second character, so an opener
+                self._emit(out, text[start])  # overlapping its tail is still found
+                pos = start + 1
+                continue
+            pos = match.end()
+            self._open(pattern, match.group())
+        if self._track and keep:
+            self._last, self._at_start = text[keep - 1], False
         self._held = text[keep:]
-        self._set_clean(self._span is None and not self._held)
+        self._set_clean()
         return "".join(out)
+
+    def _emit(self, out: list[str], text: str) -> None:
+        out.append(text)
+        self._feed_fences(text)
 
     def _feed_fences(self, text: str) -> None:
         if self._fences is not None:
             self._fences.feed(text)
+
+    def _verdict(self, pattern: Pattern, text: str, start: int, after: int, final: bool) -> Verdict:
+        """Whether the opener at `start` (its marker ends at `after`) opens its pattern."""
+        if pattern.boundary == "word":
+            before = text[start - 1] if start else self._last
+            if before and _WORD.match(before):
+                return "text"
+        elif pattern.boundary == "start" and (start or not self._at_start):
+            return "text"
+        if not pattern.special and self._fences is not None and self._fences.open:
+            return "text"  # a plain marker in a code block is an example
+        if pattern.hint is not None:
+            hint = compiled(pattern.hint)
+            if hint.full.match(text, after) is None:
+                if not final and hint.viable.fullmatch(text, after) is not None:
+                    return "undecided"
+                return "text"
+        return "open"
 
     def _hold_outside(self, text: str, pos: int) -> int:
         """Where the held-back suffix starts: the longest one that is an opener's prefix."""
@@ -501,7 +898,21 @@ class ScaffoldingFilter:
                 return index
             if suffix in matcher.plain_prefixes and not self._fenced_at(text, pos, index):
                 return index
+            if any(self._may_begin(p, suffix, text, pos, index) for p in matcher.bounded):
+                return index
         return len(text)
+
+    def _may_begin(self, pattern: Pattern, suffix: str, text: str, pos: int, index: int) -> bool:
+        """Whether `suffix`, at `index`, could still become `pattern`'s opener."""
+        if len(suffix) >= len(pattern.start) or not pattern.start.startswith(suffix):
+            return False
+        if pattern.boundary == "word":
+            before = text[index - 1] if index else self._last
+            if before and _WORD.match(before):
+                return False
+        elif index or not self._at_start:
+            return False
+        return pattern.special or not self._fenced_at(text, pos, index)
 
     def _fenced_at(self, text: str, pos: int, index: int) -> bool:
         if self._fences is None:
@@ -511,12 +922,53 @@ class ScaffoldingFilter:
         return probe.open
 
     def _hold_inside(self, text: str, pos: int) -> int:
-        """Where the held-back suffix starts inside a span: a prefix of one of its ends."""
-        _, longest, prefixes, firsts = self._span_ends
-        for candidate in firsts.finditer(text, max(pos, len(text) - longest + 1)):
-            if text[candidate.start() :] in prefixes:
+        """Where the held-back suffix starts inside a span: a prefix of one of its ends (or of
+        a braced body's quotes)."""
+        inside = self._inside
+        for candidate in inside.firsts.finditer(text, max(pos, len(text) - inside.longest + 1)):
+            if text[candidate.start() :] in inside.prefixes:
                 return candidate.start()
         return len(text)
+
+    def _span_end(self, text: str, pos: int) -> tuple[int | None, int]:
+        """Where the open span ends in `text` (after its end marker or closing brace), or
+        None; and where reading stopped (a braced body's tokens are not read twice)."""
+        assert self._span is not None
+        if self._span.kind != "braced":
+            match = self._inside.search.search(text, pos)
+            return (None, pos) if match is None else (match.end(), match.end())
+        while True:
+            if self._quote:  # inside a quote only the same quote ends it
+                found = text.find(self._quote, pos)
+                if found < 0:
+                    return None, pos
+                pos, self._quote = found + len(self._quote), ""
+                continue
+            match = self._inside.search.search(text, pos)
+            if match is None:
+                return None, pos
+            token, pos = match.group(), match.end()
+            if token == "{":
+                self._braces += 1
+            elif token != "}":
+                self._quote = token
+            elif self._braces:  # a `}` before any `{` is body text
+                self._braces -= 1
+                if not self._braces:
+                    return pos, pos
+
+    def _after_trailer(self, text: str, pos: int, final: bool) -> int | None:
+        """After a span with trailers: where scanning goes on (past the trailer, stripped,
+        when it came), or None while blanks and a partial trailer may still become one."""
+        assert self._trailing is not None
+        trailer = _trailer(self._trailing)
+        match = trailer.full.match(text, pos)
+        if match is not None:
+            self._strip_trailer(text[pos : match.end()])
+        elif not final and trailer.viable.fullmatch(text, pos) is not None:
+            return None
+        self._trailing = None
+        return pos if match is None else match.end()
 
     # --- bookkeeping ---------------------------------------------------------------------
 
@@ -526,7 +978,8 @@ class ScaffoldingFilter:
             self._close_span()
         else:
             self._span = pattern
-            self._span_ends = _ends(pattern)
+            self._inside = _inside(pattern)
+            self._braces, self._quote = 0, ""
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)
@@ -535,12 +988,20 @@ class ScaffoldingFilter:
             if room > 0:
                 self._preview += text[:room]
 
+    def _strip_trailer(self, text: str) -> None:
+        """A trailer belongs to the span before it, in the count and in the preview."""
+        self.stripped_chars += len(text)
+        if self._trailing_first:
+            self.first_span = (self.first_span + text)[:PREVIEW_CHARS]
+
     def _close_span(self) -> None:
         if self.stripped_spans == 0:
             self.first_span = self._preview
             self._preview = ""
         self.stripped_spans += 1
-        self._span = None
+        span, self._span = self._span, None
+        if span is not None and span.trailers:
+            self._trailing, self._trailing_first = span, self.stripped_spans == 1
 
 
 # ---- guardrail/policy.py: MALFORMED_REPLY, RoundFilter, needs_recovery and what they use ----

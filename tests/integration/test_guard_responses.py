@@ -28,7 +28,7 @@ import uvicorn
 
 from guard.server import GuardSettings, create_app
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.sse_events import SseDecoder
 from mock_llm import serve_in_thread, wire
 from mock_llm.flows import Chunking, Step

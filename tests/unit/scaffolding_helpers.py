@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from guardrail.scaffolding import DEFAULT_REGISTRY, Registry, ScaffoldingFilter
+from guardrail.patterns import Registry
+from guardrail.registries import DEFAULT_REGISTRY
+from guardrail.scaffolding import ScaffoldingFilter
 
 
 def chunked(text: str, size: int) -> list[str]:

@@ -23,7 +23,7 @@ from app.rag.types import (
     ToolSpec,
 )
 from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 
 from .fakes import SPECS, USER, FakeChat, FakeTools, Item, answer, call, tool_round
 

@@ -8,7 +8,7 @@ from app.config import BUNDLED_NOTES, SETTINGS, SettingsError, load_settings, se
 from app.main import llm_config
 from app.rag.llm import make_client
 from guardrail.model_profiles import AUTO, ProfileChoice, registry_for
-from guardrail.scaffolding import DEFAULT_REGISTRY, PROFILES, registry_with
+from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
 from sg_http.pool import POOL_IDLE_S
 
 
@@ -115,9 +115,9 @@ def test_scaffold_profiles_none_is_the_lfm2_registry_alone(value: str):
     assert settings.scaffold_registry == DEFAULT_REGISTRY
 
 
-def test_scaffold_profiles_all_is_every_profile():
+def test_scaffold_profiles_all_is_every_profile_but_the_opt_in_ones():
     settings = load_settings({"SG_SCAFFOLD_PROFILES": "all"})
-    assert settings.scaffold_registry == registry_with(*PROFILES)
+    assert settings.scaffold_registry == registry_with(*(p for p in PROFILES if p not in OPT_IN))
 
 
 def test_scaffold_profiles_add_the_named_opt_in_patterns():
@@ -131,4 +131,4 @@ def test_an_unknown_scaffold_profile_stops_the_start_with_the_known_names():
         load_settings({"SG_SCAFFOLD_PROFILES": "hermes,lfm3"})
     message = str(caught.value)
     assert "SG_SCAFFOLD_PROFILES='hermes,lfm3': unknown profile(s) lfm3" in message
-    assert "known: auto, none, all, cohere, deepseek, gemma, harmony, hermes" in message
+    assert "known: auto, none, all, cohere, deepseek, echo, gemma, glm, harmony" in message

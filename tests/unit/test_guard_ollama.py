@@ -21,7 +21,7 @@ from guard.ollama import (
     upstream_error_text,
 )
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.sse_events import LineTooLong
 from mock_llm import builtin_flows, ollama_wire
 from mock_llm.wire import CompletionMeta

@@ -20,7 +20,7 @@ from guard.responses_api import event_bytes, raw_event, recovery_body
 from guard.responses_stream import ResponsesStreamGuard
 from guard.responses_whole import ResponseGuard
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.sse_events import SseDecoder, SseEvent
 from mock_llm import builtin_flows, wire
 from mock_llm.responses_wire import response as mock_response

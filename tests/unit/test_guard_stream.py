@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from guard.completion import CompletionGuard
 from guard.stream import DONE, StreamGuard, sse
 from guardrail.policy import scrub
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 
 from .scaffolding_helpers import cut_anywhere
 

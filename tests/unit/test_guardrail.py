@@ -14,7 +14,7 @@ from guardrail.policy import (
     strip_warning,
     with_correction,
 )
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 
 SPAN = "<|tool_call_start|>[read(path='/homelab/backup-notes.md')]<|tool_call_end|>"
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from litellm import ModelResponseStream
 
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 from integrations.litellm_filter import (
     CompletionFilter,
     StreamFilter,

@@ -20,11 +20,13 @@ from guardrail.model_profiles import (
     profiles_for,
     registry_for,
 )
-from guardrail.scaffolding import DEFAULT_REGISTRY, PROFILES, registry_with
+from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
 
 from .scaffolding_helpers import strip
 
-TOKEN_SPELLINGS = ("<|", "|>", "\uff5c")  # a special token's delimiters no prose writes
+# A special token's delimiters no prose writes: `<|` `|>`, DeepSeek's fullwidth bar, and the
+# DSML name between the bars models mangle it into (U+2016, ASCII).
+TOKEN_SPELLINGS = ("<|", "|>", "\uff5c", "\u2016DSML\u2016", "|DSML|")
 
 MODEL_NAMES = [
     ("lfm2-1.2b", ()),
@@ -35,20 +37,21 @@ MODEL_NAMES = [
     ("gemma3:4b", ("gemma",)),
     ("google/functiongemma-270m-it", ("gemma",)),
     ("deepseek-r1:7b", ("deepseek",)),
-    ("gpt-oss:20b", ("harmony",)),
-    ("openai/gpt-oss-120b", ("harmony",)),
+    ("gpt-oss:20b", ("harmony", "harmony-residue")),
+    ("openai/gpt-oss-120b", ("harmony", "harmony-residue")),
     ("mistral-small3.2", ("mistral",)),
     ("magistral:24b", ("mistral",)),
     ("devstral", ("mistral",)),
     ("llama3.1:8b", ("llama",)),
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", ("llama",)),
     ("kimi-k2", ("kimi",)),
-    ("glm-4.6", ("hermes",)),
+    ("glm-4.6", ("hermes", "glm")),
+    ("zai-org/GLM-5", ("hermes", "glm")),
     ("MiniMaxAI/MiniMax-M2", ("minimax",)),
     ("granite3.3:8b", ("hermes",)),
     ("phi4-mini", ()),
-    ("ByteDance-Seed/Seed-OSS-36B-Instruct", ()),
-    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", ()),
+    ("ByteDance-Seed/Seed-OSS-36B-Instruct", ("seed-oss",)),
+    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", ("nemotron",)),
     ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes",)),
     ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma",)),
     ("my-local-model", ()),
@@ -90,6 +93,12 @@ def test_a_look_alike_profile_has_a_marker_prose_could_write(profile: str):
 @pytest.mark.parametrize("model", ["my-local-model", "", "lfm2-1.2b", None])
 def test_an_unknown_name_never_gets_a_look_alike_profile(model: object):
     assert all(MARKER_CLASS[p] == "special" for p in profiles_for(model))
+
+
+def test_an_opt_in_profile_is_never_chosen_by_a_name():
+    names = [model for model, _ in MODEL_NAMES] + [f"{k}-echo" for f in FAMILIES for k in f.keys]
+    assert not any(set(profiles_for(name)) & set(OPT_IN) for name in names)
+    assert not any(set(f.profiles) & set(OPT_IN) for f in FAMILIES)
 
 
 def test_every_family_maps_to_known_profiles():
@@ -140,7 +149,8 @@ def test_the_same_name_gets_the_same_cached_registry():
         (" auto ", AUTO),
         ("none", ProfileChoice(auto=False)),
         ("", ProfileChoice(auto=False)),
-        ("all", ProfileChoice(auto=False, names=tuple(PROFILES))),
+        ("all", ProfileChoice(auto=False, names=tuple(p for p in PROFILES if p not in OPT_IN))),
+        ("echo", ProfileChoice(auto=False, names=("echo",))),
         ("hermes, mistral,hermes", ProfileChoice(auto=False, names=("hermes", "mistral"))),
     ],
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import guardrail.policy
-import guardrail.scaffolding
+import guardrail.registries
 from integrations.openwebui import build, filter_template
 
 from ..deadlines import DEADLINE_S
@@ -61,13 +61,18 @@ def test_the_file_holds_nothing_open_webuis_loader_would_rewrite():
 
 
 def test_the_filter_core_is_the_librarys_own_source():
-    """Every class and function of guardrail/scaffolding.py, and the policy the filter
-    uses, appear in the file exactly as the library writes them."""
+    """Every class and function of the filter's modules, and the policy the filter uses,
+    appear in the file exactly as the library writes them."""
     text = build.OUT.read_text(encoding="utf-8")
-    library = ast.parse(Path(guardrail.scaffolding.__file__).read_text(encoding="utf-8"))
+    library = [
+        ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+        for module in build.LIBRARY
+    ]
     policy = ast.parse(Path(guardrail.policy.__file__).read_text(encoding="utf-8"))
     wanted = {"RoundFilter", "needs_recovery"}
-    nodes = [n for n in library.body if isinstance(n, ast.ClassDef | ast.FunctionDef)]
+    nodes = [
+        n for tree in library for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)
+    ]
     nodes += [n for n in policy.body if getattr(n, "name", None) in wanted]
     names = {getattr(n, "name", "") for n in nodes}
     assert {"ScaffoldingFilter", "registry_with", "RoundFilter", "needs_recovery"} <= names
@@ -78,9 +83,9 @@ def test_the_filter_core_is_the_librarys_own_source():
 def test_the_pasted_module_has_the_librarys_copy_and_registries():
     module = pasted_module()
     assert module.MALFORMED_REPLY == guardrail.policy.MALFORMED_REPLY
-    assert set(module.PROFILES) == set(guardrail.scaffolding.PROFILES)
+    assert set(module.PROFILES) == set(guardrail.registries.PROFILES)
     assert [p.start for p in module.DEFAULT_REGISTRY] == [
-        p.start for p in guardrail.scaffolding.DEFAULT_REGISTRY
+        p.start for p in guardrail.registries.DEFAULT_REGISTRY
     ]
     assert not hasattr(module, "with_correction")  # a filter cannot send a recovery
 

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from guardrail.policy import MALFORMED_REPLY, scrub
-from guardrail.scaffolding import DEFAULT_REGISTRY, registry_with
+from guardrail.registries import DEFAULT_REGISTRY, registry_with
 from mock_llm import builtin_flows
 
 from .conftest import plan, sent_chunks

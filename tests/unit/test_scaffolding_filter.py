@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from guardrail.model_profiles import registry_for
-from guardrail.scaffolding import DEFAULT_REGISTRY, PREVIEW_CHARS, Registry, ScaffoldingFilter
+from guardrail.patterns import Registry
+from guardrail.registries import DEFAULT_REGISTRY
+from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
 
 from .scaffolding_helpers import chunked, cut_at, run, strip
 

@@ -44,15 +44,10 @@ from hypothesis import assume, currently_in_test_context, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from guardrail.scaffolding import (
-    PREVIEW_CHARS,
-    PROFILES,
-    Pattern,
-    PatternKind,
-    Registry,
-    ScaffoldingFilter,
-    registry_with,
-)
+from guardrail.patterns import TRAILER_SPACE, Pattern, PatternKind, Registry
+from guardrail.registries import JSON_BODY, PROFILES, registry_with
+from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
+from guardrail.shapes import NAME, Alt, Chars, Lit, Seq, Shape, alt, seq
 
 from .scaffolding_helpers import run
 
@@ -68,9 +63,10 @@ FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 def in_code_block(shown: str) -> bool:
-    """Whether `shown` ends inside a fenced code block: a line that starts (after at most
-    three spaces) with three or more backticks or tildes opens one, and the next such line
-    of the same character closes it. A last, unfinished line counts once its run is there."""
+    """Whether `shown` ends inside code: in an inline code span on its last line, or in a
+    fenced code block: a line that starts (after at most three spaces) with three or more
+    backticks or tildes opens one, and the next such line of the same character closes it.
+    A last, unfinished line counts once its run is there."""
     opened = ""
     for line in shown.split("\n"):
         fence = FENCE_LINE.match(line)
@@ -80,25 +76,43 @@ def in_code_block(shown: str) -> bool:
                 opened = char
             elif char == opened:
                 opened = ""
-    return bool(opened)
+    last = shown.rsplit("\n", 1)[-1]
+    return bool(opened) or (FENCE_LINE.match(last) is None and inline_code_open(last))
+
+
+def inline_code_open(line: str) -> bool:
+    """Whether `line` (not a fence line) ends inside an inline code span: a run of backticks
+    opens one, the next run of the same length closes it."""
+    opened = 0
+    for ticks in re.findall("`+", line):
+        if not opened:
+            opened = len(ticks)
+        elif len(ticks) == opened:
+            opened = 0
+    return opened > 0
 
 
 @dataclass
 class Reading:
     """What the contract says of a whole text: what is shown, each stripped region, and the
-    span (or span to the end) the text ends inside, with its text after the opener."""
+    span (or span to the end) the text ends inside, with its text after the opener (for a
+    braced body: after the last brace or quote read)."""
 
     shown: str
     stripped: list[str]
     open_span: Pattern | None = None
     body: str = ""
+    closed: tuple[Pattern, int] | None = None  # the last span closed, and where it ended
 
 
 def reference(text: str, registry: Registry) -> Reading:
-    """The leftmost opener that is live (special, or plain outside a code block) starts
-    scaffolding; a span ends at its first end marker after the opener (at a tie, the
-    shorter: shortest match), or else at the end of the text."""
+    """The leftmost opener that is live (where its boundary allows, special or plain outside
+    a code block, followed by its hint) starts scaffolding; a span ends at its first end
+    marker after the opener (at a tie, the shorter: shortest match), then takes a trailer
+    that follows it; a braced body ends at the brace that closes its first `{`; else the
+    scaffolding runs to the end of the text."""
     shown, stripped, at = "", [], 0
+    closed: tuple[Pattern, int] | None = None
     while (hit := _next_opener(text, at, registry, shown)) is not None:
         start, pattern = hit
         shown += text[at:start]
@@ -107,13 +121,29 @@ def reference(text: str, registry: Registry) -> Reading:
             stripped.append(pattern.start)
             at = after
             continue
-        ends = sorted((found, len(e)) for e in pattern.ends if (found := text.find(e, after)) >= 0)
-        if not ends:
-            stripped.append(text[start:])
-            return Reading(shown, stripped, pattern, text[after:])
-        at = ends[0][0] + ends[0][1]
+        if pattern.kind == "braced":
+            end, read = braced_end(text, after, pattern.quotes)
+            if end is None:
+                stripped.append(text[start:])
+                return Reading(shown, stripped, pattern, text[read:])
+            at = end
+        else:
+            ends = sorted(
+                (found, len(e)) for e in pattern.ends if (found := text.find(e, after)) >= 0
+            )
+            if not ends:
+                stripped.append(text[start:])
+                return Reading(shown, stripped, pattern, text[after:])
+            at = ends[0][0] + ends[0][1]
+            if pattern.trailers:
+                at = max(shape_ends(trailer_shape(pattern), text, at), default=at)
+            closed = (pattern, at)
         stripped.append(text[start:at])
-    return Reading(shown + text[at:], stripped)
+    return Reading(shown + text[at:], stripped, closed=closed)
+
+
+def is_word(char: str) -> bool:
+    return re.match(r"\w", char) is not None
 
 
 def _next_opener(text: str, at: int, registry: Registry, shown: str) -> tuple[int, Pattern] | None:
@@ -123,9 +153,42 @@ def _next_opener(text: str, at: int, registry: Registry, shown: str) -> tuple[in
         if not hits:
             return None
         start, pattern = min(hits, key=lambda hit: hit[0])
-        if pattern.special or not in_code_block(shown + text[at:start]):
+        if (
+            (pattern.special or not in_code_block(shown + text[at:start]))
+            and (pattern.boundary != "word" or start == 0 or not is_word(text[start - 1]))
+            and (pattern.boundary != "start" or start == 0)
+            and (pattern.hint is None or shape_ends(pattern.hint, text, start + len(pattern.start)))
+        ):
             return start, pattern
-        search = start + 1  # a plain marker in a code block is text
+        search = start + 1  # a dead opener is text
+
+
+def braced_end(text: str, at: int, quotes: tuple[str, ...]) -> tuple[int | None, int]:
+    """Where a braced body starting at `at` ends (after the brace that closes its first
+    `{`), or None; and where its last brace or quote was read."""
+    depth, quote, read, i = 0, "", at, at
+    longest_first = sorted(quotes, key=len, reverse=True)
+    while i < len(text):
+        if quote:
+            if text.startswith(quote, i):
+                i, quote, read = i + len(quote), "", i + len(quote)
+            else:
+                i += 1
+            continue
+        opened = next((q for q in longest_first if text.startswith(q, i)), None)
+        if opened is not None:
+            i, quote, read = i + len(opened), opened, i + len(opened)
+            continue
+        if text[i] == "{":
+            depth, read = depth + 1, i + 1
+        elif text[i] == "}" and depth:
+            depth, read = depth - 1, i + 1
+            if not depth:
+                return i + 1, read
+        elif text[i] == "}":
+            read = i + 1
+        i += 1
+    return None, read
 
 
 def longest_end_prefix(body: str, ends: tuple[str, ...]) -> str:
@@ -134,7 +197,94 @@ def longest_end_prefix(body: str, ends: tuple[str, ...]) -> str:
     return max(tails, key=len, default="")
 
 
+# --- shapes, read by their grammar (independent of guardrail/shapes.py's regexes) -----------
+
+
+def trailer_shape(pattern: Pattern) -> Shape:
+    return seq(Chars(r"[ \t\r\n]", 0, TRAILER_SPACE), alt(*(Lit(t) for t in pattern.trailers)))
+
+
+def _parts(shape: Shape) -> tuple[Shape, ...]:
+    return shape.parts if isinstance(shape, Seq) else (shape,)
+
+
+def shape_ends(shape: Shape, text: str, at: int) -> set[int]:
+    """Every position j such that text[at:j] is the whole shape."""
+    if isinstance(shape, Lit):
+        return {at + len(shape.text)} if text.startswith(shape.text, at) else set()
+    if isinstance(shape, Chars):
+        run = 0
+        while run < shape.most and at + run < len(text) and re.fullmatch(shape.cls, text[at + run]):
+            run += 1
+        return {at + k for k in range(shape.least, run + 1)}
+    if isinstance(shape, Alt):
+        return set().union(*(shape_ends(o, text, at) for o in shape.options))
+    positions = {at}
+    for part in shape.parts:
+        positions = set().union(*(shape_ends(part, text, p) for p in positions))
+    return positions
+
+
+SAMPLE_CHARS = "aA_0 {}<>[]"
+
+
+def sample(cls: str) -> str:
+    """A character of the regex class `cls`."""
+    return next(c for c in SAMPLE_CHARS if re.fullmatch(cls, c))
+
+
+def longest_text(shape: Shape) -> int:
+    if isinstance(shape, Lit):
+        return len(shape.text)
+    if isinstance(shape, Chars):
+        return shape.most
+    if isinstance(shape, Seq):
+        return sum(longest_text(p) for p in shape.parts)
+    return max(longest_text(o) for o in shape.options)
+
+
+def shortest(parts: tuple[Shape, ...]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, Lit):
+            out += part.text
+        elif isinstance(part, Chars):
+            out += sample(part.cls) * part.least
+        elif isinstance(part, Seq):
+            out += shortest(part.parts)
+        else:
+            out += min((shortest(_parts(o)) for o in part.options), key=len)
+    return out
+
+
+def completions(parts: tuple[Shape, ...], text: str, at: int = 0) -> set[str]:
+    """Texts c such that text[at:] + c is the whole of `parts` (the shortest ways)."""
+    if not parts:
+        return {""} if at == len(text) else set()
+    first, rest = parts[0], parts[1:]
+    if isinstance(first, Seq | Alt):
+        options = first.options if isinstance(first, Alt) else (first,)
+        return set().union(*(completions((*_parts(o), *rest), text, at) for o in options))
+    if isinstance(first, Lit):
+        tail = text[at:]
+        if tail.startswith(first.text):
+            return completions(rest, text, at + len(first.text))
+        return {first.text[len(tail) :] + shortest(rest)} if first.text.startswith(tail) else set()
+    found: set[str] = set()
+    for end in sorted(shape_ends(Chars(first.cls, 0, first.most), text, at)):
+        if end == len(text):
+            more = max(0, first.least - (end - at))
+            found.add(sample(first.cls) * more + shortest(rest))
+        elif end - at >= first.least:
+            found |= completions(rest, text, end)
+    return found
+
+
 # --- registries: what a fixture and a state machine run name --------------------------------
+
+
+HINTS: dict[str, Shape] = {"json": JSON_BODY, "name>": seq(NAME, Lit(">"))}
+"""The hints a random pattern may carry, by the name a fixture file gives them."""
 
 
 @dataclass(frozen=True)
@@ -153,10 +303,7 @@ class RegistrySpec:
         if self.profiles is not None:
             data["profiles"] = list(self.profiles)
         if self.patterns:
-            data["patterns"] = [
-                {"kind": p.kind, "start": p.start, "ends": list(p.ends), "special": p.special}
-                for p in self.patterns
-            ]
+            data["patterns"] = [_pattern_json(p) for p in self.patterns]
         return data
 
     @classmethod
@@ -169,6 +316,10 @@ class RegistrySpec:
                 p["start"],
                 ends=tuple(p.get("ends", ())),
                 special=p.get("special", True),
+                hint=HINTS[p["hint"]] if "hint" in p else None,
+                boundary=p.get("boundary", "any"),
+                trailers=tuple(p.get("trailers", ())),
+                quotes=tuple(p.get("quotes", ())),
                 source="tests/fixtures/filter_fuzz",
             )
             for i, p in enumerate(data.get("patterns", ()))
@@ -176,20 +327,39 @@ class RegistrySpec:
         return cls(None if profiles is None else tuple(profiles), patterns)
 
 
+def _pattern_json(p: Pattern) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": p.kind, "start": p.start, "ends": list(p.ends)}
+    data["special"] = p.special
+    if p.hint is not None:
+        data["hint"] = next(name for name, hint in HINTS.items() if hint == p.hint)
+    if p.boundary != "any":
+        data["boundary"] = p.boundary
+    if p.trailers:
+        data["trailers"] = list(p.trailers)
+    if p.quotes:
+        data["quotes"] = list(p.quotes)
+    return data
+
+
 # Few characters, so that random markers overlap, share prefixes and meet code fences.
 MARKER_CHARS = "<|>/ab`~\n é｜"
 markers = st.text(MARKER_CHARS, min_size=1, max_size=7)
-KINDS: list[PatternKind] = ["span", "span", "token", "to_end"]  # spans twice: they nest
+KINDS: list[PatternKind] = ["span", "span", "token", "to_end", "braced"]  # spans twice: they nest
 
 
 @st.composite
 def random_pattern(draw: st.DrawFn, index: int) -> Pattern | None:
     kind = draw(st.sampled_from(KINDS))
     ends = draw(st.lists(markers, min_size=1, max_size=2, unique=True)) if kind == "span" else []
+    trailers = draw(st.lists(markers, max_size=1)) if kind == "span" else []
+    quotes = draw(st.lists(markers, max_size=2, unique=True)) if kind == "braced" else []
+    hint = draw(st.sampled_from([None, None, *HINTS]))
     try:
         return Pattern(
             f"fuzz-{index}", kind, draw(markers), ends=tuple(ends),
-            special=draw(st.booleans()), source="fuzz",
+            special=draw(st.booleans()), hint=HINTS[hint] if hint else None,
+            boundary=draw(st.sampled_from(["any", "any", "word", "start"])),
+            trailers=tuple(trailers), quotes=tuple(quotes), source="fuzz",
         )  # fmt: skip
     except ValueError:  # refused by the registry API: not a registry anyone can build
         return None
@@ -222,12 +392,20 @@ def registry_specs(draw: st.DrawFn) -> RegistrySpec:
     return spec
 
 
+def markers_of(registry: Registry) -> list[str]:
+    return sorted(
+        {p.start for p in registry}
+        | {m for p in registry for m in (*p.ends, *p.trailers, *p.quotes)}
+    )
+
+
 def chunks_for(registry: Registry) -> st.SearchStrategy[str]:
     """Chunks that make markup likely: whole markers (openers, lone closers), spans, split
-    markers, one-character-off look-alikes, fences, prose and any text."""
-    marks = sorted({p.start for p in registry} | {e for p in registry for e in p.ends})
+    markers, one-character-off look-alikes, fences, what hints look for, prose and any
+    text."""
+    marks = markers_of(registry)
     spans = [p for p in registry if p.kind == "span"]
-    chars = "".join(sorted(set("".join(marks)))) + "xy \n"
+    chars = "".join(sorted(set("".join(marks)))) + "xy \n{}[A"
     prose = st.text(chars, max_size=6)
     mark = st.sampled_from(marks)
     cut = st.tuples(mark, st.integers(1, 30)).map(lambda m: (m[0], m[1] % len(m[0])))
@@ -240,6 +418,7 @@ def chunks_for(registry: Registry) -> st.SearchStrategy[str]:
         ),
         prose,
         st.sampled_from(["```\n", "~~~\n", "\n", "  ```", "`", "```x\n"]),
+        st.sampled_from(["{", "}", "[", "f>", "f{x", "f[ARGS]", "We", "f(", "k</arg_key>"]),
         st.text(max_size=4),
     ]
     if spans:
@@ -268,11 +447,56 @@ class CheckedStream:
     def __post_init__(self) -> None:
         self.registry = self.spec.build()
         self.filter = ScaffoldingFilter(self.registry)
-        self.rests: dict[str, list[str]] = {}  # an opener's proper prefix: what completes it
+        self.bound = max(
+            [len(m) - 1 for m in markers_of(self.registry)]
+            + [len(p.start) + longest_text(p.hint) for p in self.registry if p.hint is not None]
+            + [TRAILER_SPACE + len(t) - 1 for p in self.registry for t in p.trailers]
+        )
+
+    def strips_whole(self, rest: str) -> bool:
+        """Whether the held text's first character is stripped once `rest` follows: what is
+        shown then is what is shown now and a tail of the held text and `rest` (a token's
+        hint is shown after it), never all of them."""
+        later = reference(self.fed + rest, self.registry).shown
+        added, coming = later[len(self.shown) :], self.filter.held + rest
+        return later.startswith(self.shown) and coming.endswith(added) and added != coming
+
+    def rests(self, tail: str) -> set[str]:
+        """What completes `tail` into something stripped whole: an opener (with its hint), or
+        the trailer of a span."""
+        found: set[str] = set()
         for p in self.registry:
-            for k in range(1, len(p.start)):
-                self.rests.setdefault(p.start[:k], []).append(p.start[k:])
-        self.longest = max(len(m) for p in self.registry for m in (p.start, *p.ends))
+            hint = _parts(p.hint) if p.hint is not None else ()
+            if len(tail) < len(p.start) and p.start.startswith(tail):
+                found.add(p.start[len(tail) :] + shortest(hint))
+            elif tail.startswith(p.start) and hint:
+                found |= completions(hint, tail, len(p.start))
+            if p.trailers:
+                found |= completions(_parts(trailer_shape(p)), tail) - {""}
+        return found
+
+    def awaiting_trailer(self) -> bool:
+        """Whether the held text follows a span's end right away and could still grow into
+        one of its trailers."""
+        held = self.filter.held
+        cut = len(self.fed) - len(held)
+        before = reference(self.fed[:cut], self.registry)
+        if not held or before.open_span is not None or before.closed is None:
+            return False
+        pattern, end = before.closed
+        if end != cut or not pattern.trailers:
+            return False
+        return bool(completions(_parts(trailer_shape(pattern)), held) - {""})
+
+    def awaiting_hint(self) -> bool:
+        """Whether the held text is an opener whose hint is not decided yet."""
+        held = self.filter.held
+        return any(
+            p.hint is not None
+            and held.startswith(p.start)
+            and bool(completions(_parts(p.hint), held, len(p.start)) - {""})
+            for p in self.registry
+        )
 
     def feed(self, chunk: str) -> None:
         self.chunks.append(chunk)
@@ -312,27 +536,30 @@ class CheckedStream:
         f, held = self.filter, self.filter.held
         whole = reference(self.fed, self.registry)
         total = sum(map(len, whole.stripped))
-        assert len(held) < self.longest, "held back more than the longest marker minus one"
-        if whole.open_span is None:
+        assert len(held) <= self.bound, "held back more than the longest marker and hint"
+        if self.awaiting_trailer() or self.awaiting_hint():
+            # Held while a trailer or an opener's hint may still follow: the whole text read
+            # now may open a span inside the held text, which the next characters can undo.
+            assert whole.shown.startswith(self.shown), "shown text is not the whole text's"
+        elif whole.open_span is None:
             assert self.shown + held == whole.shown, "shown + held is not the whole text's result"
             assert (f.stripped_chars, f.stripped_spans) == (total, len(whole.stripped))
-            assert not held or any(
-                reference(self.fed + rest, self.registry).shown == self.shown
-                for rest in self.rests.get(held, ())
-            ), f"held {held!r}, which no opener's completion strips whole"
+            assert not held or any(self.strips_whole(rest) for rest in self.rests(held)), (
+                f"held {held!r}, which no opener's completion strips whole"
+            )
         else:
             assert self.shown == whole.shown, "shown text differs from the whole text's result"
             assert (f.stripped_chars + len(held), f.stripped_spans + 1) == (
                 total,
                 len(whole.stripped),
             )
-            assert held == longest_end_prefix(whole.body, whole.open_span.ends), (
-                f"inside a span, held {held!r}"
-            )
+            span = whole.open_span
+            closers = span.quotes if span.kind == "braced" else span.ends
+            assert held == longest_end_prefix(whole.body, closers), f"inside a span, held {held!r}"
         if f.stripped_spans:
             assert f.first_span == whole.stripped[0][:PREVIEW_CHARS]
-        for k in range(1, min(len(self.fed), self.longest) + 1):
-            for rest in self.rests.get(self.fed[-k:], ()):
+        for k in range(1, min(len(self.fed), self.bound) + 1):
+            for rest in self.rests(self.fed[-k:]):
                 later = reference(self.fed + rest, self.registry).shown
                 assert later.startswith(self.shown), f"shown text became {self.fed[-k:] + rest!r}"
 

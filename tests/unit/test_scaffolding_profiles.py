@@ -8,14 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from guardrail.scaffolding import (
-    DEFAULT_REGISTRY,
-    PROFILES,
-    Pattern,
-    Registry,
-    ScaffoldingFilter,
-    registry_with,
-)
+from guardrail.patterns import Pattern, Registry
+from guardrail.registries import DEFAULT_REGISTRY, PROFILES, registry_with
+from guardrail.scaffolding import ScaffoldingFilter
 
 from .scaffolding_helpers import chunked, cut_at, run
 
@@ -134,6 +129,103 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "functiongemma-call", "gemma",
         "a<start_function_call>call:f{k:<escape>v<escape>}<end_function_call>b", "ab",
     ),
+    (  # ollama/ollama #16686: no opening <tool_call>, the closing one still written
+        "qwen3-coder-function", "qwen3-coder",
+        "Let me read it.\n<function=Read>\n<parameter=file_path>/homelab/notes.md</parameter>\n"
+        "</function>\n</tool_call>",
+        "Let me read it.\n",
+    ),
+    (  # sgl-project/sglang #35736: DeepSeek V4 with tool_choice "none"
+        "deepseek-dsml-tool-calls", "deepseek",
+        '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="Bash">\n<｜DSML｜parameter name="command" '
+        'string="true">pwd</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>Done.',
+        "Done.",
+    ),
+    (  # lsdefine/GenericAgent #804: U+2016 bars, split as `hello<‖DS` + `ML‖tool_calls>world`
+        "deepseek-dsml-tool-calls-u2016", "deepseek",
+        'hello<‖DSML‖tool_calls><‖DSML‖invoke name="f"></‖DSML‖invoke></‖DSML‖tool_calls>world',
+        "helloworld",
+    ),
+    (  # lsdefine/GenericAgent #804: doubled bars
+        "deepseek-dsml-tool-calls-doubled", "deepseek",
+        'a<｜｜DSML｜｜tool_calls><｜｜DSML｜｜parameter name="k">v</｜｜DSML｜｜parameter>'
+        "</｜｜DSML｜｜tool_calls>b",
+        "ab",
+    ),
+    (  # cline/cline #13348: ASCII bars, closed with fullwidth ones
+        "deepseek-dsml-tool-calls-ascii", "deepseek",
+        'a<|DSML|tool_calls><|DSML|invoke name="read"></|DSML|invoke></｜DSML｜tool_calls>b',
+        "ab",
+    ),
+    *(  # vllm deepseekv32_tool_parser.py's block, in each mangled bar
+        (
+            f"deepseek-dsml-function-calls{suffix}", "deepseek",
+            f'a<{bar}DSML{bar}function_calls><{bar}DSML{bar}invoke name="f">'
+            f"</{bar}DSML{bar}invoke></{bar}DSML{bar}function_calls>b",
+            "ab",
+        )
+        for bar, suffix in (("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+    ),
+    *(  # sgl-project/sglang #40236: DSML invokes with no section wrapper, every bar
+        (
+            f"deepseek-dsml-invoke{suffix}", "deepseek",
+            f'Running.<{bar}DSML{bar}invoke name="Bash"><{bar}DSML{bar}parameter name="command" '
+            f'string="true">ls</{bar}DSML{bar}parameter></{bar}DSML{bar}invoke> Done.',
+            "Running. Done.",
+        )
+        for bar, suffix in (("｜", ""), ("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+    ),
+    *(  # ggml-org/llama.cpp chat.cpp: DeepSeek-R1-Distill's mangled section openers
+        (
+            f"deepseek-tool-calls-{name}", "deepseek",
+            f"x<｜tool{sep}calls{sep}begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n"
+            f"```json\n{{}}\n```<｜tool▁call▁end｜><｜tool{sep}calls{sep}end｜>y",
+            "xy",
+        )
+        for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+    ),
+    (  # Augustas11/macprovider #743: gpt-oss with its special tokens stripped
+        "harmony-analysis-residue", "harmony-residue",
+        "analysisWe need to answer what 2+2 is. Simple.assistantfinalfour",
+        "four",
+    ),
+    (  # lmstudio-ai/lmstudio-bug-tracker #1177: MiniMax-M2's bracket variant
+        "minimax-bracket-tool-call", "minimax",
+        'I will write it. [TOOL_CALL] { "tool": "write", "args": {"path": "a.txt"} } '
+        "[/TOOL_CALL] Done.",
+        "I will write it.  Done.",
+    ),
+    (  # Gitlawb/openclaude PR #380: Gemma 4's body without its wrapper tokens
+        "gemma-bare-call", "gemma",
+        "Writing it now. call:write_file{content:hello,path:a.txt}",
+        "Writing it now. ",
+    ),
+    (  # vllm PR #45832: the bare body with Gemma 4's string quotes and a nested object
+        "gemma-bare-call", "gemma",
+        'call:get_weather{location:<|"|>Paris {FR}<|"|>,units:{temp:c}} It is sunny.',
+        " It is sunny.",
+    ),
+    (  # vllm seed_oss_tool_parser.py
+        "seed-oss-tool-call", "seed-oss",
+        "Checking.<seed:tool_call>\n<function=read>\n<parameter=path>/a.md</parameter>\n"
+        "</function>\n</seed:tool_call>",
+        "Checking.",
+    ),
+    (  # vllm nemotron_json_tool_parser.py
+        "nemotron-toolcall", "nemotron",
+        'Sure.<TOOLCALL>[{"name": "read", "arguments": {"path": "/a.md"}}]</TOOLCALL>',
+        "Sure.",
+    ),
+    (  # zai-org/GLM-5 #84: key/value pairs outside any <tool_call>
+        "glm-bare-arguments", "glm",
+        "read<arg_key>filePath</arg_key><arg_value>/home/user/notes.md</arg_value>",
+        "read",
+    ),
+    (  # raullenchai/Rapid-MLX PR #1592: LFM imitating its transcript
+        "transcript-echo", "echo",
+        'Let me look.[Calling tool: browse({"url": "https://www.iana.org/help/example-domains"})]',
+        "Let me look.",
+    ),
 ]  # fmt: skip
 
 
@@ -209,6 +301,40 @@ def test_hold_back_of_a_plain_marker_prefix_stops_inside_a_fence():
     g = ScaffoldingFilter(HERMES)
     assert g.feed("see <tool_c") == "see "
     assert g.held == "<tool_c"
+
+
+# --- inline code ---------------------------------------------------------------------------
+
+QWEN3_CODER = registry_with("hermes", "qwen3-coder")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Qwen3-Coder opens a call with `<function=read>` and closes it with `</function>`.",
+        f"The call `{EXAMPLE}` is what Qwen writes.",
+        "Double ticks: ``<function=a>`` and ``a ` <function=b>`` stay.",
+        "An unclosed tick ` <function=read> keeps the rest of its line.",
+    ],
+)
+def test_plain_marker_inside_inline_code_is_kept(text: str):
+    for chunks in (chunked(text, 1), chunked(text, 4), [text]):
+        assert run(chunks, QWEN3_CODER)[0] == text
+
+
+def test_inline_code_ends_with_its_line_and_its_closing_run():
+    text = f"`a`{EXAMPLE}x\n` b\n{EXAMPLE}y"
+    assert run(chunked(text, 2), HERMES)[0] == "`a`x\n` b\ny"
+
+
+def test_a_run_of_another_length_does_not_close_inline_code():
+    text = f"``a ` {EXAMPLE} b``{EXAMPLE}c"
+    assert run(chunked(text, 1), HERMES)[0] == f"``a ` {EXAMPLE} b``c"
+
+
+def test_special_token_inside_inline_code_is_still_stripped():
+    text = "`<|tool_call_start|>[read(path='/a')]<|tool_call_end|>`"
+    assert run(chunked(text, 3))[0] == "``"
 
 
 # --- registries --------------------------------------------------------------------------

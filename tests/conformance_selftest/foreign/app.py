@@ -67,7 +67,7 @@ from app.rag.types import (
     ToolSpec,
 )
 from guardrail.policy import RoundFilter, needs_recovery, scrub, strip_warning, with_correction
-from guardrail.scaffolding import DEFAULT_REGISTRY
+from guardrail.registries import DEFAULT_REGISTRY
 
 STATIC = Path(__file__).parent / "static"
 MODELS = ("lfm2-1.2b", "lfm2-8b-a1b")

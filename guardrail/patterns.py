@@ -1,0 +1,79 @@
+"""What one kind of scaffolding is: a `Pattern`, and a `Registry` of them.
+
+The registries themselves (LFM2's default and the other families' profiles) are data in
+guardrail/registries.py; the filter that applies them is guardrail/scaffolding.py. A
+pattern is checked when it is made, so a registry nobody could apply never exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from guardrail.shapes import Shape
+
+PatternKind = Literal["span", "token", "to_end", "braced"]
+Boundary = Literal["any", "word", "start"]
+TRAILER_SPACE = 8
+"""The blanks a trailer may follow its span's end marker by."""
+BLANKS = " \t\r\n"
+"""What counts as a blank before a trailer."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One kind of scaffolding.
+
+    Kinds: `span` is `start` ... one of `ends` (shortest match); `token` is `start` alone;
+    `to_end` is `start` and everything after it to the end of the stream; `braced` is
+    `start` and a body that runs to the `}` closing its first `{`, where text between two
+    of `quotes` is opaque (Gemma's bare `call:name{key:<|"|>v<|"|>}`).
+
+    `special` says the markers are special tokens no prose writes: plain-text markers are
+    left alone inside fenced code blocks. `hint` is the shape the start must be followed by
+    to count (guardrail/shapes.py); `boundary` where it may begin: anywhere, not right
+    after a letter, digit or `_` (`word`), or only at the very start of the answer
+    (`start`). `trailers`: markers a span's end may be followed by (after at most
+    TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a Qwen3-Coder
+    call without its opening `<tool_call>` still ends with.
+    """
+
+    name: str
+    kind: PatternKind
+    start: str
+    source: str
+    ends: tuple[str, ...] = ()
+    special: bool = True
+    hint: Shape | None = None
+    boundary: Boundary = "any"
+    trailers: tuple[str, ...] = ()
+    quotes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.start:
+            raise ValueError(f"pattern {self.name!r}: empty start marker")
+        if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
+            raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
+        if self.trailers and self.kind != "span":
+            raise ValueError(f"pattern {self.name!r}: only a span has trailers")
+        if any(trailer[:1] and trailer[0] in BLANKS for trailer in self.trailers):
+            raise ValueError(
+                f"pattern {self.name!r}: a trailer starts with a blank (blanks before it are"
+                " taken anyway)"
+            )
+        if self.quotes and self.kind != "braced":
+            raise ValueError(f"pattern {self.name!r}: only a braced body has quotes")
+        for group, what in ((self.ends, "end"), (self.trailers, "trailer"), (self.quotes, "quote")):
+            if any(not marker for marker in group):
+                raise ValueError(f"pattern {self.name!r}: an empty {what}")
+            for a in group:
+                for b in group:
+                    if a != b and a in b:  # "x" inside "axb": which one is seen depends on chunking
+                        raise ValueError(
+                            f"pattern {self.name!r}: {what} {a!r} is inside {b!r}: ambiguous"
+                        )
+        if any(c in quote for quote in self.quotes for c in "{}"):
+            raise ValueError(f"pattern {self.name!r}: a quote with a brace in it")
+
+
+Registry = tuple[Pattern, ...]

@@ -1,0 +1,345 @@
+"""The markup the filter strips, as data: LFM2's default registry and the other families'.
+
+Each pattern names the public chat template, parser or leak report it comes from
+(`Pattern.source`; shared/reference/formats.md and incidents.md quote them), and each has a
+real leaked answer among the unit fixtures. `DEFAULT_REGISTRY` is LFM2's markup, the
+problem this project was built for; every other family's format is a profile,
+`registry_with("hermes", ...)` adds profiles, and `guardrail.model_profiles` picks them by
+the model's name.
+
+Deliberate choices:
+- A marker that reads like prose carries a `hint` (guardrail/shapes.py): `<tool_call>`
+  counts only when a call's body follows it (`{`, `[`, `<`, or a name and `<`), Mistral's
+  `[TOOL_CALLS]` only before `[`, `{` or a name and `[ARGS]`/`{`, so a sentence that names
+  the marker keeps it.
+- Residue, what is left of a call once a server dropped its special tokens (Gemma's bare
+  `call:name{...}`, gpt-oss's `analysisWe need…assistantfinal`), is matched by its shape
+  at a word start or at the answer's start only, and lives in profiles `auto` adds for that
+  family's names alone.
+- Spellings a model mangles (DeepSeek's DSML with `‖`, doubled or ASCII bars) are
+  patterns of their own, each a plain string: the filter never matches markers loosely.
+- `OPT_IN` profiles are never chosen by `auto` nor by `all`: the transcript echo
+  `[Calling tool: name(...)]` is prose-like enough that only a person who saw it should
+  turn it on.
+"""
+
+from __future__ import annotations
+
+from guardrail.patterns import Pattern, Registry
+from guardrail.shapes import NAME, SPACE, Chars, Lit, alt, seq
+
+DEFAULT_REGISTRY: Registry = (
+    Pattern(
+        "lfm2-tool-call",
+        "span",
+        "<|tool_call_start|>",
+        ends=("<|tool_call_end|>",),
+        source="LiquidAI LFM2 chat template; vllm vllm/tool_parsers/lfm2_tool_parser.py",
+    ),
+    Pattern(
+        "tool-calls-token",
+        "token",
+        "<|tool_calls|>",
+        source="LFM2-family standalone token seen in leaked answers (contract clause G6)",
+    ),
+    Pattern(
+        "tool-call-token",
+        "token",
+        "<|tool_call|>",
+        source="IBM Granite 3.0 / Phi-4-mini marker seen bare (vllm granite_tool_parser.py)",
+    ),
+)
+
+_VLLM = "vllm vllm/tool_parsers/"
+
+CALL_BODY = alt(
+    seq(SPACE, alt(Lit("{"), Lit("["), Lit("<function="))),
+    seq(NAME, SPACE, alt(Lit("<arg_key>"), Lit("</tool_call>"))),
+)
+"""What follows `<tool_call>` in a real call: JSON, a list, Qwen3-Coder's `<function=`, or
+GLM's name right after the tag, then its first `<arg_key>` (or the end, with no arguments).
+Prose such as `<tool_call> and </tool_call>` fits none of them."""
+JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
+"""A JSON object or array, after at most a few blanks."""
+
+DSML_BARS = {"｜": "", "｜｜": "-doubled", "‖": "-u2016", "|": "-ascii"}
+"""DeepSeek's DSML bar (U+FF5C) and the spellings models mangle it into: doubled and
+U+2016 (lsdefine/GenericAgent #804), ASCII (cline/cline #13348)."""
+_DSML_SOURCES = {
+    "function_calls": f"{_VLLM}deepseekv32_tool_parser.py",
+    "tool_calls": "DeepSeek V4 DSML, per sgl-project/sglang #40236 and #35736",
+    "invoke": "DSML without its section wrapper, per sgl-project/sglang #40236",
+}
+
+
+def _dsml() -> Registry:
+    """The DSML blocks in every bar spelling; a block closes in any spelling."""
+    return tuple(
+        Pattern(
+            f"deepseek-dsml-{block.replace('_', '-')}{suffix}",
+            "span",
+            f"<{bar}DSML{bar}{block}" + ("" if block == "invoke" else ">"),
+            ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
+            source=_DSML_SOURCES[block]
+            + ("" if not suffix else "; bar variants: GenericAgent #804, cline #13348"),
+        )
+        for block in _DSML_SOURCES
+        for bar, suffix in DSML_BARS.items()
+    )
+
+
+def _deepseek_mangled() -> Registry:
+    """DeepSeek-R1-Distill's mangled section openers, which llama.cpp accepts."""
+    return tuple(
+        Pattern(
+            f"deepseek-tool-calls-{name}",
+            "span",
+            f"<｜tool{sep}calls{sep}begin｜>",
+            ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
+            source="ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)",
+        )
+        for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+    )
+
+
+PROFILES: dict[str, Registry] = {
+    "hermes": (
+        Pattern(
+            "hermes-tool-call",
+            "span",
+            "<tool_call>",
+            ends=("</tool_call>",),
+            special=False,
+            hint=CALL_BODY,
+            source=f"{_VLLM}hermes_tool_parser.py (Hermes, Qwen2.5/3, Granite 4, GLM-4.5+)",
+        ),
+    ),
+    "qwen3-coder": (
+        Pattern(
+            "qwen3-coder-function",
+            "span",
+            "<function=",
+            ends=("</function>",),
+            special=False,
+            hint=seq(NAME, Lit(">"), SPACE, alt(Lit("<parameter="), Lit("</function>"))),
+            trailers=("</tool_call>",),
+            source=f"{_VLLM}qwen3coder_tool_parser.py; bare, ending in </tool_call>: "
+            "ollama/ollama #16686",
+        ),
+    ),
+    "mistral": (
+        Pattern(
+            "mistral-tool-calls",
+            "to_end",
+            "[TOOL_CALLS]",
+            special=False,
+            hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, alt(Lit("[ARGS]"), Lit("{"))))),
+            source=f"{_VLLM}mistral_tool_parser.py (no end marker; mlx-lm PR #1448)",
+        ),
+    ),
+    "deepseek": (
+        Pattern(
+            "deepseek-tool-calls",
+            "span",
+            "<｜tool▁calls▁begin｜>",
+            ends=("<｜tool▁calls▁end｜>",),
+            source=f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654",
+        ),
+        Pattern(
+            "deepseek-tool-call",
+            "span",
+            "<｜tool▁call▁begin｜>",
+            ends=("<｜tool▁call▁end｜>",),
+            source=f"{_VLLM}deepseekv31_tool_parser.py",
+        ),
+        *_deepseek_mangled(),
+        *_dsml(),
+    ),
+    "harmony": (
+        Pattern(
+            "harmony-commentary",
+            "span",
+            "<|channel|>commentary",
+            ends=("<|call|>", "<|end|>"),
+            source=f"{_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
+        ),
+    ),
+    "harmony-residue": (
+        Pattern(
+            "harmony-analysis-residue",
+            "span",
+            "analysis",
+            ends=("assistantfinal",),
+            special=False,
+            hint=Chars("[A-Z]", 1, 1),
+            boundary="start",
+            source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743",
+        ),
+    ),
+    "llama": (
+        Pattern(
+            "llama3-python-tag",
+            "span",
+            "<|python_tag|>",
+            ends=("<|eom_id|>", "<|eot_id|>"),
+            source=f"{_VLLM}llama_tool_parser.py; exo PR #1588 (often EOS-terminated)",
+        ),
+        Pattern(
+            "llama4-python",
+            "span",
+            "<|python_start|>",
+            ends=("<|python_end|>",),
+            source=f"{_VLLM}llama4_pythonic_tool_parser.py",
+        ),
+    ),
+    "kimi": (
+        Pattern(
+            "kimi-tool-calls-section",
+            "span",
+            "<|tool_calls_section_begin|>",
+            ends=("<|tool_calls_section_end|>",),
+            source=f"{_VLLM}kimi_k2_tool_parser.py; MoonshotAI/Kimi-K2 #26",
+        ),
+        Pattern(
+            "kimi-tool-call",
+            "span",
+            "<|tool_call_begin|>",
+            ends=("<|tool_call_end|>",),
+            source=f"{_VLLM}kimi_k2_tool_parser.py; vllm PR #31207",
+        ),
+    ),
+    "minimax": (
+        Pattern(
+            "minimax-m2-tool-call",
+            "span",
+            "<minimax:tool_call>",
+            ends=("</minimax:tool_call>",),
+            special=False,
+            hint=seq(SPACE, Lit("<invoke")),
+            source=f"{_VLLM}minimax_m2_tool_parser.py; earendil-works/pi #368; "
+            "MiniMax-AI/MiniMax-M2.5 #10",
+        ),
+        Pattern(
+            "minimax-m1-tool-calls",
+            "span",
+            "<tool_calls>",
+            ends=("</tool_calls>",),
+            special=False,
+            hint=JSON_BODY,
+            source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
+        ),
+        Pattern(
+            "minimax-bracket-tool-call",
+            "span",
+            "[TOOL_CALL]",
+            ends=("[/TOOL_CALL]",),
+            special=False,
+            hint=seq(SPACE, Lit("{")),
+            source="MiniMax-M2 variant: lmstudio-ai/lmstudio-bug-tracker #1177",
+        ),
+    ),
+    "internlm": (
+        Pattern(
+            "internlm-action",
+            "span",
+            "<|action_start|>",
+            ends=("<|action_end|>",),
+            source=f"{_VLLM}internlm2_tool_parser.py",
+        ),
+    ),
+    "cohere": (
+        Pattern(
+            "cohere-action",
+            "span",
+            "<|START_ACTION|>",
+            ends=("<|END_ACTION|>",),
+            source=f"{_VLLM}command_tool_parser.py",
+        ),
+    ),
+    "gemma": (
+        Pattern(
+            "gemma4-tool-call",
+            "span",
+            "<|tool_call>",
+            ends=("<tool_call|>",),
+            source=f"{_VLLM}gemma4_tool_parser.py",
+        ),
+        Pattern(
+            "functiongemma-call",
+            "span",
+            "<start_function_call>",
+            ends=("<end_function_call>",),
+            source="vllm .../functiongemma_tool_parser.py",
+        ),
+        Pattern(
+            "gemma-bare-call",
+            "braced",
+            "call:",
+            special=False,
+            hint=seq(NAME, Lit("{"), Chars("[A-Za-z_}]", 1, 1)),
+            boundary="word",
+            quotes=('<|"|>', "<escape>"),
+            source="Gemma 4 / FunctionGemma body without its wrapper tokens: vllm PR #45832, "
+            "Gitlawb/openclaude PR #380",
+        ),
+    ),
+    "seed-oss": (
+        Pattern(
+            "seed-oss-tool-call",
+            "span",
+            "<seed:tool_call>",
+            ends=("</seed:tool_call>",),
+            special=False,
+            hint=seq(SPACE, Lit("<function=")),
+            source=f"{_VLLM}seed_oss_tool_parser.py",
+        ),
+    ),
+    "nemotron": (
+        Pattern(
+            "nemotron-toolcall",
+            "span",
+            "<TOOLCALL>",
+            ends=("</TOOLCALL>",),
+            special=False,
+            hint=JSON_BODY,
+            source=f"{_VLLM}nemotron_json_tool_parser.py",
+        ),
+    ),
+    "glm": (
+        Pattern(
+            "glm-bare-arguments",
+            "span",
+            "<arg_key>",
+            ends=("</arg_value>",),
+            special=False,
+            hint=seq(Chars("[^<>\n]", 1, 64), Lit("</arg_key>"), SPACE, Lit("<arg_value>")),
+            source="GLM-5 key/value pairs outside <tool_call>: zai-org/GLM-5 #84; "
+            f"{_VLLM}glm4_moe_tool_parser.py",
+        ),
+    ),
+    "echo": (
+        Pattern(
+            "transcript-echo",
+            "span",
+            "[Calling tool:",
+            ends=(")]",),
+            special=False,
+            hint=seq(Chars("[ ]", 0, 2), NAME, Lit("(")),
+            source="a model imitating its transcript: raullenchai/Rapid-MLX PR #1592, PR #102",
+        ),
+    ),
+}
+
+OPT_IN: tuple[str, ...] = ("echo",)
+"""Profiles only a named setting turns on: never `auto`, never `all`."""
+
+
+def registry_with(*profiles: str, base: Registry = DEFAULT_REGISTRY) -> Registry:
+    """`base` plus the named profiles. A later pattern with the same opener replaces one."""
+    unknown = [p for p in profiles if p not in PROFILES]
+    if unknown:
+        raise ValueError(f"unknown profile(s) {', '.join(unknown)}; known: {', '.join(PROFILES)}")
+    by_start = {pattern.start: pattern for pattern in base}
+    for name in profiles:
+        by_start.update((pattern.start, pattern) for pattern in PROFILES[name])
+    return tuple(by_start.values())
