@@ -207,8 +207,14 @@ class StepBuilder:
         return len(self._pieces)
 
     @property
-    def has_calls(self) -> bool:
-        return bool(self._calls)
+    def texts(self) -> int:
+        """How many pieces of reasoning and content so far."""
+        return sum(piece.part != "call" for piece in self._pieces)
+
+    @property
+    def calls(self) -> int:
+        """How many tool calls so far."""
+        return len(self._calls)
 
     def reasoning(self, text: str, at_ms: float) -> None:
         self._add("reasoning", text, None, at_ms)
@@ -303,6 +309,18 @@ def tool_call(name: object, arguments: object, call_id: object) -> ToolCall:
         clean_text(arguments_text(arguments)),
         clean_text(call_id) if isinstance(call_id, str) else None,
     )
+
+
+def function_calls(value: object) -> list[ToolCall]:
+    """The tool calls of a whole answer's message, as chat completions and Ollama write
+    them: a list of `{"id", "function": {"name", "arguments"}}` (anything else skipped)."""
+    calls: list[ToolCall] = []
+    for item in cast(list[object], value) if isinstance(value, list) else []:
+        fields = json_object(item)
+        if fields is not None:
+            fn = json_object(fields.get("function")) or {}
+            calls.append(tool_call(fn.get("name"), fn.get("arguments"), fields.get("id")))
+    return calls
 
 
 class LineReader(ABC):

@@ -52,7 +52,6 @@ from mock_llm.flows import (
     Flow,
     MalformedFault,
     Step,
-    ToolCall,
 )
 from mock_llm.recorded_step import (
     JSON,
@@ -63,11 +62,11 @@ from mock_llm.recorded_step import (
     error_fields,
     error_step,
     finish_reason,
+    function_calls,
     json_object,
     one_line,
     read_json,
     retry_after,
-    tool_call,
     whole_step,
 )
 from mock_llm.trigger import TriggerError, find_trigger, last_user_text
@@ -224,12 +223,7 @@ def completion_step(body: bytes) -> Step:
     names = {n for n in ("reasoning_content", "reasoning") if isinstance(fields.get(n), str)}
     names = {n for n in names if fields[n]}
     reasoning = fields.get("reasoning_content") or fields.get("reasoning") or ""
-    calls: list[ToolCall] = []
-    raw_calls = fields.get("tool_calls")
-    for item in cast(list[object], raw_calls) if isinstance(raw_calls, list) else []:
-        if isinstance(item, dict):
-            fn = json_object(cast(JSON, item).get("function")) or {}
-            calls.append(tool_call(fn.get("name"), fn.get("arguments"), cast(JSON, item).get("id")))
+    calls = function_calls(fields.get("tool_calls"))
     finish = finish_reason(choice.get("finish_reason"))
     return whole_step(fields.get("content"), reasoning, calls, finish, names)
 
