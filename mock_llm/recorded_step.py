@@ -35,9 +35,12 @@ from guardrail.sse_events import LineTooLong
 from mock_llm.flows import (
     FINISH_REASONS,
     ChunkPart,
+    CutFault,
+    ErrorEventFault,
     Fault,
     FinishReason,
     HttpFault,
+    MalformedFault,
     ReasoningField,
     RecordedChunk,
     Step,
@@ -250,6 +253,13 @@ class StepBuilder:
         if arguments:
             self._add("call", arguments, call.index, at_ms)
 
+    def function_call(self, key: object, item: JSON, at_ms: float) -> None:
+        """A tool call's delta as chat completions and Ollama write it:
+        `{"id", "function": {"name", "arguments"}}`."""
+        fn = json_object(item.get("function")) or {}
+        arguments = arguments_text(fn.get("arguments"))
+        self.call(key, at_ms, arguments=arguments, call_id=item.get("id"), name=fn.get("name"))
+
     def _add(self, part: ChunkPart, text: str, call: int | None, at_ms: float) -> None:
         piece = _Piece(part, clean_text(text), call, at_ms)
         if self._pieces and _rank(piece) < _rank(self._pieces[-1]):
@@ -326,24 +336,65 @@ def function_calls(value: object) -> list[ToolCall]:
 class LineReader(ABC):
     """A stream reader: the body as it arrives (`feed`), then its step (`step`).
 
+    What every format shares is here: the pieces (`StepBuilder`), the finish reason, and
+    how the stream ended, as the step's fault: an in-band error where it came (nothing after
+    it is recorded), else a `cut` when the answer's end never came (`abort` when the
+    connection broke, `eof` when the body ended cleanly), else the first line that was not
+    JSON (`malformed`, the stream going on after it). Each format counts the frames a fault
+    fires after (`_frames`), as the mock numbers its own in that format.
+
     A line longer than the line buffer holds ends the reading: `problem` says why, and the
     recorder records nothing of the exchange (the bytes still pass through)."""
 
-    problem: str | None = None
+    def __init__(self) -> None:
+        self.problem: str | None = None
+        self.done = False
+        """The answer's end arrived (`[DONE]`, Ollama's `done` line, the response's end)."""
+        self._pieces = StepBuilder()
+        self._finish: FinishReason | None = None
+        self._malformed: MalformedFault | None = None
+        self._error: ErrorEventFault | None = None
+        self._at_ms = 0.0
+
+    @property
+    def reordered(self) -> bool:
+        """The upstream sent parts out of the mock's order (see the module docstring)."""
+        return self._pieces.reordered
 
     def feed(self, data: bytes, at_ms: float) -> None:
         """Bytes of the body as they arrived; what they complete arrived at `at_ms`."""
         if self.problem is not None:
             return
+        self._at_ms = at_ms
         try:
             self._feed(data, at_ms)
         except LineTooLong as exc:
             self.problem = str(exc)  # an event-stream line is longer than 8388608 bytes
 
+    def step(self, broken: bool) -> Step:
+        """The recorded step once the body has ended; `broken` when the connection broke
+        before it ended cleanly (a line it ended in the middle of is then not read)."""
+        if not broken and self.problem is None:
+            self._flush(self._at_ms)
+        fault: Fault | None = self._error
+        if fault is None and not self.done:
+            fault = CutFault(self._frames(), "abort" if broken else "eof")
+        if fault is None:
+            fault = self._malformed
+        return self._pieces.step(self._finish, fault)
+
+    def _not_json(self, text: str) -> None:
+        """A line that is not a JSON object: the first one is the step's `malformed` fault."""
+        if self._malformed is None:
+            self._malformed = MalformedFault(self._frames(), one_line(text))
+
     @abstractmethod
     def _feed(self, data: bytes, at_ms: float) -> None: ...
 
     @abstractmethod
-    def step(self, broken: bool) -> Step:
-        """The recorded step once the body has ended; `broken` when the connection broke
-        before it ended cleanly."""
+    def _flush(self, at_ms: float) -> None:
+        """Read what the body ended in without its line end (a body that ended cleanly)."""
+
+    @abstractmethod
+    def _frames(self) -> int:
+        """The frames the mock would have sent by now, in this format."""

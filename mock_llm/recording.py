@@ -45,10 +45,7 @@ from typing import cast
 
 from guardrail.sse_events import SseDecoder
 from mock_llm.flows import (
-    CutFault,
     ErrorEventFault,
-    Fault,
-    FinishReason,
     Flow,
     MalformedFault,
     Step,
@@ -56,8 +53,6 @@ from mock_llm.flows import (
 from mock_llm.recorded_step import (
     JSON,
     LineReader,
-    StepBuilder,
-    arguments_text,
     clean_text,
     error_fields,
     error_step,
@@ -92,22 +87,11 @@ class StreamParser(LineReader):
     (`step`). Times are milliseconds since the request went upstream."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._events = SseDecoder()
-        self._pieces = StepBuilder()
         self._chunk_seen = False
         self._finish_seen = False
         self._usage_seen = False
-        self._finish: FinishReason | None = None
-        self._malformed: MalformedFault | None = None
-        self._error: ErrorEventFault | None = None
-        self._at_ms = 0.0
-        self.done = False
-        """`data: [DONE]` arrived."""
-
-    @property
-    def reordered(self) -> bool:
-        """The upstream sent parts out of the mock's order (see mock_llm.recorded_step)."""
-        return self._pieces.reordered
 
     @property
     def ended(self) -> bool:
@@ -115,7 +99,6 @@ class StreamParser(LineReader):
         return self.done or self._error is not None
 
     def _feed(self, data: bytes, at_ms: float) -> None:
-        self._at_ms = at_ms
         for event in self._events.feed(data):
             self._event(event.data, at_ms)
 
@@ -131,8 +114,7 @@ class StreamParser(LineReader):
             return
         obj = json_object(read_json(payload))
         if obj is None:
-            if self._malformed is None:
-                self._malformed = MalformedFault(self._frames(), one_line(payload))
+            self._not_json(payload)
             return
         if "error" in obj and not obj.get("choices"):
             message, type_, code = error_fields(obj, "server_error")
@@ -177,27 +159,13 @@ class StreamParser(LineReader):
                     self._tool_call(cast(JSON, item), position, at_ms)
 
     def _tool_call(self, item: JSON, position: int, at_ms: float) -> None:
-        fn = json_object(item.get("function")) or {}
         key = item.get("index", position)
         key = key if isinstance(key, int) and not isinstance(key, bool) else position
-        self._pieces.call(
-            key,
-            at_ms,
-            arguments=arguments_text(fn.get("arguments")),
-            call_id=item.get("id"),
-            name=fn.get("name"),
-        )
+        self._pieces.function_call(key, item, at_ms)
 
-    def step(self, broken: bool) -> Step:
-        if not broken and self.problem is None:  # an event the body ended without its blank line
-            for event in self._events.finish():
-                self._event(event.data, self._at_ms)
-        fault: Fault | None = self._error
-        if fault is None and not self.done:
-            fault = CutFault(self._frames(), "abort" if broken else "eof")
-        if fault is None:
-            fault = self._malformed
-        return self._pieces.step(self._finish, fault)
+    def _flush(self, at_ms: float) -> None:  # an event the body ended without its blank line
+        for event in self._events.finish():
+            self._event(event.data, at_ms)
 
 
 def _first_choice(choices: list[object]) -> JSON:

@@ -30,12 +30,10 @@ from __future__ import annotations
 from typing import cast
 
 from guardrail.ndjson_lines import NdjsonLines
-from mock_llm.flows import CutFault, ErrorEventFault, Fault, FinishReason, MalformedFault, Step
+from mock_llm.flows import ErrorEventFault, FinishReason, MalformedFault, Step
 from mock_llm.recorded_step import (
     JSON,
     LineReader,
-    StepBuilder,
-    arguments_text,
     error_fields,
     finish_reason,
     function_calls,
@@ -64,19 +62,12 @@ class OllamaStreamParser(LineReader):
     Times are milliseconds since the request went upstream."""
 
     def __init__(self, *, generate: bool = False) -> None:
+        super().__init__()
         self._generate = generate
         self._lines = NdjsonLines()
-        self._pieces = StepBuilder()
         self._calls_line = False
-        self._finish: FinishReason | None = None
-        self._malformed: MalformedFault | None = None
-        self._error: ErrorEventFault | None = None
-        self._at_ms = 0.0
-        self.done = False
-        """The `done: true` line arrived."""
 
     def _feed(self, data: bytes, at_ms: float) -> None:
-        self._at_ms = at_ms
         for line in self._lines.feed(data):
             self._line(line, at_ms)
 
@@ -90,8 +81,7 @@ class OllamaStreamParser(LineReader):
         text = raw.decode("utf-8", "replace")
         obj = json_object(read_json(text))
         if obj is None:
-            if self._malformed is None:
-                self._malformed = MalformedFault(self._frames(), one_line(text))
+            self._not_json(text)
             return
         if "error" in obj:
             message, type_, code = error_fields(obj, "server_error")
@@ -114,25 +104,11 @@ class OllamaStreamParser(LineReader):
             self._finish = _finish(obj.get("done_reason"), self._pieces.calls > 0)
 
     def _tool_call(self, item: JSON, at_ms: float) -> None:
-        fn = json_object(item.get("function")) or {}
-        self._pieces.call(
-            self._pieces.calls,  # each call whole: a new call every time
-            at_ms,
-            arguments=arguments_text(fn.get("arguments")),
-            call_id=item.get("id"),
-            name=fn.get("name"),
-        )
+        self._pieces.function_call(self._pieces.calls, item, at_ms)  # each whole: a new call
 
-    def step(self, broken: bool) -> Step:
-        if not broken and self.problem is None:  # a last line the body ended without its end
-            for line in self._lines.finish():
-                self._line(line, self._at_ms)
-        fault: Fault | None = self._error
-        if fault is None and not self.done:
-            fault = CutFault(self._frames(), "abort" if broken else "eof")
-        if fault is None:
-            fault = self._malformed
-        return self._pieces.step(self._finish, fault)
+    def _flush(self, at_ms: float) -> None:  # a last line the body ended without its end
+        for line in self._lines.finish():
+            self._line(line, at_ms)
 
 
 def ollama_answer_step(body: bytes, *, generate: bool = False) -> Step:

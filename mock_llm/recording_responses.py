@@ -30,9 +30,7 @@ from typing import cast
 
 from guardrail.sse_events import SseDecoder
 from mock_llm.flows import (
-    CutFault,
     ErrorEventFault,
-    Fault,
     FinishReason,
     MalformedFault,
     Step,
@@ -41,7 +39,6 @@ from mock_llm.flows import (
 from mock_llm.recorded_step import (
     JSON,
     LineReader,
-    StepBuilder,
     error_fields,
     json_object,
     one_line,
@@ -97,20 +94,16 @@ class ResponsesStreamParser(LineReader):
     (`step`). Times are milliseconds since the request went upstream."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._events = SseDecoder()
-        self._pieces = StepBuilder()
-        self._frames = 0
+        self._count = 0  # the events of the kinds the mock sends
         self._streamed: set[object] = set()  # the items whose text or arguments came as deltas
-        self._finish: FinishReason | None = None
-        self._malformed: MalformedFault | None = None
-        self._error: ErrorEventFault | None = None
         self._failed = False
-        self._at_ms = 0.0
-        self.done = False
-        """The response ended: completed or incomplete."""
+
+    def _frames(self) -> int:
+        return self._count
 
     def _feed(self, data: bytes, at_ms: float) -> None:
-        self._at_ms = at_ms
         for event in self._events.feed(data):
             self._event(event.event, event.data, at_ms)
 
@@ -119,15 +112,15 @@ class ResponsesStreamParser(LineReader):
             return
         obj = json_object(read_json(payload))
         if obj is None:
-            if self._malformed is None and self._error is None:
-                self._malformed = MalformedFault(self._frames, one_line(payload))
+            if self._error is None:
+                self._not_json(payload)
             return
         kind = obj.get("type")
         kind = kind if isinstance(kind, str) else name
         if kind == "response.failed":
             self._failed = True
             response = json_object(obj.get("response")) or {}
-            failure = _failure(response.get("error"), self._frames)
+            failure = _failure(response.get("error"), self._count)
             self._error = self._error_with_type(failure) if self._error else failure
             return
         if self._error is not None:  # after an error event, only its response.failed counts
@@ -136,11 +129,11 @@ class ResponsesStreamParser(LineReader):
             nested = json_object(obj.get("error"))
             fields = nested or {"message": obj.get("message"), "code": obj.get("code")}
             message, type_, code = error_fields({"error": fields}, "server_error")
-            self._error = ErrorEventFault(self._frames, message, type_, code)
+            self._error = ErrorEventFault(self._count, message, type_, code)
             return
         self._content(kind, obj, at_ms)
         if kind in MOCK_EVENTS:
-            self._frames += 1
+            self._count += 1
 
     def _error_with_type(self, failed: ErrorEventFault) -> ErrorEventFault:
         """The error event's fault, its type the failed response's: the mock writes its
@@ -201,16 +194,9 @@ class ResponsesStreamParser(LineReader):
             self._streamed.add(key)
         self._pieces.call(key, at_ms, arguments=text, call_id=call_id, name=name)
 
-    def step(self, broken: bool) -> Step:
-        if not broken and self.problem is None:  # an event the body ended without its blank line
-            for event in self._events.finish():
-                self._event(event.event, event.data, self._at_ms)
-        fault: Fault | None = self._error
-        if fault is None and not self.done:
-            fault = CutFault(self._frames, "abort" if broken else "eof")
-        if fault is None:
-            fault = self._malformed
-        return self._pieces.step(self._finish, fault)
+    def _flush(self, at_ms: float) -> None:  # an event the body ended without its blank line
+        for event in self._events.finish():
+            self._event(event.event, event.data, at_ms)
 
 
 def responses_answer_step(body: bytes) -> Step:
