@@ -6,8 +6,8 @@ object per line, `{"model", "created_at", "message": {"role", "content", "thinki
 its thinking `thinking`), then a last line with `"done": true`, `done_reason` and the
 counters; an error is a line `{"error": "..."}`. A whole answer is one such object.
 
-- `NdjsonLines` cuts a body, in whatever pieces it arrives, into its lines, each with its
-  own line end, as the bytes came.
+- `NdjsonLines` (guardrail.ndjson_lines, shared with the mock's recorder) cuts a body, in
+  whatever pieces it arrives, into its lines, each with its own line end, as the bytes came.
 - `OllamaStreamGuard` takes those lines in order and says what the client gets for each:
   the line as it came when the filter changed nothing in it (so a clean stream reaches the
   client byte for byte), the line again with its text filtered, or nothing (a line whose
@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from guard.reply import Reply, WholeReply, json_object
+from guardrail.ndjson_lines import NdjsonLines
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, with_correction
-from guardrail.sse_events import DEFAULT_MAX_LINE_BYTES, LineBuffer
 from mock_llm.wire import dumps
 
 __all__ = [
@@ -119,28 +119,6 @@ def upstream_error_text(raw: bytes, status: int) -> str:
     if isinstance(error, dict):
         error = cast(dict[str, Any], error).get("message")
     return error if isinstance(error, str) and error else f"The model server answered {status}."
-
-
-class NdjsonLines:
-    """A body's lines, each with its own line end, in whatever pieces the body arrives.
-
-    A line longer than `max_line_bytes` raises `LineTooLong` instead of growing without
-    bound (the body comes from a server we do not control; `guardrail.sse_events.LineBuffer`
-    does the cutting, as for the SSE routes)."""
-
-    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
-        self._lines = LineBuffer(max_line_bytes, "NDJSON")
-
-    def feed(self, piece: bytes) -> list[bytes]:
-        complete = self._lines.complete(piece)
-        if complete is None:
-            return []
-        return [line + b"\n" for line in complete.split(b"\n")]
-
-    def finish(self) -> list[bytes]:
-        """The last line, when the body ended without its line end."""
-        rest = self._lines.rest()
-        return [rest] if rest else []
 
 
 @dataclass

@@ -8,8 +8,9 @@ next are one line end); `data:` lines are joined with `\\n`, one space after the
 line that starts with `:` is a comment (a keep-alive), ignored; `event:` names the event;
 a blank line dispatches an event that has any field; `id:` and `retry:` are read and unused.
 
-`LineBuffer` is the part that cuts a body into lines, shared with the guard proxy's NDJSON
-reader (`guard.ollama.NdjsonLines`): what each piece completes, and the unfinished line.
+`LineBuffer` is the part that cuts a body into lines, shared with the NDJSON
+reader (`guardrail.ndjson_lines.NdjsonLines`): what each piece completes, and the
+unfinished line.
 
 Deliberate choices:
 - A line longer than `max_line_bytes` raises `LineTooLong` instead of growing without

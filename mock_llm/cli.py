@@ -189,14 +189,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parse_record_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m mock_llm record",
-        description="A proxy in front of an OpenAI-compatible server that passes every chat "
-        "completion through unchanged and records it as a flow file.",
+        description="A proxy in front of an OpenAI-compatible server (or Ollama) that passes "
+        "every answer through unchanged and records chat completions, Ollama's /api/chat and "
+        "/api/generate and the Responses API as a flow file.",
     )
     parser.add_argument(
         "--upstream",
         required=True,
         metavar="URL",
-        help="the upstream's OpenAI base URL, e.g. http://127.0.0.1:8080/v1",
+        help="the upstream's OpenAI base URL, e.g. http://127.0.0.1:8080/v1 (Ollama's /api/ "
+        "is reached at its root, without the /v1)",
     )
     parser.add_argument(
         "--out",

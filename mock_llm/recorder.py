@@ -1,13 +1,15 @@
-"""The recording proxy (`python -m mock_llm record`): pass everything through, keep each chat
-completion as a flow.
+"""The recording proxy (`python -m mock_llm record`): pass everything through, keep each
+model answer as a flow.
 
-It sits in front of any OpenAI-compatible server. A client's request goes upstream as it
-came (its body byte for byte, its headers but the hop-by-hop ones), and the upstream's
-response comes back as it is sent, read by read, with its status and headers: the client
-cannot tell the recorder is there. Meanwhile every chat completion
-(`POST /v1/chat/completions` or `/chat/completions`) is parsed (mock_llm.recording) and,
-once it has ended, written into the recording as a step of a flow, redacted
-(mock_llm.redaction). Anything else (`GET /v1/models`...) only passes through.
+It sits in front of any OpenAI-compatible server (or Ollama). A client's request goes
+upstream as it came (its body byte for byte, its headers but the hop-by-hop ones), and the
+upstream's response comes back as it is sent, read by read, with its status and headers:
+the client cannot tell the recorder is there. Meanwhile every answer of the APIs the
+recorder records (mock_llm.recorded_apis: chat completions, Ollama's `/api/chat` and
+`/api/generate`, the Responses API) is read by its API's reader and, once it has ended,
+written into the recording as a step of a flow, redacted (mock_llm.redaction). Anything
+else (`GET /v1/models`...) only passes through. `/api/...` (Ollama's native API) goes to
+the server's root: the base URL without its `/v1`.
 
 Deliberate choices:
 - The recording file is written whole after every completed exchange, to a temporary file
@@ -19,7 +21,11 @@ Deliberate choices:
   of the Authorization and API-key headers are redacted from everything recorded, in case
   an upstream echoes a key in an error message.
 - `Accept-Encoding` is narrowed to what the recorder can read (gzip, deflate, identity):
-  a body it could not decode could not be recorded.
+  a body it could not decode could not be recorded. A compressed body that does not
+  decode to its end (mock_llm.content_coding: a gzip body cut before its trailer) is not
+  recorded, and the log says why.
+- An answer with a line longer than the readers hold (8 MiB) is not recorded either; its
+  bytes pass on all the same.
 - Timing is taken here only (`time.monotonic`), from the moment the request goes upstream.
 - An exchange the client leaves before it ended is not recorded: it says nothing about
   the upstream. Nor is one the upstream could not be reached for (the client gets a 502,
@@ -38,13 +44,11 @@ import os
 import tempfile
 import threading
 import time
-import zlib
 from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -54,18 +58,13 @@ import uvicorn
 from starlette.types import Message, Receive, Scope, Send
 
 from mock_llm import wire
+from mock_llm.content_coding import READABLE_CODINGS, BodyDecoder
 from mock_llm.flow_file import load_flow_file
 from mock_llm.flow_writer import dump_flows
 from mock_llm.flows import CutFault, Step
-from mock_llm.recording import (
-    Recording,
-    StreamParser,
-    completion_step,
-    description,
-    error_step,
-    read_json,
-    request_turn,
-)
+from mock_llm.recorded_apis import RecordedApi, recorded_api
+from mock_llm.recorded_step import LineReader, error_step, json_object, read_json
+from mock_llm.recording import Recording, description, turn_of
 from mock_llm.redaction import Redactor
 from mock_llm.response_plan import describe_fault
 from mock_llm.runner import serve_in_thread
@@ -77,7 +76,6 @@ DEFAULT_PORT = 8097
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_RECORDED_BODY_BYTES = 16 * 1024 * 1024
 """The most of a non-streamed answer kept to parse; a longer one passes through unrecorded."""
-CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -93,7 +91,6 @@ HOP_BY_HOP = frozenset(
 )
 SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
 """Headers whose values are redacted from whatever is recorded (no header is written)."""
-READABLE_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "identity"})
 COMMENT = (
     "Recorded by python -m mock_llm record; replay with python -m mock_llm --flows FILE.\n"
     "Each step's chunks are the stream as it arrived (docs/mock_llm.md, Record and replay)."
@@ -124,11 +121,16 @@ class Upstream:
         return cls(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")), display)
 
     def target(self, path: str, query: str) -> str:
-        """Where a request for `path` goes: `/v1/X` and `/X` both to the base URL's `/X`."""
-        suffix = path[3:] if path == "/v1" or path.startswith("/v1/") else path
+        """Where a request for `path` goes: `/v1/X` and `/X` both to the base URL's `/X`;
+        Ollama's `/api/X` to the server's root, the base URL without its `/v1`."""
         base = urlsplit(self.url)
+        root = base.path
+        if path == "/api" or path.startswith("/api/"):
+            root = root.removesuffix("/v1")
+        elif path == "/v1" or path.startswith("/v1/"):
+            path = path[3:]
         queries = "&".join(q for q in (base.query, query) if q)
-        return urlunsplit((base.scheme, base.netloc, base.path + suffix, queries, ""))
+        return urlunsplit((base.scheme, base.netloc, root + path, queries, ""))
 
 
 @dataclass(frozen=True)
@@ -191,25 +193,6 @@ def secret_values(headers: Iterable[tuple[str, str]]) -> list[str]:
     return secrets
 
 
-class _Decoder:
-    """Decodes a body's content coding for the parser (the client gets the raw bytes)."""
-
-    def __init__(self, coding: str) -> None:
-        coding = coding.strip().lower()
-        self.readable = coding in ("", *READABLE_CODINGS)
-        wbits = zlib.MAX_WBITS | 32  # gzip or zlib, told by the header
-        self._zlib = zlib.decompressobj(wbits) if coding not in ("", "identity") else None
-
-    def __call__(self, data: bytes) -> bytes:
-        if self._zlib is None or not self.readable:
-            return data
-        try:
-            return self._zlib.decompress(data)
-        except zlib.error:
-            self.readable = False
-            return b""
-
-
 @dataclass
 class _Relayed:
     """What the recorder read of an answer while relaying it."""
@@ -217,9 +200,9 @@ class _Relayed:
     problem: str | None = None
     """Why there is nothing to record (the upstream could not be reached)."""
     headers: httpx.Headers = field(default_factory=httpx.Headers)
-    decoder: _Decoder = field(default_factory=lambda: _Decoder(""))
-    streamed: bool = False
-    parser: StreamParser = field(default_factory=StreamParser)
+    decoder: BodyDecoder = field(default_factory=lambda: BodyDecoder(""))
+    reader: LineReader | None = None
+    """The stream's reader (None: the answer is read whole, from `kept`)."""
     kept: bytearray = field(default_factory=bytearray)
     """The decoded body of an answer that is not a stream (an error status's too)."""
 
@@ -250,9 +233,9 @@ class Recorder:
         self._pool: HttpxPool | None = None
         self._write_lock = anyio.Lock()
         self.saved = 0
-        """Chat completions recorded and written so far."""
+        """Answers recorded and written so far."""
         self.skipped = 0
-        """Chat completions that passed through but were not recorded (see `_unrecordable`)."""
+        """Answers that passed through but were not recorded (see `_unrecordable`)."""
         self._counted = threading.Condition()
 
     def wait_for(self, *, saved: int = 0, skipped: int = 0, timeout_s: float) -> bool:
@@ -329,32 +312,39 @@ class Recorder:
 
     async def _proxy(self, exchange: _Exchange, query: str, receive: Receive, send: Send) -> None:
         """Forward the exchange, watching for the client going away all along (even while the
-        upstream has not answered yet); then record it, when it is a chat completion."""
+        upstream has not answered yet); then record it, when it is of an API recorded."""
         request = self.pool.client.build_request(
             exchange.method,
             self.settings.upstream.target(exchange.path, query),
             headers=_upstream_headers(exchange.headers),
             content=exchange.body,
         )
+        api = recorded_api(exchange.method, exchange.path)
         relayed = _Relayed()
         when = datetime.now(UTC)
         async with anyio.create_task_group() as group:
             group.start_soon(_watch_disconnect, receive, group.cancel_scope, exchange)
-            await self._forward(exchange, request, send, relayed)
+            await self._forward(exchange, request, send, relayed, api)
             group.cancel_scope.cancel()
-        if exchange.method != "POST" or exchange.path not in CHAT_PATHS:
+        if api is None:
             return
         # (a broken upstream body has returned without finishing ours: the client's breaks too)
-        problem = relayed.problem or _unrecordable(exchange, relayed.decoder, len(relayed.kept))
+        relayed.decoder.finish()
+        problem = relayed.problem or _unrecordable(exchange, relayed)
         if problem is not None:
             self._count(skipped=1)
             self._log(f"mock_llm record: {exchange.path}: not recorded: {problem}")
             return
-        step = self._step(exchange, relayed)
-        await self._record(exchange, step, when)
+        step = self._step(exchange, relayed, api)
+        await self._record(exchange, step, when, api)
 
     async def _forward(
-        self, exchange: _Exchange, request: httpx.Request, send: Send, relayed: _Relayed
+        self,
+        exchange: _Exchange,
+        request: httpx.Request,
+        send: Send,
+        relayed: _Relayed,
+        api: RecordedApi | None,
     ) -> None:
         """Send the request upstream and relay its answer read by read, reading a copy."""
         exchange.started = time.monotonic()
@@ -367,10 +357,11 @@ class Recorder:
         try:
             exchange.status = response.status_code
             relayed.headers = response.headers
-            relayed.decoder = _Decoder(response.headers.get("content-encoding", ""))
+            relayed.decoder = BodyDecoder(response.headers.get("content-encoding", ""))
             content_type = response.headers.get("content-type", "").lower()
-            relayed.streamed = content_type.startswith("text/event-stream")
-            parse = relayed.streamed and response.status_code < 400
+            if api is not None and content_type.startswith(api.stream_type):
+                relayed.reader = api.reader() if response.status_code < 400 else None
+            reader = relayed.reader
             start = {
                 "type": "http.response.start",
                 "status": response.status_code,
@@ -389,9 +380,11 @@ class Recorder:
                     body = {"type": "http.response.body", "body": raw, "more_body": True}
                     if not await _relay(send, body, exchange):
                         return
+                    if api is None:
+                        continue
                     data = relayed.decoder(raw)
-                    if parse:
-                        relayed.parser.feed(data, at_ms)
+                    if reader is not None:
+                        reader.feed(data, at_ms)
                     elif len(relayed.kept) <= MAX_RECORDED_BODY_BYTES:
                         relayed.kept += data
             except httpx.HTTPError:
@@ -408,21 +401,22 @@ class Recorder:
         if self.settings.log is not None:
             self.settings.log(line)
 
-    def _step(self, exchange: _Exchange, relayed: _Relayed) -> Step:
+    def _step(self, exchange: _Exchange, relayed: _Relayed, api: RecordedApi) -> Step:
         if exchange.status >= 400:
             step = error_step(exchange.status, relayed.headers, bytes(relayed.kept))
-        elif relayed.streamed:
-            step = relayed.parser.step(exchange.broken)
+        elif relayed.reader is not None:
+            step = relayed.reader.step(exchange.broken)
         elif exchange.broken:
             step = Step(fault=CutFault(0, "abort"))
         else:
-            step = completion_step(bytes(relayed.kept))
+            step = api.whole(bytes(relayed.kept))
         return self.settings.redactor.with_secrets(secret_values(exchange.headers)).step(step)
 
-    async def _record(self, exchange: _Exchange, step: Step, when: datetime) -> None:
-        body = read_json(exchange.body)
-        turn = request_turn(body)
-        model = cast(dict[str, Any], body).get("model") if isinstance(body, dict) else None
+    async def _record(
+        self, exchange: _Exchange, step: Step, when: datetime, api: RecordedApi
+    ) -> None:
+        turn = turn_of(api.messages(exchange.body))
+        model = (json_object(read_json(exchange.body)) or {}).get("model")
         redactor = self.settings.redactor.with_secrets(secret_values(exchange.headers))
         stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         text = redactor.text(description(self.settings.upstream.display, stamp, model))
@@ -439,16 +433,18 @@ class Recorder:
         self._log(f"mock_llm record: {name} step {steps}: {_summary(step)}")
 
 
-def _unrecordable(exchange: _Exchange, decoder: _Decoder, kept: int) -> str | None:
+def _unrecordable(exchange: _Exchange, relayed: _Relayed) -> str | None:
     """Why an exchange is not recorded, or None."""
     if exchange.client_gone:
         return "the client left before the answer ended"
-    if not decoder.readable:
-        return "the answer's content coding cannot be read"
+    if relayed.decoder.problem is not None:
+        return relayed.decoder.problem
     if not (200 <= exchange.status < 300 or 400 <= exchange.status <= 599):
         return f"the upstream answered {exchange.status}"
-    if kept > MAX_RECORDED_BODY_BYTES:
+    if len(relayed.kept) > MAX_RECORDED_BODY_BYTES:
         return f"the answer is longer than {MAX_RECORDED_BODY_BYTES} bytes"
+    if relayed.reader is not None:
+        return relayed.reader.problem
     return None
 
 

@@ -39,10 +39,25 @@ def test_an_upstream_is_shown_without_userinfo_or_query():
         ("/v1/models", "a=1", "http://h:1/v1/models?a=1"),
         ("/v1", "", "http://h:1/v1"),
         ("/v10/x", "", "http://h:1/v1/v10/x"),
+        ("/api/chat", "", "http://h:1/api/chat"),
+        ("/api/tags", "a=1", "http://h:1/api/tags?a=1"),
+        ("/apix", "", "http://h:1/v1/apix"),
     ],
 )
 def test_requests_go_to_the_base_url(path: str, query: str, target: str):
     assert Upstream.parse("http://h:1/v1/").target(path, query) == target
+
+
+@pytest.mark.parametrize(
+    ("base", "target"),
+    [
+        ("http://h:11434", "http://h:11434/api/chat"),
+        ("http://h:11434/v1", "http://h:11434/api/chat"),
+        ("http://h/ollama/v1", "http://h/ollama/api/chat"),
+    ],
+)
+def test_ollamas_native_api_goes_to_the_base_url_without_its_v1(base: str, target: str):
+    assert Upstream.parse(base).target("/api/chat", "") == target
 
 
 def test_the_base_urls_query_is_kept_for_every_request():
