@@ -12,7 +12,8 @@ carry exactly M content chunks. Per server, client and level it reports:
 - streams ok: no error, exactly M non-empty content chunks, joined text exact;
 - errors: streams that raised, answered non-200, carried an error payload, or ended
   without their format's end marker (`data: [DONE]`, Ollama's `"done": true` line, the
-  Responses API's `response.completed` event) or inside the chunked body;
+  Responses API's `response.completed` event, the Messages API's `message_stop`) or inside
+  the chunked body;
 - lost chunks: the sum over all streams of `M - received` where a stream got fewer;
 - chunks/s: all content chunks received / wall time from the first request sent to the
   last stream finished;
@@ -71,8 +72,9 @@ All input files are generated for the chosen M in a temporary directory.
 Formats (`--formats`): after the chat-completions levels, each listed wire format runs
 at `--format-streams` concurrent streams (default 500) with the light client, for our
 server and for each baseline that speaks it, every repetition: `ollama` (`POST /api/chat`,
-NDJSON lines), `responses` (`POST /v1/responses`, the OpenAI Responses API's SSE events)
-and `openai` (chat completions again). Each stream's content is parsed after the clock
+NDJSON lines), `responses` (`POST /v1/responses`, the OpenAI Responses API's SSE events),
+`anthropic` (`POST /v1/messages`, Anthropic's Messages API's SSE events) and `openai` (chat
+completions again). Each stream's content is parsed after the clock
 and checked whole. A format is one entry of `FORMATS`.
 
 Targets (a report, not a test):
@@ -610,6 +612,26 @@ class ResponsesReader(StreamReader):
             self.done = True
 
 
+class MessagesReader(ResponsesReader):
+    """Anthropic's Messages API: SSE events (`event:` then `data:`), text in the `delta` of
+    `content_block_delta` events whose delta is a `text_delta`, ended by `message_stop`."""
+
+    end_marker = "message_stop"
+
+    def handle(self, message: dict[str, Any], now: float) -> None:
+        kind = message.get("type")
+        if self.done:
+            return
+        if kind == "error":
+            self.fail(f"error event: {str(message)[:120]}")
+        elif kind == "content_block_delta":
+            delta = message.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                self.content(delta.get("text"), now)
+        elif kind == "message_stop":
+            self.done = True
+
+
 @dataclass(frozen=True)
 class WireFormat:
     """A streaming API: where to send, what, and how to read the answer."""
@@ -639,13 +661,18 @@ FORMATS: dict[str, WireFormat] = {
         "responses", "/v1/responses", {"model": MODEL, "stream": True, "input": USER_MESSAGES},
         ResponsesReader,
     ),
+    "anthropic": WireFormat(
+        "anthropic", "/v1/messages",
+        {"model": MODEL, "max_tokens": 4096, "stream": True, "messages": USER_MESSAGES},
+        MessagesReader,
+    ),
 }  # fmt: skip
 """Every format a level can run in; adding one is one entry (and its reader)."""
 
 SPEAKS: dict[str, frozenset[str]] = {
     OURS: frozenset(FORMATS),
     MOCKLLM: frozenset({"openai"}),
-    AIMOCK: frozenset({"openai", "ollama", "responses"}),
+    AIMOCK: frozenset({"openai", "ollama", "responses", "anthropic"}),
 }
 """Which formats each server answers (its streams are then checked like ours)."""
 

@@ -8,6 +8,12 @@ chunks of one part of a step (its reasoning, its content, one tool call's argume
 written by `python -m mock_llm record`) streams its recorded pieces, each after its recorded
 gap, which `paced` scales by the server's replay pacing (`--replay-pacing`: 1 = as
 recorded, 0 = no pauses) before a response is planned.
+
+The formats that stream a step part by part, each part announced, filled and closed (the
+Responses API's output items, the Messages API's content blocks), share `step_parts`: which
+parts a step has (its reasoning when it has some, its answer when it has one or no tool
+calls, each tool call) and when each piece is due. `TimedFrames` collects a stream's frames
+with the pause before each.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from mock_llm.flows import Chunking, ChunkPart, Step
 
@@ -111,3 +117,67 @@ def parse_pacing(text: str) -> float:
     if not (math.isfinite(factor) and factor > 0):
         raise ValueError(f"expected real, none or a positive number, not {text!r}")
     return factor
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a step as a block format streams it, with its timeline.
+
+    `opening_pause` is due before the part is announced: the gap of its first chunk (an
+    authored step's first chunk has none: the time to first token, the caller's, comes
+    first). `opening` is a recorded tool call's first piece, which opened the call (its
+    text, when any, is the part's first delta); None for every other part. `deltas` are
+    the other pieces, each with the pause before it (the first one's is paid by the
+    opening)."""
+
+    kind: ChunkPart
+    call: int | None
+    opening_pause: float
+    opening: str | None
+    deltas: tuple[tuple[float, str], ...]
+
+
+def step_parts(step: Step) -> list[Part]:
+    """The step's parts in streaming order: the reasoning (when there is some), the answer
+    (when there is one, or no tool call), each tool call."""
+    kinds: list[tuple[ChunkPart, int | None]] = []  # a part's kind, and its tool call
+    if step.reasoning:
+        kinds.append(("reasoning", None))
+    if step.content or not step.tool_calls:
+        kinds.append(("content", None))
+    kinds.extend(("call", index) for index in range(len(step.tool_calls)))
+    parts: list[Part] = []
+    chunk = 0  # the delta chunk number over the whole step, as `gap_s` counts them
+    for kind, call in kinds:
+        chunks = pieces(step, kind, call)
+        opening_pause = _chunk_gap(step, chunk) if chunks else 0.0
+        opening = chunks[0] if kind == "call" and step.recorded and chunks else None
+        if opening is not None:
+            chunks = chunks[1:]
+            chunk += 1
+        deltas: list[tuple[float, str]] = []
+        for number, piece in enumerate(chunks):
+            paid = not number and opening is None  # by the part's opening pause
+            deltas.append((0.0 if paid else _chunk_gap(step, chunk), piece))
+            chunk += 1
+        parts.append(Part(kind, call, opening_pause, opening, tuple(deltas)))
+    return parts
+
+
+def _chunk_gap(step: Step, chunk: int) -> float:
+    """The pause before delta chunk number `chunk`; an authored step's first chunk has
+    none of its own (the time to first token comes before it)."""
+    return gap_s(step, chunk) if step.recorded or chunk else 0.0
+
+
+class TimedFrames:
+    """The frames of a stream being built, each with the pause before it, in seconds; a
+    pause owed (`pending`) goes before the next frame added."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[float, bytes]] = []
+        self.pending = 0.0
+
+    def add(self, frame: bytes, pause: float = 0.0) -> None:
+        pause, self.pending = self.pending + pause, 0.0
+        self.frames.append((pause, frame))

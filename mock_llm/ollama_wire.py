@@ -16,14 +16,12 @@ durations follow from them at 10 ms per token: nothing here pretends to run a mo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from mock_llm.chunking import gap_s, pieces, ttft_s
 from mock_llm.flows import Step
-from mock_llm.wire import JSON, CompletionMeta, dumps, usage
+from mock_llm.wire import JSON, CompletionMeta, dumps, json_object, usage
 
 MEDIA_TYPE = "application/x-ndjson"
 NS_PER_TOKEN = 10_000_000
@@ -98,18 +96,8 @@ def tool_calls(step: Step) -> list[JSON]:
     are not a JSON object are sent as an empty one)."""
     calls: list[JSON] = []
     for call in step.tool_calls:
-        try:
-            arguments: Any = json.loads(call.arguments or "{}")
-        except ValueError:
-            arguments = {}
-        calls.append(
-            {
-                "function": {
-                    "name": call.name,
-                    "arguments": arguments if isinstance(arguments, dict) else {},
-                }
-            }
-        )
+        arguments = json_object(call.arguments or "{}") or {}
+        calls.append({"function": {"name": call.name, "arguments": arguments}})
     return calls
 
 

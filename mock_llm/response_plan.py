@@ -18,10 +18,12 @@ becomes an HTTP 500 with the error body.
 
 The same step plays in whichever wire format the request came in (`RequestShape.api`):
 the OpenAI chat completions (SSE chunks, `[DONE]`), Ollama's `/api/chat` (NDJSON lines, see
-mock_llm.ollama_wire) or the OpenAI Responses API (typed SSE events, see
-mock_llm.responses_wire), with every fault in that format's own shape: its error body, an
+mock_llm.ollama_wire), the OpenAI Responses API (typed SSE events, see
+mock_llm.responses_wire) or Anthropic's Messages API (typed SSE events, see
+mock_llm.anthropic_wire), with every fault in that format's own shape: its error body, an
 `{"error": ...}` line for an in-band error (for the Responses API an `error` event and
-`response.failed`), a malformed line as a bare line.
+`response.failed`, for the Messages API an `error` event), a malformed line as a bare line
+(for the Messages API under an event name, which its SDK needs to read it).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from mock_llm import ollama_wire, responses_wire, wire
+from mock_llm import anthropic_wire, ollama_wire, responses_wire, wire
 from mock_llm.chunking import REAL_PACING, answer_delay_s, gap_s, paced, ttft_s
 from mock_llm.extractive import extract_answer, note_to_read
 from mock_llm.flows import (
@@ -47,7 +49,7 @@ from mock_llm.flows import (
 )
 
 Ending = Literal["complete", "eof", "abort"]
-Api = Literal["openai", "ollama", "responses"]
+Api = Literal["openai", "ollama", "responses", "anthropic"]
 SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
 JSON_HEADERS = (("content-type", "application/json"),)
 NDJSON_HEADERS = (("content-type", ollama_wire.MEDIA_TYPE),)
@@ -92,7 +94,7 @@ class RequestShape:
     include_usage: bool
     messages: Sequence[wire.JSON]
     tools: tuple[str, ...] = ()  # the names of the functions the request offers
-    api: Api = "openai"  # the wire format: chat completions, Ollama's /api/chat, Responses
+    api: Api = "openai"  # the wire format: chat completions, Ollama, Responses, Messages
 
 
 def describe_fault(fault: Fault) -> str:
@@ -150,6 +152,8 @@ def _completion(
         body = wire.dumps(ollama_wire.chat_response(step, meta, request.messages))
     elif request.api == "responses":
         body = wire.dumps(responses_wire.response(step, meta, request.messages))
+    elif request.api == "anthropic":
+        body = wire.dumps(anthropic_wire.message(step, meta, request.messages))
     else:
         body = wire.dumps(wire.completion(step, meta, field, request.messages))
     fault = step.fault
@@ -178,6 +182,8 @@ def _stream(
         frames = ollama_wire.chat_lines(step, meta, request.messages)
     elif request.api == "responses":
         frames = responses_wire.stream_events(step, meta, request.messages)
+    elif request.api == "anthropic":
+        frames = anthropic_wire.stream_events(step, meta, request.messages)
     else:
         frames = _chunk_frames(step, meta, field, request)
     fault = step.fault
@@ -194,7 +200,7 @@ def _stream(
         plan.actions.append(Send(data, chunks=1))
     if fault is not None and fire_at == len(frames):
         ended = _inject(plan, fault, request.api, meta, len(frames))
-    if not ended and request.api == "openai":  # Ollama and the Responses API send no [DONE]
+    if not ended and request.api == "openai":  # the other formats send no [DONE]
         plan.actions.append(Send(wire.DONE_FRAME))
     plan.actions = coalesce(plan.actions)
     return plan
@@ -235,9 +241,12 @@ def _chunk_frames(
 
 
 def _error_body(fault: HttpFault | ErrorEventFault, api: Api) -> wire.JSON:
-    """Ollama's error body, or the OpenAI one (chat completions and Responses alike)."""
+    """Ollama's error body, Anthropic's, or the OpenAI one (chat completions and Responses
+    alike)."""
     if api == "ollama":
         return ollama_wire.error_body(fault.message)
+    if api == "anthropic":
+        return anthropic_wire.fault_body(fault)
     return wire.error_body(fault.message, fault.type, fault.code)
 
 
@@ -258,14 +267,24 @@ def _inject(
         plan.actions.append(Pause(fault.seconds))
         return False
     if isinstance(fault, MalformedFault):
-        line = fault.line.encode()
-        plan.actions.append(Send(line + b"\n" if api == "ollama" else b"data: " + line + b"\n\n"))
+        plan.actions.append(Send(_malformed(fault.line, api)))
         return False
     if api == "responses":
         plan.actions.append(Send(responses_wire.failure_events(fault, meta, sent)))
+    elif api == "anthropic":
+        plan.actions.append(Send(anthropic_wire.error_event(fault)))
     else:
         body = _error_body(fault, api)
         frame = ollama_wire.line(body) if api == "ollama" else wire.sse_frame(body)
         plan.actions.append(Send(frame))
     plan.ending = "eof"
     return True
+
+
+def _malformed(line: str, api: Api) -> bytes:
+    """A malformed line as it goes out mid-stream: bare (a `data:` line on SSE)."""
+    if api == "ollama":
+        return line.encode() + b"\n"
+    if api == "anthropic":
+        return anthropic_wire.malformed_event(line)
+    return b"data: " + line.encode() + b"\n\n"

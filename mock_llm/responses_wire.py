@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mock_llm.chunking import gap_s, pieces, ttft_s
+from mock_llm.chunking import Part, TimedFrames, step_parts, ttft_s
 from mock_llm.flows import ErrorEventFault, Step
 from mock_llm.wire import JSON, CompletionMeta, dumps, tool_call_id, usage
 
@@ -83,58 +83,45 @@ def stream_events(
 
     An item is announced when its first chunk is due (the time to first token before the
     first item), and each further chunk waits its gap: `delay_ms`, or a recorded step's
-    recorded gaps. A recorded tool call's first chunk is its opening: the pause before it
-    goes before the call's `output_item.added`, and its text, if any, is the first delta."""
+    recorded gaps (`chunking.step_parts`). A recorded tool call's first chunk is its
+    opening: the pause before it goes before the call's `output_item.added`, and its text,
+    if any, is the first delta."""
     events = _Events()
     opening = _response(meta, "in_progress", [], None)
-    events.add("response.created", {"response": opening})
-    events.add("response.in_progress", {"response": opening})
+    events.emit("response.created", {"response": opening})
+    events.emit("response.in_progress", {"response": opening})
     events.pending = ttft_s(step)
-    chunk = 0  # the delta chunk number over the whole step, as `gap_s` counts them
-    for index, (item, chunks) in enumerate(_items(step, meta)):
+    for index, (item, part) in enumerate(_items(step, meta)):
         head = {"output_index": index}
         where = {"item_id": item["id"], **head}
         call = item["type"] == "function_call"
-        first = chunks[0] if call and step.recorded and chunks else None  # the opening
-        deltas = chunks[1:] if first is not None else chunks
-        if chunks:
-            events.pending += _gap(step, chunk)
-        events.add("response.output_item.added", {**head, "item": _opened(item)})
-        if first is not None:
-            chunk += 1
-            if first:
-                events.add("response.function_call_arguments.delta", {**where, "delta": first})
+        events.pending += part.opening_pause
+        events.emit("response.output_item.added", {**head, "item": _opened(item)})
+        if part.opening:
+            events.emit("response.function_call_arguments.delta", {**where, "delta": part.opening})
         extra: JSON = {}
         if call:
             kind, at = "function_call_arguments", where
         else:
-            [part] = item["content"]
+            [content] = item["content"]
             kind = "reasoning_text" if item["type"] == "reasoning" else "output_text"
             at = {**where, "content_index": 0}
             if kind == "output_text":
                 extra = {"logprobs": []}
-            events.add("response.content_part.added", {**at, "part": {**part, "text": ""}})
-        for number, piece in enumerate(deltas):
-            pause = _gap(step, chunk) if number or first is not None else 0.0  # first: paid
-            events.add(f"response.{kind}.delta", {**at, "delta": piece, **extra}, pause)
-            chunk += 1
+            events.emit("response.content_part.added", {**at, "part": {**content, "text": ""}})
+        for pause, piece in part.deltas:
+            events.emit(f"response.{kind}.delta", {**at, "delta": piece, **extra}, pause)
         if call:
-            events.add(f"response.{kind}.done", {**at, "arguments": item["arguments"]})
+            events.emit(f"response.{kind}.done", {**at, "arguments": item["arguments"]})
         else:
-            [part] = item["content"]
-            events.add(f"response.{kind}.done", {**at, "text": part["text"], **extra})
-            events.add("response.content_part.done", {**at, "part": part})
-        events.add("response.output_item.done", {**head, "item": item})
+            [content] = item["content"]
+            events.emit(f"response.{kind}.done", {**at, "text": content["text"], **extra})
+            events.emit("response.content_part.done", {**at, "part": content})
+        events.emit("response.output_item.done", {**head, "item": item})
     final = response(step, meta, messages)
     ending = "response.completed" if final["status"] == "completed" else "response.incomplete"
-    events.add(ending, {"response": final})
+    events.emit(ending, {"response": final})
     return events.frames
-
-
-def _gap(step: Step, chunk: int) -> float:
-    """The pause before delta chunk number `chunk`; an authored step's first chunk has
-    none of its own (the time to first token comes before it)."""
-    return gap_s(step, chunk) if step.recorded or chunk else 0.0
 
 
 def failure_events(fault: ErrorEventFault, meta: CompletionMeta, sequence_number: int) -> bytes:
@@ -150,58 +137,55 @@ def failure_events(fault: ErrorEventFault, meta: CompletionMeta, sequence_number
     )
 
 
-class _Events:
-    """The frames of a stream being built: numbered in order, each with its pause."""
+class _Events(TimedFrames):
+    """The frames of a stream being built, numbered in order, each with its pause."""
 
-    def __init__(self) -> None:
-        self.frames: list[tuple[float, bytes]] = []
-        self.pending = 0.0  # a pause owed before the next event
-
-    def add(self, type: str, fields: JSON, pause: float = 0.0) -> None:
-        pause, self.pending = self.pending + pause, 0.0
-        self.frames.append((pause, event(type, len(self.frames), fields)))
+    def emit(self, type: str, fields: JSON, pause: float = 0.0) -> None:
+        self.add(event(type, len(self.frames), fields), pause)
 
 
-def _items(step: Step, meta: CompletionMeta) -> list[tuple[JSON, list[str]]]:
-    """Each output item, finished, with the chunks its text or arguments stream in
-    (`chunking.pieces`: the step's chunking, or its recorded chunks); the last item is
-    `incomplete` when the response is."""
+def _items(step: Step, meta: CompletionMeta) -> list[tuple[JSON, Part]]:
+    """Each output item, finished, with the part of the step it streams
+    (`chunking.step_parts`: its chunks and their pauses); the last item is `incomplete`
+    when the response is."""
     suffix = _suffix(meta)
-    items: list[tuple[JSON, list[str]]] = []
-    if step.reasoning:
-        reasoning: JSON = {
-            "id": f"rs_{suffix}_{len(items)}",
-            "type": "reasoning",
-            "summary": [],
-            "content": [{"type": "reasoning_text", "text": step.reasoning}],
-            "status": "completed",
-        }
-        items.append((reasoning, list(pieces(step, "reasoning"))))
-    if step.content or not step.tool_calls:
-        text: JSON = {
-            "type": "output_text",
-            "text": step.content,
-            "annotations": [],
-            "logprobs": [],
-        }
-        message: JSON = {
-            "id": f"msg_{suffix}_{len(items)}",
-            "type": "message",
-            "role": "assistant",
-            "status": "completed",
-            "content": [text],
-        }
-        items.append((message, list(pieces(step, "content"))))
-    for index, call in enumerate(step.tool_calls):
-        function_call: JSON = {
-            "id": f"fc_{suffix}_{len(items)}",
-            "type": "function_call",
-            "call_id": tool_call_id(meta, index, call),
-            "name": call.name,
-            "arguments": call.arguments,
-            "status": "completed",
-        }
-        items.append((function_call, list(pieces(step, "call", index))))
+    items: list[tuple[JSON, Part]] = []
+    for part in step_parts(step):
+        index = len(items)  # the output index
+        if part.kind == "reasoning":
+            item: JSON = {
+                "id": f"rs_{suffix}_{index}",
+                "type": "reasoning",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": step.reasoning}],
+                "status": "completed",
+            }
+        elif part.kind == "content":
+            text: JSON = {
+                "type": "output_text",
+                "text": step.content,
+                "annotations": [],
+                "logprobs": [],
+            }
+            item = {
+                "id": f"msg_{suffix}_{index}",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        else:
+            assert part.call is not None
+            call = step.tool_calls[part.call]
+            item = {
+                "id": f"fc_{suffix}_{index}",
+                "type": "function_call",
+                "call_id": tool_call_id(meta, part.call, call),
+                "name": call.name,
+                "arguments": call.arguments,
+                "status": "completed",
+            }
+        items.append((item, part))
     if step.resolved_finish_reason in INCOMPLETE_REASONS:
         items[-1][0]["status"] = "incomplete"  # the item the limit cut short
     return items

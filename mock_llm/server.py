@@ -52,7 +52,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mock_llm import ollama_wire, wire
+from mock_llm import anthropic_wire, ollama_wire, wire
+from mock_llm.anthropic_request import parse_anthropic_request
 from mock_llm.catalog import (
     DEFAULT_MAX_RUNTIME_FLOWS,
     RUNTIME_SOURCE,
@@ -240,6 +241,9 @@ def create_app(settings: MockSettings) -> Starlette:
     async def responses(request: Request) -> Response | PlayedResponse:
         return await chat(request, "responses")
 
+    async def anthropic_messages(request: Request) -> Response | PlayedResponse:
+        return await chat(request, "anthropic")
+
     async def chat(request: Request, api: Api) -> Response | PlayedResponse:
         entry = state.journal.open(request.url.path, api)
         try:
@@ -391,6 +395,8 @@ def create_app(settings: MockSettings) -> Starlette:
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/responses", responses, methods=["POST"]),
+        Route("/v1/messages", anthropic_messages, methods=["POST"]),
+        Route("/messages", anthropic_messages, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/api/chat", ollama_chat, methods=["POST"]),
         Route("/api/tags", ollama_tags, methods=["GET"]),
@@ -425,6 +431,8 @@ def _parse_request(raw: bytes, api: Api) -> ChatRequest:
     """A chat request read in its API's shape (RequestError when it is not one)."""
     if api == "responses":
         return parse_responses_request(raw)
+    if api == "anthropic":
+        return parse_anthropic_request(raw)
     return parse_chat_request(raw, stream_default=api == "ollama")
 
 
@@ -458,6 +466,9 @@ def _reject(
     entry.finish("rejected", message)
     if api == "ollama":
         return JSONResponse(ollama_wire.error_body(_cut(message, MAX_ERROR_MESSAGE_CHARS)), status)
+    if api == "anthropic":
+        body = anthropic_wire.error_body(status, _cut(message, MAX_ERROR_MESSAGE_CHARS))
+        return JSONResponse(body, status)
     return error_response(status, message, param=param, code=code)
 
 

@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from mock_llm.chunking import pieces
 from mock_llm.flows import ReasoningField, Step, ToolCall
@@ -60,8 +60,22 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def tool_call_id(meta: CompletionMeta, index: int, call: ToolCall) -> str:
-    return call.id if call.id is not None else f"call_{meta.id.removeprefix('chatcmpl-')}_{index}"
+def tool_call_id(meta: CompletionMeta, index: int, call: ToolCall, prefix: str = "call_") -> str:
+    """The call's own id, else one from the completion's: `call_mock7_0` (`prefix` `toolu_`
+    for the Messages API's `toolu_mock7_0`)."""
+    if call.id is not None:
+        return call.id
+    return f"{prefix}{meta.id.removeprefix('chatcmpl-')}_{index}"
+
+
+def json_object(text: str) -> JSON | None:
+    """`text` read as a JSON object; None when it is not one (not JSON, or another value).
+    For the formats that send a tool call's arguments as an object, not as text."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return cast(JSON, value) if isinstance(value, dict) else None
 
 
 def reasoning_fields(text: str, field: ReasoningField) -> JSON:

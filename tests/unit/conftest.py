@@ -8,16 +8,26 @@ from typing import Any
 import pytest
 
 from mock_llm import wire
-from mock_llm.flows import Step
-from mock_llm.response_plan import RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.flows import Step, ToolCall
+from mock_llm.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
 
 META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
+CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
+FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
+"""A step with every part: reasoning, content, a tool call."""
 
 
-def plan(step: Step, *, stream: bool = True, include_usage: bool = False) -> ResponsePlan:
-    shape = RequestShape(stream=stream, include_usage=include_usage, messages=MESSAGES)
+def plan(
+    step: Step, *, stream: bool = True, include_usage: bool = False, api: Api = "openai"
+) -> ResponsePlan:
+    shape = RequestShape(stream=stream, include_usage=include_usage, messages=MESSAGES, api=api)
     return plan_response(step, META, step.reasoning_field or "reasoning_content", shape)
+
+
+def sent(p: ResponsePlan) -> bytes:
+    """Every byte a plan sends, in order."""
+    return b"".join(a.data for a in p.actions if isinstance(a, Send))
 
 
 def sent_events(p: ResponsePlan) -> list[str]:
@@ -32,6 +42,18 @@ def sent_events(p: ResponsePlan) -> list[str]:
                 assert "\n" not in event
                 payloads.append(event[len("data: ") :])
     return payloads
+
+
+def typed_events(raw: bytes) -> list[dict[str, Any]]:
+    """The events of a typed SSE stream (the Responses and Messages APIs'), decoded; each
+    is one `event:` line naming its data's `type` and one `data:` line."""
+    events: list[dict[str, Any]] = []
+    for block in raw.decode().split("\n\n")[:-1]:
+        head, data = block.split("\n")
+        event = json.loads(data.removeprefix("data: "))
+        assert head == f"event: {event['type']}"
+        events.append(event)
+    return events
 
 
 def sent_chunks(p: ResponsePlan) -> list[dict[str, Any]]:

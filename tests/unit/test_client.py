@@ -55,6 +55,13 @@ def test_a_journal_read_becomes_typed_records():
     assert (read.version, read.now_ms, read.settled) == (JOURNAL_VERSION, 20.0, None)
 
 
+@pytest.mark.parametrize("api", ["openai", "ollama", "responses", "anthropic"])
+def test_a_records_api_is_the_wire_format_it_came_in(api: str):
+    record = {**RECORD, "path": "/v1/any", "api": api}
+    read = client(answering(journal_read(requests=[record]))).requests("k1")
+    assert read.requests[0].api == api
+
+
 def test_a_settle_read_sends_its_parameters_and_reports_settled():
     seen: list[httpx.Request] = []
     read = client(answering(journal_read(settled=False), seen)).requests(

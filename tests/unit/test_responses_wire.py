@@ -25,41 +25,24 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.response_plan import (
-    Pause,
-    RequestShape,
-    ResponsePlan,
-    Send,
-    plan_response,
-)
+from mock_llm.response_plan import Pause, ResponsePlan, Send
 from mock_llm.responses_wire import failure_events, response, stream_events
 
-META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
-MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
+from .conftest import CALL, FULL, MESSAGES, META, plan, sent, typed_events
+
 EVENTS = pydantic.TypeAdapter[ResponseStreamEvent](ResponseStreamEvent)
-CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
-FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
 
 
 def responses_plan(step: Step, *, stream: bool = True) -> ResponsePlan:
-    shape = RequestShape(stream=stream, include_usage=False, messages=MESSAGES, api="responses")
-    return plan_response(step, META, "reasoning_content", shape)
-
-
-def sent(plan: ResponsePlan) -> bytes:
-    return b"".join(a.data for a in plan.actions if isinstance(a, Send))
+    return plan(step, stream=stream, api="responses")
 
 
 def parse(raw: bytes) -> list[dict[str, Any]]:
     """The events of a stream: each `event:` line matches its data's `type`, and the SDK's
     models accept the data."""
-    events: list[dict[str, Any]] = []
-    for block in raw.decode().split("\n\n")[:-1]:
-        head, data = block.split("\n")
-        event = json.loads(data.removeprefix("data: "))
-        assert head == f"event: {event['type']}"
+    events = typed_events(raw)
+    for event in events:
         EVENTS.validate_python(event)
-        events.append(event)
     return events
 
 
