@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from mock_llm.chunking import pieces
 from mock_llm.flows import ReasoningField, Step, ToolCall
@@ -38,11 +38,15 @@ class CompletionMeta:
     model: str
 
 
-def dumps(obj: object) -> bytes:
-    """Compact UTF-8 JSON. A lone UTF-16 surrogate (a client may send `"\\ud800"`, and the
-    mock keeps what it was sent) cannot be UTF-8: it is written as its JSON escape, which
-    reads back as the same string, so no journal read or echo ever fails on one."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+def dumps(obj: object, indent: int | None = None) -> bytes:
+    """Compact UTF-8 JSON (or indented by `indent` spaces a level). A lone UTF-16 surrogate
+    (a client may send `"\\ud800"`, and the mock keeps what it was sent) cannot be UTF-8:
+    it is written as its JSON escape, which reads back as the same string, so no journal
+    read or echo ever fails on one."""
+    if indent is None:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(obj, ensure_ascii=False, indent=indent)
     return text.encode("utf-8", "backslashreplace")
 
 
@@ -62,6 +66,16 @@ def estimate_tokens(text: str) -> int:
 
 def tool_call_id(meta: CompletionMeta, index: int, call: ToolCall) -> str:
     return call.id if call.id is not None else f"call_{meta.id.removeprefix('chatcmpl-')}_{index}"
+
+
+def arguments_object(call: ToolCall) -> JSON:
+    """A tool call's arguments as an object, for the formats that send them so (Ollama,
+    Gemini): arguments that are not a JSON object go as an empty one."""
+    try:
+        arguments: Any = json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+    return cast(JSON, arguments) if isinstance(arguments, dict) else {}
 
 
 def reasoning_fields(text: str, field: ReasoningField) -> JSON:
