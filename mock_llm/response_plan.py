@@ -18,10 +18,11 @@ becomes an HTTP 500 with the error body.
 
 The same step plays in whichever wire format the request came in (`RequestShape.api`):
 the OpenAI chat completions (SSE chunks, `[DONE]`), Ollama's `/api/chat` (NDJSON lines, see
-mock_llm.ollama_wire) or the OpenAI Responses API (typed SSE events, see
-mock_llm.responses_wire), with every fault in that format's own shape: its error body, an
+mock_llm.ollama_wire), the OpenAI Responses API (typed SSE events, see
+mock_llm.responses_wire) or Google's Gemini API (SSE, or one JSON array without `alt=sse`,
+see mock_llm.gemini_wire), with every fault in that format's own shape: its error body, an
 `{"error": ...}` line for an in-band error (for the Responses API an `error` event and
-`response.failed`), a malformed line as a bare line.
+`response.failed`; for Gemini the error chunk), a malformed line as a bare line.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from mock_llm import ollama_wire, responses_wire, wire
+from mock_llm import gemini_wire, ollama_wire, responses_wire, wire
 from mock_llm.chunking import REAL_PACING, answer_delay_s, gap_s, paced, ttft_s
 from mock_llm.extractive import extract_answer, note_to_read
 from mock_llm.flows import (
@@ -47,7 +48,7 @@ from mock_llm.flows import (
 )
 
 Ending = Literal["complete", "eof", "abort"]
-Api = Literal["openai", "ollama", "responses"]
+Api = Literal["openai", "ollama", "responses", "gemini"]
 SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
 JSON_HEADERS = (("content-type", "application/json"),)
 NDJSON_HEADERS = (("content-type", ollama_wire.MEDIA_TYPE),)
@@ -93,6 +94,7 @@ class RequestShape:
     messages: Sequence[wire.JSON]
     tools: tuple[str, ...] = ()  # the names of the functions the request offers
     api: Api = "openai"  # the wire format: chat completions, Ollama's /api/chat, Responses
+    json_array: bool = False  # Gemini's stream framing without `alt=sse`: one JSON array
 
 
 def describe_fault(fault: Fault) -> str:
@@ -150,6 +152,8 @@ def _completion(
         body = wire.dumps(ollama_wire.chat_response(step, meta, request.messages))
     elif request.api == "responses":
         body = wire.dumps(responses_wire.response(step, meta, request.messages))
+    elif request.api == "gemini":
+        body = wire.dumps(gemini_wire.response(step, meta, request.messages))
     else:
         body = wire.dumps(wire.completion(step, meta, field, request.messages))
     fault = step.fault
@@ -178,26 +182,40 @@ def _stream(
         frames = ollama_wire.chat_lines(step, meta, request.messages)
     elif request.api == "responses":
         frames = responses_wire.stream_events(step, meta, request.messages)
+    elif request.api == "gemini":
+        frames = gemini_wire.stream_frames(step, meta, request.messages, request.json_array)
     else:
         frames = _chunk_frames(step, meta, field, request)
     fault = step.fault
     assert not isinstance(fault, HttpFault)
     fire_at = None if fault is None else min(fault.after_chunks, len(frames))
-    plan = ResponsePlan(headers=NDJSON_HEADERS if ollama else SSE_HEADERS, headers_first=True)
+    plan = ResponsePlan(headers=_stream_headers(request), headers_first=True)
     ended = False
     for sent, (pause, data) in enumerate(frames):
         if fault is not None and sent == fire_at:
-            ended = _inject(plan, fault, request.api, meta, sent)
+            ended = _inject(plan, fault, request, meta, sent)
             if ended:
                 break
         plan.actions += _pause(pause)
         plan.actions.append(Send(data, chunks=1))
     if fault is not None and fire_at == len(frames):
-        ended = _inject(plan, fault, request.api, meta, len(frames))
+        ended = _inject(plan, fault, request, meta, len(frames))
     if not ended and request.api == "openai":  # Ollama and the Responses API send no [DONE]
         plan.actions.append(Send(wire.DONE_FRAME))
+    if not ended and _json_array(request):  # Gemini's JSON array ends with its `]`
+        plan.actions.append(Send(gemini_wire.closing(json_array=True)))
     plan.actions = coalesce(plan.actions)
     return plan
+
+
+def _json_array(request: RequestShape) -> bool:
+    return request.api == "gemini" and request.json_array
+
+
+def _stream_headers(request: RequestShape) -> tuple[tuple[str, str], ...]:
+    if request.api == "ollama":
+        return NDJSON_HEADERS
+    return JSON_HEADERS if _json_array(request) else SSE_HEADERS
 
 
 def coalesce(actions: list[Action]) -> list[Action]:
@@ -235,16 +253,30 @@ def _chunk_frames(
 
 
 def _error_body(fault: HttpFault | ErrorEventFault, api: Api) -> wire.JSON:
-    """Ollama's error body, or the OpenAI one (chat completions and Responses alike)."""
+    """Ollama's error body, Google's, or the OpenAI one (chat completions and Responses)."""
     if api == "ollama":
         return ollama_wire.error_body(fault.message)
+    if api == "gemini":
+        if isinstance(fault, HttpFault):
+            return gemini_wire.error_body(
+                fault.status, fault.message, retry_after=fault.retry_after
+            )
+        return gemini_wire.in_band_error(fault.message)
     return wire.error_body(fault.message, fault.type, fault.code)
+
+
+def _malformed(line: str, request: RequestShape) -> bytes:
+    """A line that is not JSON, where the format's next frame could come."""
+    if request.api == "gemini":
+        return gemini_wire.malformed(line, request.json_array)
+    raw = line.encode()
+    return raw + b"\n" if request.api == "ollama" else b"data: " + raw + b"\n\n"
 
 
 def _inject(
     plan: ResponsePlan,
     fault: CutFault | StallFault | MalformedFault | ErrorEventFault,
-    api: Api,
+    request: RequestShape,
     meta: wire.CompletionMeta,
     sent: int,
 ) -> bool:
@@ -257,11 +289,13 @@ def _inject(
     if isinstance(fault, StallFault):
         plan.actions.append(Pause(fault.seconds))
         return False
+    api = request.api
     if isinstance(fault, MalformedFault):
-        line = fault.line.encode()
-        plan.actions.append(Send(line + b"\n" if api == "ollama" else b"data: " + line + b"\n\n"))
+        plan.actions.append(Send(_malformed(fault.line, request)))
         return False
-    if api == "responses":
+    if api == "gemini":
+        plan.actions.append(Send(gemini_wire.error_frame(fault.message, sent, request.json_array)))
+    elif api == "responses":
         plan.actions.append(Send(responses_wire.failure_events(fault, meta, sent)))
     else:
         body = _error_body(fault, api)
