@@ -116,8 +116,9 @@ class JournalRecord:
     """Whether a side-call rule matched: a title or tags call made around the turn of `key`,
     not one of its requests (a journal from before the field reads as False)."""
     api: str = "openai"
-    """The wire format of the request: `openai`, `ollama` or `responses` (a journal from
-    before the field reads as `openai`)."""
+    """The wire format of the request: `openai`, `ollama`, `responses` or `gemini` (any
+    other a newer mock names is kept as it is; a journal from before the field reads as
+    `openai`)."""
 
 
 @dataclass(frozen=True)

@@ -70,8 +70,8 @@ class JournalEntry:
     received_ms: float
     path: str
     api: str = "openai"
-    """The wire format the request came in: `openai` (chat completions), `ollama` or
-    `responses`."""
+    """The wire format the request came in: `openai` (chat completions), `ollama`,
+    `responses` or `gemini`."""
     body: Any = None
     key: str | None = None
     flow: str | None = None

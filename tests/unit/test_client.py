@@ -55,6 +55,12 @@ def test_a_journal_read_becomes_typed_records():
     assert (read.version, read.now_ms, read.settled) == (JOURNAL_VERSION, 20.0, None)
 
 
+@pytest.mark.parametrize("api", ["openai", "ollama", "responses", "gemini"])
+def test_a_record_says_which_api_the_request_came_in(api: str):
+    read = client(answering(journal_read(requests=[{**RECORD, "api": api}]))).requests("k1")
+    assert [record.api for record in read.requests] == [api]
+
+
 def test_a_settle_read_sends_its_parameters_and_reports_settled():
     seen: list[httpx.Request] = []
     read = client(answering(journal_read(settled=False), seen)).requests(
