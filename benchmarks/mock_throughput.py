@@ -12,7 +12,8 @@ carry exactly M content chunks. Per server, client and level it reports:
 - streams ok: no error, exactly M non-empty content chunks, joined text exact;
 - errors: streams that raised, answered non-200, carried an error payload, or ended
   without their format's end marker (`data: [DONE]`, Ollama's `"done": true` line, the
-  Responses API's `response.completed` event) or inside the chunked body;
+  Responses API's `response.completed` event, Gemini's chunk with a `finishReason`) or
+  inside the chunked body;
 - lost chunks: the sum over all streams of `M - received` where a stream got fewer;
 - chunks/s: all content chunks received / wall time from the first request sent to the
   last stream finished;
@@ -71,9 +72,10 @@ All input files are generated for the chosen M in a temporary directory.
 Formats (`--formats`): after the chat-completions levels, each listed wire format runs
 at `--format-streams` concurrent streams (default 500) with the light client, for our
 server and for each baseline that speaks it, every repetition: `ollama` (`POST /api/chat`,
-NDJSON lines), `responses` (`POST /v1/responses`, the OpenAI Responses API's SSE events)
-and `openai` (chat completions again). Each stream's content is parsed after the clock
-and checked whole. A format is one entry of `FORMATS`.
+NDJSON lines), `responses` (`POST /v1/responses`, the OpenAI Responses API's SSE events),
+`gemini` (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, Gemini's SSE chunks,
+as google-genai asks for them) and `openai` (chat completions again). Each stream's
+content is parsed after the clock and checked whole. A format is one entry of `FORMATS`.
 
 Targets (a report, not a test):
 
@@ -610,6 +612,34 @@ class ResponsesReader(StreamReader):
             self.done = True
 
 
+class GeminiReader(StreamReader):
+    """Gemini's streamGenerateContent with `alt=sse`: `data:` lines of GenerateContentResponse
+    JSON (CRLF line ends), text in the candidate's parts, ended by the chunk that carries
+    `finishReason` (there is no end marker)."""
+
+    end_marker = "finishReason"
+
+    def feed(self, data: bytes, now: float) -> None:
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        if not self.done:
+            self.handle_batch(
+                [line[5:].strip() for line in lines if line.startswith(b"data:")], now
+            )
+
+    def handle(self, message: dict[str, Any], now: float) -> None:
+        if self.done:
+            self.fail("a chunk after the finish")
+        elif message.get("error"):
+            self.fail(f"error chunk: {str(message['error'])[:120]}")
+            return
+        for candidate in message.get("candidates") or []:
+            for part in (candidate.get("content") or {}).get("parts") or []:
+                if not part.get("thought"):
+                    self.content(part.get("text"), now)
+            if candidate.get("finishReason"):
+                self.done = True
+
+
 @dataclass(frozen=True)
 class WireFormat:
     """A streaming API: where to send, what, and how to read the answer."""
@@ -624,6 +654,7 @@ class WireFormat:
 
 
 USER_MESSAGES = [{"role": "user", "content": TRIGGER}]
+GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": TRIGGER}]}]
 FORMATS: dict[str, WireFormat] = {
     "openai": WireFormat(
         "openai",
@@ -639,13 +670,17 @@ FORMATS: dict[str, WireFormat] = {
         "responses", "/v1/responses", {"model": MODEL, "stream": True, "input": USER_MESSAGES},
         ResponsesReader,
     ),
+    "gemini": WireFormat(
+        "gemini", f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse",
+        {"contents": GEMINI_CONTENTS}, GeminiReader,
+    ),
 }  # fmt: skip
 """Every format a level can run in; adding one is one entry (and its reader)."""
 
 SPEAKS: dict[str, frozenset[str]] = {
     OURS: frozenset(FORMATS),
     MOCKLLM: frozenset({"openai"}),
-    AIMOCK: frozenset({"openai", "ollama", "responses"}),
+    AIMOCK: frozenset({"openai", "ollama", "responses", "gemini"}),
 }
 """Which formats each server answers (its streams are then checked like ours)."""
 
