@@ -587,11 +587,9 @@ class NdjsonReader(StreamReader):
             self.content((message.get("message") or {}).get("content"), now)
 
 
-class ResponsesReader(StreamReader):
-    """The Responses API: SSE events (`event:` then `data:`), text in the `delta` of
-    `response.output_text.delta` events, ended by `response.completed`."""
-
-    end_marker = "response.completed"
+class DataLineReader(StreamReader):
+    """A stream read by its `data:` lines (other lines, CRs and blank lines skipped), each a
+    message, with no `[DONE]`."""
 
     def feed(self, data: bytes, now: float) -> None:
         *lines, self.pending = (self.pending + data).split(b"\n")
@@ -599,6 +597,13 @@ class ResponsesReader(StreamReader):
             self.handle_batch(
                 [line[5:].strip() for line in lines if line.startswith(b"data:")], now
             )
+
+
+class ResponsesReader(DataLineReader):
+    """The Responses API: SSE events (`event:` then `data:`), text in the `delta` of
+    `response.output_text.delta` events, ended by `response.completed`."""
+
+    end_marker = "response.completed"
 
     def handle(self, message: dict[str, Any], now: float) -> None:
         kind = message.get("type")
@@ -612,19 +617,12 @@ class ResponsesReader(StreamReader):
             self.done = True
 
 
-class GeminiReader(StreamReader):
+class GeminiReader(DataLineReader):
     """Gemini's streamGenerateContent with `alt=sse`: `data:` lines of GenerateContentResponse
     JSON (CRLF line ends), text in the candidate's parts, ended by the chunk that carries
     `finishReason` (there is no end marker)."""
 
     end_marker = "finishReason"
-
-    def feed(self, data: bytes, now: float) -> None:
-        *lines, self.pending = (self.pending + data).split(b"\n")
-        if not self.done:
-            self.handle_batch(
-                [line[5:].strip() for line in lines if line.startswith(b"data:")], now
-            )
 
     def handle(self, message: dict[str, Any], now: float) -> None:
         if self.done:

@@ -8,11 +8,14 @@ from typing import Any
 import pytest
 
 from mock_llm import wire
-from mock_llm.flows import Step
+from mock_llm.flows import Step, ToolCall
 from mock_llm.response_plan import RequestShape, ResponsePlan, Send, plan_response
 
 META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
+CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
+FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
+"""A step with reasoning, content and a tool call: every part a format writes."""
 
 
 def plan(step: Step, *, stream: bool = True, include_usage: bool = False) -> ResponsePlan:

@@ -29,10 +29,8 @@ from mock_llm.flows import (
 )
 from mock_llm.response_plan import Pause, RequestShape, ResponsePlan, Send, plan_response
 
-META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="gemini-test")
-MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
-CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
-FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
+from .conftest import CALL, FULL, MESSAGES, META
+
 FRAMINGS = [False, True]
 FRAMING_IDS = ["sse", "json-array"]
 
@@ -243,7 +241,7 @@ def test_an_empty_step_streams_only_its_finish_and_answers_with_an_empty_text():
 
 def test_the_model_and_the_response_id_come_from_the_completion():
     for chunk in [*chunks(FULL), json.loads(sent(gemini_plan(FULL, stream=False)))]:
-        assert (chunk["modelVersion"], chunk["responseId"]) == ("gemini-test", "mock7")
+        assert (chunk["modelVersion"], chunk["responseId"]) == (META.model, "mock7")
 
 
 def test_time_to_first_token_comes_before_the_first_chunk_and_delay_between_chunks():

@@ -34,11 +34,9 @@ from mock_llm.response_plan import (
 )
 from mock_llm.responses_wire import failure_events, response, stream_events
 
-META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
-MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
+from .conftest import CALL, FULL, MESSAGES, META
+
 EVENTS = pydantic.TypeAdapter[ResponseStreamEvent](ResponseStreamEvent)
-CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
-FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
 
 
 def responses_plan(step: Step, *, stream: bool = True) -> ResponsePlan:
