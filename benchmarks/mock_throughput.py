@@ -12,8 +12,8 @@ carry exactly M content chunks. Per server, client and level it reports:
 - streams ok: no error, exactly M non-empty content chunks, joined text exact;
 - errors: streams that raised, answered non-200, carried an error payload, or ended
   without their format's end marker (`data: [DONE]`, Ollama's `"done": true` line, the
-  Responses API's `response.completed` event, the Messages API's `message_stop`) or inside
-  the chunked body;
+  Responses API's `response.completed` event, the Messages API's `message_stop`, Gemini's
+  chunk with a `finishReason`) or inside the chunked body;
 - lost chunks: the sum over all streams of `M - received` where a stream got fewer;
 - chunks/s: all content chunks received / wall time from the first request sent to the
   last stream finished;
@@ -73,9 +73,10 @@ Formats (`--formats`): after the chat-completions levels, each listed wire forma
 at `--format-streams` concurrent streams (default 500) with the light client, for our
 server and for each baseline that speaks it, every repetition: `ollama` (`POST /api/chat`,
 NDJSON lines), `responses` (`POST /v1/responses`, the OpenAI Responses API's SSE events),
-`anthropic` (`POST /v1/messages`, Anthropic's Messages API's SSE events) and `openai` (chat
-completions again). Each stream's content is parsed after the clock
-and checked whole. A format is one entry of `FORMATS`.
+`anthropic` (`POST /v1/messages`, Anthropic's Messages API's SSE events), `gemini`
+(`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, Gemini's SSE chunks, as
+google-genai asks for them) and `openai` (chat completions again). Each stream's content is
+parsed after the clock and checked whole. A format is one entry of `FORMATS`.
 
 Targets (a report, not a test):
 
@@ -587,11 +588,9 @@ class NdjsonReader(StreamReader):
             self.content((message.get("message") or {}).get("content"), now)
 
 
-class ResponsesReader(StreamReader):
-    """The Responses API: SSE events (`event:` then `data:`), text in the `delta` of
-    `response.output_text.delta` events, ended by `response.completed`."""
-
-    end_marker = "response.completed"
+class DataLineReader(StreamReader):
+    """A stream read by its `data:` lines (other lines, CRs and blank lines skipped), each a
+    message, with no `[DONE]`."""
 
     def feed(self, data: bytes, now: float) -> None:
         *lines, self.pending = (self.pending + data).split(b"\n")
@@ -599,6 +598,13 @@ class ResponsesReader(StreamReader):
             self.handle_batch(
                 [line[5:].strip() for line in lines if line.startswith(b"data:")], now
             )
+
+
+class ResponsesReader(DataLineReader):
+    """The Responses API: SSE events (`event:` then `data:`), text in the `delta` of
+    `response.output_text.delta` events, ended by `response.completed`."""
+
+    end_marker = "response.completed"
 
     def handle(self, message: dict[str, Any], now: float) -> None:
         kind = message.get("type")
@@ -632,6 +638,27 @@ class MessagesReader(ResponsesReader):
             self.done = True
 
 
+class GeminiReader(DataLineReader):
+    """Gemini's streamGenerateContent with `alt=sse`: `data:` lines of GenerateContentResponse
+    JSON (CRLF line ends), text in the candidate's parts, ended by the chunk that carries
+    `finishReason` (there is no end marker)."""
+
+    end_marker = "finishReason"
+
+    def handle(self, message: dict[str, Any], now: float) -> None:
+        if self.done:
+            self.fail("a chunk after the finish")
+        elif message.get("error"):
+            self.fail(f"error chunk: {str(message['error'])[:120]}")
+            return
+        for candidate in message.get("candidates") or []:
+            for part in (candidate.get("content") or {}).get("parts") or []:
+                if not part.get("thought"):
+                    self.content(part.get("text"), now)
+            if candidate.get("finishReason"):
+                self.done = True
+
+
 @dataclass(frozen=True)
 class WireFormat:
     """A streaming API: where to send, what, and how to read the answer."""
@@ -646,6 +673,7 @@ class WireFormat:
 
 
 USER_MESSAGES = [{"role": "user", "content": TRIGGER}]
+GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": TRIGGER}]}]
 FORMATS: dict[str, WireFormat] = {
     "openai": WireFormat(
         "openai",
@@ -666,13 +694,17 @@ FORMATS: dict[str, WireFormat] = {
         {"model": MODEL, "max_tokens": 4096, "stream": True, "messages": USER_MESSAGES},
         MessagesReader,
     ),
+    "gemini": WireFormat(
+        "gemini", f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse",
+        {"contents": GEMINI_CONTENTS}, GeminiReader,
+    ),
 }  # fmt: skip
 """Every format a level can run in; adding one is one entry (and its reader)."""
 
 SPEAKS: dict[str, frozenset[str]] = {
     OURS: frozenset(FORMATS),
     MOCKLLM: frozenset({"openai"}),
-    AIMOCK: frozenset({"openai", "ollama", "responses", "anthropic"}),
+    AIMOCK: frozenset({"openai", "ollama", "responses", "anthropic", "gemini"}),
 }
 """Which formats each server answers (its streams are then checked like ours)."""
 

@@ -33,6 +33,8 @@ class ChatRequest:
     tool_names: tuple[str, ...] | None = None
     """The functions the request offers, when its parser read them (the Responses API's
     flat tools); None: `offered_tools` reads them from the chat-completions `tools`."""
+    json_array: bool = False
+    """Gemini's streamGenerateContent without `alt=sse`: the stream is one JSON array."""
 
 
 MAX_JSON_DEPTH = 64

@@ -86,6 +86,21 @@ def gap_s(step: Step, index: int) -> float:
     return step.recorded[index].after_ms / 1000
 
 
+def whole_calls_pauses(step: Step, texts: int) -> list[float]:
+    """The pause before each frame of a format that streams a step's text pieces one frame
+    each (`texts` of them) and its tool calls whole, in one frame after them (Ollama,
+    Gemini): an authored step waits `ttft_ms` before the first frame and `delay_ms` before
+    each other; a recorded step's text frame waits its chunk's gap, and the calls' frame the
+    gaps of all the calls' chunks."""
+    frames = texts + (1 if step.tool_calls else 0)
+    if not step.recorded:
+        return [gap_s(step, index) if index else ttft_s(step) for index in range(frames)]
+    pauses = [gap_s(step, index) for index in range(texts)]
+    if step.tool_calls:
+        pauses.append(sum(gap_s(step, index) for index in range(texts, len(step.recorded))))
+    return pauses
+
+
 def answer_delay_s(step: Step) -> float:
     """The pause before a whole (not streamed) answer or an HTTP fault, in seconds:
     `ttft_ms`, or for a recorded step the whole stream's recorded time."""

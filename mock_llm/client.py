@@ -116,8 +116,9 @@ class JournalRecord:
     """Whether a side-call rule matched: a title or tags call made around the turn of `key`,
     not one of its requests (a journal from before the field reads as False)."""
     api: str = "openai"
-    """The wire format of the request: `openai`, `ollama`, `responses` or `anthropic` (the
-    Messages API); a journal from before the field reads as `openai`."""
+    """The wire format of the request: `openai`, `ollama`, `responses`, `anthropic` (the
+    Messages API) or `gemini` (any other a newer mock names is kept as it is; a journal from
+    before the field reads as `openai`)."""
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ class JournalEntry:
     path: str
     api: str = "openai"
     """The wire format the request came in: `openai` (chat completions), `ollama`,
-    `responses` or `anthropic` (the Messages API)."""
+    `responses`, `anthropic` (the Messages API) or `gemini`."""
     body: Any = None
     key: str | None = None
     flow: str | None = None

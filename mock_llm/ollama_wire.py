@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from mock_llm.chunking import gap_s, pieces, ttft_s
+from mock_llm.chunking import pieces, ttft_s, whole_calls_pauses
 from mock_llm.flows import Step
-from mock_llm.wire import JSON, CompletionMeta, dumps, json_object, usage
+from mock_llm.wire import JSON, CompletionMeta, arguments_object, dumps, usage
 
 MEDIA_TYPE = "application/x-ndjson"
 NS_PER_TOKEN = 10_000_000
@@ -55,18 +55,9 @@ def chat_lines(
         for piece in pieces(step, "reasoning")
     ]
     messages_out += [{"role": "assistant", "content": piece} for piece in pieces(step, "content")]
-    texts = len(messages_out)
+    pauses = whole_calls_pauses(step, len(messages_out))
     if step.tool_calls:
         messages_out.append({"role": "assistant", "content": "", "tool_calls": tool_calls(step)})
-    if step.recorded:  # each text line after its chunk's gap, the calls after all of theirs
-        pauses = [gap_s(step, index) for index in range(texts)]
-        if step.tool_calls:
-            calls = range(texts, len(step.recorded))
-            pauses.append(sum(gap_s(step, index) for index in calls))
-    else:  # ttft_ms before the first line, delay_ms before each other
-        pauses = [
-            gap_s(step, index) if index else ttft_s(step) for index in range(len(messages_out))
-        ]
     end = {**head, "message": {"role": "assistant", "content": ""}, **_end(step, messages)}
     frames = [
         (pause, line({**head, "message": message, "done": False}))
@@ -94,11 +85,10 @@ def chat_response(step: Step, meta: CompletionMeta, messages: Sequence[JSON]) ->
 def tool_calls(step: Step) -> list[JSON]:
     """The step's tool calls as Ollama sends them: arguments as an object (arguments that
     are not a JSON object are sent as an empty one)."""
-    calls: list[JSON] = []
-    for call in step.tool_calls:
-        arguments = json_object(call.arguments or "{}") or {}
-        calls.append({"function": {"name": call.name, "arguments": arguments}})
-    return calls
+    return [
+        {"function": {"name": call.name, "arguments": arguments_object(call)}}
+        for call in step.tool_calls
+    ]
 
 
 def _end(step: Step, messages: Sequence[JSON]) -> JSON:

@@ -19,11 +19,13 @@ becomes an HTTP 500 with the error body.
 The same step plays in whichever wire format the request came in (`RequestShape.api`):
 the OpenAI chat completions (SSE chunks, `[DONE]`), Ollama's `/api/chat` (NDJSON lines, see
 mock_llm.ollama_wire), the OpenAI Responses API (typed SSE events, see
-mock_llm.responses_wire) or Anthropic's Messages API (typed SSE events, see
-mock_llm.anthropic_wire), with every fault in that format's own shape: its error body, an
+mock_llm.responses_wire), Anthropic's Messages API (typed SSE events, see
+mock_llm.anthropic_wire) or Google's Gemini API (SSE, or one JSON array without `alt=sse`,
+see mock_llm.gemini_wire), with every fault in that format's own shape: its error body, an
 `{"error": ...}` line for an in-band error (for the Responses API an `error` event and
-`response.failed`, for the Messages API an `error` event), a malformed line as a bare line
-(for the Messages API under an event name, which its SDK needs to read it).
+`response.failed`, for the Messages API an `error` event, for Gemini the error chunk), a
+malformed line as a bare line (for the Messages API under an event name, which its SDK
+needs to read it).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from mock_llm import anthropic_wire, ollama_wire, responses_wire, wire
+from mock_llm import anthropic_wire, gemini_wire, ollama_wire, responses_wire, wire
 from mock_llm.chunking import REAL_PACING, answer_delay_s, gap_s, paced, ttft_s
 from mock_llm.extractive import extract_answer, note_to_read
 from mock_llm.flows import (
@@ -49,7 +51,7 @@ from mock_llm.flows import (
 )
 
 Ending = Literal["complete", "eof", "abort"]
-Api = Literal["openai", "ollama", "responses", "anthropic"]
+Api = Literal["openai", "ollama", "responses", "anthropic", "gemini"]
 SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
 JSON_HEADERS = (("content-type", "application/json"),)
 NDJSON_HEADERS = (("content-type", ollama_wire.MEDIA_TYPE),)
@@ -94,7 +96,8 @@ class RequestShape:
     include_usage: bool
     messages: Sequence[wire.JSON]
     tools: tuple[str, ...] = ()  # the names of the functions the request offers
-    api: Api = "openai"  # the wire format: chat completions, Ollama, Responses, Messages
+    api: Api = "openai"  # the wire format: chat completions, Ollama, Responses, Messages, Gemini
+    json_array: bool = False  # Gemini's stream framing without `alt=sse`: one JSON array
 
 
 def describe_fault(fault: Fault) -> str:
@@ -154,6 +157,8 @@ def _completion(
         body = wire.dumps(responses_wire.response(step, meta, request.messages))
     elif request.api == "anthropic":
         body = wire.dumps(anthropic_wire.message(step, meta, request.messages))
+    elif request.api == "gemini":
+        body = wire.dumps(gemini_wire.response(step, meta, request.messages))
     else:
         body = wire.dumps(wire.completion(step, meta, field, request.messages))
     fault = step.fault
@@ -184,26 +189,40 @@ def _stream(
         frames = responses_wire.stream_events(step, meta, request.messages)
     elif request.api == "anthropic":
         frames = anthropic_wire.stream_events(step, meta, request.messages)
+    elif request.api == "gemini":
+        frames = gemini_wire.stream_frames(step, meta, request.messages, request.json_array)
     else:
         frames = _chunk_frames(step, meta, field, request)
     fault = step.fault
     assert not isinstance(fault, HttpFault)
     fire_at = None if fault is None else min(fault.after_chunks, len(frames))
-    plan = ResponsePlan(headers=NDJSON_HEADERS if ollama else SSE_HEADERS, headers_first=True)
+    plan = ResponsePlan(headers=_stream_headers(request), headers_first=True)
     ended = False
     for sent, (pause, data) in enumerate(frames):
         if fault is not None and sent == fire_at:
-            ended = _inject(plan, fault, request.api, meta, sent)
+            ended = _inject(plan, fault, request, meta, sent)
             if ended:
                 break
         plan.actions += _pause(pause)
         plan.actions.append(Send(data, chunks=1))
     if fault is not None and fire_at == len(frames):
-        ended = _inject(plan, fault, request.api, meta, len(frames))
+        ended = _inject(plan, fault, request, meta, len(frames))
     if not ended and request.api == "openai":  # the other formats send no [DONE]
         plan.actions.append(Send(wire.DONE_FRAME))
+    if not ended and _json_array(request):  # Gemini's JSON array ends with its `]`
+        plan.actions.append(Send(gemini_wire.closing(json_array=True)))
     plan.actions = coalesce(plan.actions)
     return plan
+
+
+def _json_array(request: RequestShape) -> bool:
+    return request.api == "gemini" and request.json_array
+
+
+def _stream_headers(request: RequestShape) -> tuple[tuple[str, str], ...]:
+    if request.api == "ollama":
+        return NDJSON_HEADERS
+    return JSON_HEADERS if _json_array(request) else SSE_HEADERS
 
 
 def coalesce(actions: list[Action]) -> list[Action]:
@@ -241,19 +260,36 @@ def _chunk_frames(
 
 
 def _error_body(fault: HttpFault | ErrorEventFault, api: Api) -> wire.JSON:
-    """Ollama's error body, Anthropic's, or the OpenAI one (chat completions and Responses
-    alike)."""
+    """Ollama's error body, Anthropic's, Google's, or the OpenAI one (chat completions and
+    Responses alike)."""
     if api == "ollama":
         return ollama_wire.error_body(fault.message)
     if api == "anthropic":
         return anthropic_wire.fault_body(fault)
+    if api == "gemini":
+        if isinstance(fault, HttpFault):
+            return gemini_wire.error_body(
+                fault.status, fault.message, retry_after=fault.retry_after
+            )
+        return gemini_wire.in_band_error(fault.message)
     return wire.error_body(fault.message, fault.type, fault.code)
+
+
+def _malformed(line: str, request: RequestShape) -> bytes:
+    """A line that is not JSON, where the format's next frame could come: bare (a `data:`
+    line on SSE, an event under a name for the Messages API)."""
+    if request.api == "gemini":
+        return gemini_wire.malformed(line, request.json_array)
+    if request.api == "anthropic":
+        return anthropic_wire.malformed_event(line)
+    raw = line.encode()
+    return raw + b"\n" if request.api == "ollama" else b"data: " + raw + b"\n\n"
 
 
 def _inject(
     plan: ResponsePlan,
     fault: CutFault | StallFault | MalformedFault | ErrorEventFault,
-    api: Api,
+    request: RequestShape,
     meta: wire.CompletionMeta,
     sent: int,
 ) -> bool:
@@ -266,10 +302,13 @@ def _inject(
     if isinstance(fault, StallFault):
         plan.actions.append(Pause(fault.seconds))
         return False
+    api = request.api
     if isinstance(fault, MalformedFault):
-        plan.actions.append(Send(_malformed(fault.line, api)))
+        plan.actions.append(Send(_malformed(fault.line, request)))
         return False
-    if api == "responses":
+    if api == "gemini":
+        plan.actions.append(Send(gemini_wire.error_frame(fault.message, sent, request.json_array)))
+    elif api == "responses":
         plan.actions.append(Send(responses_wire.failure_events(fault, meta, sent)))
     elif api == "anthropic":
         plan.actions.append(Send(anthropic_wire.error_event(fault)))
@@ -279,12 +318,3 @@ def _inject(
         plan.actions.append(Send(frame))
     plan.ending = "eof"
     return True
-
-
-def _malformed(line: str, api: Api) -> bytes:
-    """A malformed line as it goes out mid-stream: bare (a `data:` line on SSE)."""
-    if api == "ollama":
-        return line.encode() + b"\n"
-    if api == "anthropic":
-        return anthropic_wire.malformed_event(line)
-    return b"data: " + line.encode() + b"\n\n"

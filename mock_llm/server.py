@@ -52,7 +52,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mock_llm import anthropic_wire, ollama_wire, wire
+from mock_llm import anthropic_wire, gemini_wire, ollama_wire, wire
 from mock_llm.anthropic_request import parse_anthropic_request
 from mock_llm.catalog import (
     DEFAULT_MAX_RUNTIME_FLOWS,
@@ -65,6 +65,7 @@ from mock_llm.catalog import (
 from mock_llm.chat_request import ChatRequest, RequestError, offered_tools, parse_chat_request
 from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
+from mock_llm.gemini_request import parse_gemini_request
 from mock_llm.http_limits import RequestLimits
 from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
@@ -244,6 +245,9 @@ def create_app(settings: MockSettings) -> Starlette:
     async def anthropic_messages(request: Request) -> Response | PlayedResponse:
         return await chat(request, "anthropic")
 
+    async def gemini(request: Request) -> Response | PlayedResponse:
+        return await chat(request, "gemini")
+
     async def chat(request: Request, api: Api) -> Response | PlayedResponse:
         entry = state.journal.open(request.url.path, api)
         try:
@@ -267,7 +271,7 @@ def create_app(settings: MockSettings) -> Starlette:
             entry.finish("client_disconnected")
             return Response(status_code=400)
         try:
-            chat = _parse_request(raw, api)
+            chat = _parse_request(raw, api, request)
         except RequestError as exc:
             preview = _preview(raw)
             state.journal.attach_body(entry, preview, len(preview))
@@ -297,7 +301,9 @@ def create_app(settings: MockSettings) -> Starlette:
             entry.fault = describe_fault(step.fault)
         meta = wire.CompletionMeta(f"chatcmpl-mock{entry.seq}", int(time.time()), chat.model)
         tools = offered_tools(chat)
-        shape = RequestShape(chat.stream, chat.include_usage, chat.messages, tools, api)
+        shape = RequestShape(
+            chat.stream, chat.include_usage, chat.messages, tools, api, chat.json_array
+        )
         reasoning = step.reasoning_field or settings.reasoning_field
         plan = plan_stream_response(step, meta, reasoning, shape, settings.replay_pacing)
         entry.status = plan.status
@@ -399,6 +405,8 @@ def create_app(settings: MockSettings) -> Starlette:
         Route("/messages", anthropic_messages, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/api/chat", ollama_chat, methods=["POST"]),
+        Route("/v1beta/models/{call}", gemini, methods=["POST"]),
+        Route("/v1/models/{call}", gemini, methods=["POST"]),
         Route("/api/tags", ollama_tags, methods=["GET"]),
         Route("/api/version", ollama_version, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -427,18 +435,22 @@ async def _route(messages: list[dict[str, Any]], rules: SideCallRules) -> Destin
     return await anyio.to_thread.run_sync(route_request, messages, rules)
 
 
-def _parse_request(raw: bytes, api: Api) -> ChatRequest:
+def _parse_request(raw: bytes, api: Api, request: Request) -> ChatRequest:
     """A chat request read in its API's shape (RequestError when it is not one)."""
     if api == "responses":
         return parse_responses_request(raw)
     if api == "anthropic":
         return parse_anthropic_request(raw)
+    if api == "gemini":  # the model and the method are in the path
+        return parse_gemini_request(
+            raw, request.path_params["call"], request.query_params.get("alt")
+        )
     return parse_chat_request(raw, stream_default=api == "ollama")
 
 
 def _messages_param(api: Api) -> str:
     """The parameter that holds the conversation, as an error names it."""
-    return "input" if api == "responses" else "messages"
+    return {"responses": "input", "gemini": "contents"}.get(api, "messages")
 
 
 def _side_calls_json(rules: SideCallRules) -> dict[str, Any]:
@@ -468,6 +480,10 @@ def _reject(
         return JSONResponse(ollama_wire.error_body(_cut(message, MAX_ERROR_MESSAGE_CHARS)), status)
     if api == "anthropic":
         body = anthropic_wire.error_body(status, _cut(message, MAX_ERROR_MESSAGE_CHARS))
+        return JSONResponse(body, status)
+    if api == "gemini":
+        field = None if param is None else _cut(param)
+        body = gemini_wire.error_body(status, _cut(message, MAX_ERROR_MESSAGE_CHARS), field=field)
         return JSONResponse(body, status)
     return error_response(status, message, param=param, code=code)
 

@@ -38,11 +38,15 @@ class CompletionMeta:
     model: str
 
 
-def dumps(obj: object) -> bytes:
-    """Compact UTF-8 JSON. A lone UTF-16 surrogate (a client may send `"\\ud800"`, and the
-    mock keeps what it was sent) cannot be UTF-8: it is written as its JSON escape, which
-    reads back as the same string, so no journal read or echo ever fails on one."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+def dumps(obj: object, indent: int | None = None) -> bytes:
+    """Compact UTF-8 JSON (or indented by `indent` spaces a level). A lone UTF-16 surrogate
+    (a client may send `"\\ud800"`, and the mock keeps what it was sent) cannot be UTF-8:
+    it is written as its JSON escape, which reads back as the same string, so no journal
+    read or echo ever fails on one."""
+    if indent is None:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(obj, ensure_ascii=False, indent=indent)
     return text.encode("utf-8", "backslashreplace")
 
 
@@ -76,6 +80,12 @@ def json_object(text: str) -> JSON | None:
     except (ValueError, RecursionError):
         return None
     return cast(JSON, value) if isinstance(value, dict) else None
+
+
+def arguments_object(call: ToolCall) -> JSON:
+    """A tool call's arguments as an object, for the formats that send them so (Ollama,
+    Gemini): arguments that are not a JSON object go as an empty one."""
+    return json_object(call.arguments or "{}") or {}
 
 
 def reasoning_fields(text: str, field: ReasoningField) -> JSON:

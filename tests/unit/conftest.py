@@ -15,7 +15,7 @@ META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lf
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
 CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
 FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
-"""A step with every part: reasoning, content, a tool call."""
+"""A step with reasoning, content and a tool call: every part a format writes."""
 
 
 def plan(

@@ -55,11 +55,10 @@ def test_a_journal_read_becomes_typed_records():
     assert (read.version, read.now_ms, read.settled) == (JOURNAL_VERSION, 20.0, None)
 
 
-@pytest.mark.parametrize("api", ["openai", "ollama", "responses", "anthropic"])
-def test_a_records_api_is_the_wire_format_it_came_in(api: str):
-    record = {**RECORD, "path": "/v1/any", "api": api}
-    read = client(answering(journal_read(requests=[record]))).requests("k1")
-    assert read.requests[0].api == api
+@pytest.mark.parametrize("api", ["openai", "ollama", "responses", "anthropic", "gemini"])
+def test_a_record_says_which_api_the_request_came_in(api: str):
+    read = client(answering(journal_read(requests=[{**RECORD, "api": api}]))).requests("k1")
+    assert [record.api for record in read.requests] == [api]
 
 
 def test_a_settle_read_sends_its_parameters_and_reports_settled():

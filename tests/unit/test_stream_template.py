@@ -9,7 +9,7 @@ shape and completion meta, and its store must stay bounded.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import pytest
 from hypothesis import given, settings
@@ -43,7 +43,9 @@ from mock_llm.response_plan import (
 )
 from mock_llm.stream_template import StreamTemplates
 
-APIS: tuple[Api, ...] = get_args(Api)
+Format = Api | Literal["gemini-json-array"]
+"""A wire format: an API, or Gemini's stream framing without `alt=sse` (one JSON array)."""
+APIS: tuple[Format, ...] = (*get_args(Api), "gemini-json-array")
 FIXTURE_FLOWS = Path(__file__).resolve().parents[1] / "fixtures" / "flows.yaml"
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You answer from the notes."},
@@ -68,7 +70,11 @@ def every_flow_step() -> list[tuple[str, int, Step]]:
 FLOW_STEPS = every_flow_step()
 
 
-def shape(api: Api, include_usage: bool, messages: list[dict[str, Any]] = MESSAGES) -> RequestShape:
+def shape(
+    api: Format, include_usage: bool, messages: list[dict[str, Any]] = MESSAGES
+) -> RequestShape:
+    if api == "gemini-json-array":
+        return RequestShape(True, include_usage, messages, ("read", "grep"), "gemini", True)
     return RequestShape(True, include_usage, messages, ("read", "grep"), api)
 
 
@@ -100,7 +106,7 @@ def timeline(plan: ResponsePlan) -> list[tuple[str, object]]:
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize(("flow", "index", "step"), FLOW_STEPS, ids=lambda v: str(v)[:24])
 def test_every_flow_step_streams_byte_identical_from_its_template(
-    flow: str, index: int, step: Step, api: Api, include_usage: bool
+    flow: str, index: int, step: Step, api: Format, include_usage: bool
 ):
     del flow, index  # in the test id
     store = StreamTemplates()
@@ -146,7 +152,7 @@ def test_a_key_is_templated_on_its_second_request_only():
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_text_holding_a_marker_is_refused_and_served_by_the_reference(api: Api):
+def test_text_holding_a_marker_is_refused_and_served_by_the_reference(api: Format):
     for text in (stream_template.SUFFIX_MARK, stream_template.MODEL_MARK, "4000000017"):
         step = Step(content=f"a {text} b", reasoning=text, tool_calls=(ToolCall("read", text),))
         store = StreamTemplates()
@@ -160,7 +166,7 @@ def test_text_holding_a_marker_is_refused_and_served_by_the_reference(api: Api):
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_text_holding_the_meta_itself_stays_text(api: Api):
+def test_text_holding_the_meta_itself_stays_text(api: Format):
     meta = METAS[0]
     text = f"{meta.id} {meta.model} {meta.created} chatcmpl-mock7 lfm2-test"
     step = Step(content=text, reasoning=text, tool_calls=(ToolCall("read", text, id=meta.id),))
@@ -199,7 +205,7 @@ def test_text_holding_the_meta_itself_stays_text(api: Api):
     ],
     ids=["paced", "stall", "cut-eof", "cut-abort", "malformed", "error-event", "http", "recorded"],
 )
-def test_paced_and_faulted_streams_keep_their_exact_timing(step: Step, api: Api):
+def test_paced_and_faulted_streams_keep_their_exact_timing(step: Step, api: Format):
     store = StreamTemplates()
     for pacing in (REAL_PACING, NO_PACING, 2.5):
         for meta in METAS:
@@ -250,6 +256,8 @@ def test_the_key_tells_apart_everything_the_bytes_depend_on():
         (step, "both", shape("openai", True, [{"role": "user", "content": "x" * 400}]), 1.0),
         (step, "both", shape("ollama", False), REAL_PACING),
         (step, "both", shape("responses", False), REAL_PACING),
+        (step, "both", shape("gemini", False), REAL_PACING),
+        (step, "both", shape("gemini-json-array", False), REAL_PACING),
         (Step(content="hello world!", reasoning="hm"), "both", shape("ollama", False), 1.0),
         (
             Step(content="hello world", reasoning="hm", delay_ms=3),
@@ -472,7 +480,7 @@ def test_any_stream_from_a_template_is_the_reference_plan(
     step: Step,
     first: wire.CompletionMeta,
     second: wire.CompletionMeta,
-    api: Api,
+    api: Format,
     include_usage: bool,
     field: ReasoningField,
     prompt: list[dict[str, Any]],
