@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from mock_llm import wire
 from mock_llm.flows import Step, ToolCall
@@ -44,14 +45,20 @@ def sent_events(p: ResponsePlan) -> list[str]:
     return payloads
 
 
-def typed_events(raw: bytes) -> list[dict[str, Any]]:
+def typed_events(
+    raw: bytes, sdk_model: TypeAdapter[Any] | None = None, *, unmodelled: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """The events of a typed SSE stream (the Responses and Messages APIs'), decoded; each
-    is one `event:` line naming its data's `type` and one `data:` line."""
+    is one `event:` line naming its data's `type` and one `data:` line. With `sdk_model`,
+    the official SDK's model of an event must accept each one whose type is not
+    `unmodelled`."""
     events: list[dict[str, Any]] = []
     for block in raw.decode().split("\n\n")[:-1]:
         head, data = block.split("\n")
         event = json.loads(data.removeprefix("data: "))
         assert head == f"event: {event['type']}"
+        if sdk_model is not None and event["type"] not in unmodelled:
+            sdk_model.validate_python(event)
         events.append(event)
     return events
 

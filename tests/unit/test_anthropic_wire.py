@@ -42,13 +42,9 @@ def messages_plan(step: Step, *, stream: bool = True) -> ResponsePlan:
 
 
 def parse(raw: bytes) -> list[dict[str, Any]]:
-    """The events of a stream: each `event:` line names its data's `type`, and the SDK's
-    models accept the data (but `ping`, which the SDK skips, and `error`, which it raises)."""
-    events = typed_events(raw)
-    for event in events:
-        if event["type"] not in ("ping", "error"):
-            EVENTS.validate_python(event)
-    return events
+    """The events of a stream, each accepted by the SDK's models (but `ping`, which the SDK
+    skips, and `error`, which it raises)."""
+    return typed_events(raw, EVENTS, unmodelled=("ping", "error"))
 
 
 def types(events: list[dict[str, Any]]) -> list[str]:
