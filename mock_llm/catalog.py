@@ -164,6 +164,8 @@ def catalog_to_json(flows: Mapping[str, Flow]) -> dict[str, Any]:
                 "canary": flow.canary,
                 "source": flow.source,
                 "expect": expect_to_json(flow.expect),
+                "family": flow.family,
+                "elsewhere": expect_to_json(flow.elsewhere),
                 "steps": [step_to_json(step) for step in flow.steps],
             }
             for flow in sorted(flows.values(), key=lambda f: f.name)

@@ -67,6 +67,10 @@ class FlowSummary:
     canary: str | None
     step_count: int
     expect: Expect | None
+    family: str | None = None
+    """The model family whose leak shape the flow plays (`Flow.family`)."""
+    elsewhere: Expect | None = None
+    """Its outcome for a model of another family (`Flow.elsewhere`)."""
 
 
 @dataclass(frozen=True)
@@ -258,7 +262,7 @@ class MockClient:
 
     @staticmethod
     def _flow(flow: dict[str, Any]) -> FlowSummary:
-        expect = flow.get("expect")
+        expect, elsewhere = flow.get("expect"), flow.get("elsewhere")
         return FlowSummary(
             name=flow["name"],
             description=flow["description"],
@@ -266,6 +270,8 @@ class MockClient:
             canary=flow["canary"],
             step_count=len(flow["steps"]),
             expect=_build(Expect, expect) if expect is not None else None,
+            family=flow.get("family"),
+            elsewhere=_build(Expect, elsewhere) if elsewhere is not None else None,
         )
 
     @staticmethod

@@ -37,6 +37,7 @@ import yaml
 
 from mock_llm.flows import (
     EXTRACT_SENTENCES_MAX,
+    FAMILY_NAMES,
     FINISH_REASONS,
     REASONING_FIELDS,
     Chunking,
@@ -165,7 +166,7 @@ def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
         node,
         f"flow {name!r}",
         required={"steps"},
-        allowed={"description", "canary", "steps", "expect"},
+        allowed={"description", "canary", "steps", "expect", "family", "elsewhere"},
     )
     steps_node = fields["steps"]
     if not isinstance(steps_node, yaml.SequenceNode) or not steps_node.value:
@@ -177,7 +178,31 @@ def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
     description = _opt(ctx, fields, "description", _string, "")
     canary = _opt(ctx, fields, "canary", _string, None)
     expect = _expect(ctx, f"flow {name!r} expect", fields["expect"]) if "expect" in fields else None
-    return Flow(name, description, steps, canary=canary, source=ctx.source, expect=expect)
+    family = _opt(ctx, fields, "family", _string, None)
+    if family is not None and family not in FAMILY_NAMES:
+        raise ctx.fail(
+            fields["family"],
+            f"flow {name!r}: unknown family {family!r}; known: {', '.join(FAMILY_NAMES)}",
+        )
+    elsewhere = None
+    if "elsewhere" in fields:
+        if family is None or expect is None:
+            raise ctx.fail(
+                fields["elsewhere"],
+                f"flow {name!r}: 'elsewhere' is the outcome for other families' models;"
+                " it needs 'family' and 'expect'",
+            )
+        elsewhere = _expect(ctx, f"flow {name!r} elsewhere", fields["elsewhere"])
+    return Flow(
+        name,
+        description,
+        steps,
+        canary=canary,
+        source=ctx.source,
+        expect=expect,
+        family=family,
+        elsewhere=elsewhere,
+    )
 
 
 _EXPECT_KEYS = {"shown", "recovery", "stripped_chars", "error", "requests"}

@@ -82,8 +82,12 @@ def flow_to_data(flow: Flow) -> dict[str, Any]:
         data["description"] = flow.description
     if flow.canary is not None:
         data["canary"] = flow.canary
+    if flow.family is not None:
+        data["family"] = flow.family
     if flow.expect is not None:
         data["expect"] = _expect(flow.expect)
+    if flow.elsewhere is not None:
+        data["elsewhere"] = _expect(flow.elsewhere)
     data["steps"] = [step_to_data(step) for step in flow.steps]
     return data
 

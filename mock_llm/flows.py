@@ -11,12 +11,28 @@ A flow may also state the outcome a guarded chat app must reach when it plays th
 characters of markup are stripped over the turn, whether the turn ends in the
 malformed-reply error, and how many upstream requests it makes. It is data for checkers
 (a conformance kit reads it from `GET /_mock/flows`); the mock itself never acts on it.
+A flow that plays one model family's own leak shape names the family (`family`) and may
+state a second outcome (`elsewhere`) for apps whose model is of another family, for
+which the same markup is text (docs/mock_llm.md, "Family flows").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from guardrail.model_profiles import FAMILIES, profiles_for
+
+FAMILY_NAMES = tuple(family.name for family in FAMILIES)
+"""The model families a flow's `family` may name."""
+_PROFILES_OF = {family.name: frozenset(family.profiles) for family in FAMILIES}
+
+
+def family_covered(family: str, model: object) -> bool:
+    """Whether `--profiles auto` strips `family`'s markup for `model`: every profile of the
+    family is among the model's (a Qwen3-Coder or GLM name covers Qwen's `<tool_call>`)."""
+    return _PROFILES_OF[family] <= frozenset(profiles_for(model))
+
 
 ChunkingMode = Literal["whole", "char", "word", "size"]
 ReasoningField = Literal["reasoning_content", "reasoning", "both"]
@@ -192,6 +208,20 @@ class Flow:
     canary: str | None = None
     source: str = "builtin"
     expect: Expect | None = None
+    family: str | None = None
+    """The model family whose own leak shape the flow plays (a name of
+    guardrail.model_profiles.FAMILIES): `expect` is then the outcome for a model of that
+    family, `elsewhere` the outcome for any other model."""
+    elsewhere: Expect | None = None
+    """A family flow's outcome for a model of another family, where its markup is a
+    look-alike (shown as text); None when the shape is stripped whatever the model is
+    (special tokens), so `expect` holds everywhere."""
+
+    def expect_for(self, model: object) -> Expect | None:
+        """The outcome for an app whose upstream requests name `model`."""
+        if self.family is None or self.elsewhere is None or family_covered(self.family, model):
+            return self.expect
+        return self.elsewhere
 
     def step_for(self, index: int) -> Step:
         """The step for the 0-based request index; the last step repeats."""

@@ -40,6 +40,17 @@ def test_flows_carry_their_expect_blocks(mock: MockClient):
     assert by_name["slow"].expect is None
 
 
+def test_family_flows_carry_their_family_and_their_outcome_elsewhere(mock: MockClient):
+    by_name = {flow.name: flow for flow in mock.flows()}
+    qwen = builtin_flows()["qwen-tool-call"]
+    assert (by_name["qwen-tool-call"].family, by_name["qwen-tool-call"].elsewhere) == (
+        "Qwen",
+        qwen.elsewhere,
+    )
+    assert by_name["deepseek-dsml"].elsewhere is None
+    assert by_name["clean"].family is None
+
+
 def test_added_flows_are_then_listed_and_adding_again_is_a_no_op(mock: MockClient, key: str):
     flows = {"flows": {f"rt-{key}": {"steps": [{"content": "hello"}]}}}
     assert mock.add_flows(flows).added == (f"rt-{key}",)

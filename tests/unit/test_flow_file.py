@@ -326,6 +326,46 @@ def test_invalid_expect_block_names_its_line_and_problem(block: str, problem: st
     assert problem in caught.value.problem
 
 
+def with_family(fields: str) -> str:
+    return f"flows:\n  f:\n    steps: [{{content: hi}}]\n{fields}"
+
+
+def test_a_family_flow_states_its_outcome_for_its_family_and_for_other_models():
+    flow = parse(with_family(f"    family: Qwen\n    expect: {EXPECT}\n    elsewhere: {EXPECT}\n"))[
+        "f"
+    ]
+    assert (flow.family, flow.elsewhere) == ("Qwen", Expect("hi", False, 0, None, 1))
+
+
+def test_a_family_flow_without_elsewhere_holds_for_every_model():
+    flow = parse(with_family(f"    family: DeepSeek\n    expect: {EXPECT}\n"))["f"]
+    assert flow.expect_for("lfm2") == flow.expect_for("deepseek-v4") == flow.expect
+
+
+def test_a_family_flows_outcome_follows_the_model_name():
+    other = EXPECT.replace("shown: hi", "shown: raw")
+    flow = parse(with_family(f"    family: Qwen\n    expect: {EXPECT}\n    elsewhere: {other}\n"))
+    assert flow["f"].expect_for("Qwen/Qwen3-8B") == flow["f"].expect
+    assert flow["f"].expect_for("lfm2-1.2b") == flow["f"].elsewhere
+    assert flow["f"].expect_for(None) == flow["f"].elsewhere
+
+
+@pytest.mark.parametrize(
+    ("fields", "line", "problem"),
+    [
+        ("    family: Qwen4\n", 4, "unknown family 'Qwen4'; known: LFM2, Qwen3-Coder"),
+        (f"    elsewhere: {EXPECT}\n", 4, "it needs 'family' and 'expect'"),
+        (f"    family: Qwen\n    elsewhere: {EXPECT}\n", 5, "it needs 'family' and 'expect'"),
+        ("    family: [Qwen]\n", 4, "'family' must be a single value"),
+    ],
+)
+def test_a_bad_family_or_elsewhere_names_its_line_and_problem(fields: str, line: int, problem: str):
+    with pytest.raises(FlowFileError) as caught:
+        parse_flows(with_family(fields), source="flows.yaml")
+    assert caught.value.line == line
+    assert problem in caught.value.problem
+
+
 FLOW_ALPHABET = st.sampled_from(list("flows:steps-content{}[]&*!|>'\"#\n\t \\0a1?,%@`"))
 
 

@@ -14,6 +14,7 @@ from mock_llm import builtin_flows
 from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
 from mock_llm.flow_writer import dump_flows
 from mock_llm.flows import (
+    FAMILY_NAMES,
     Chunking,
     CutFault,
     ErrorEventFault,
@@ -155,6 +156,9 @@ AUTHORED = st.builds(
         st.none() | TEXT.filter(lambda t: bool(t.strip())),
     ),
 )
+EXPECTS = st.builds(
+    Expect, TEXT, st.just(True), COUNT, st.sampled_from([None, "malformed"]), st.integers(2, 9)
+)
 FLOWS = st.builds(
     Flow,
     name=st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True),
@@ -162,10 +166,19 @@ FLOWS = st.builds(
     steps=st.lists(recorded_steps() | AUTHORED, min_size=1, max_size=3).map(tuple),
     canary=st.none() | TEXT,
     source=st.just("written.yaml"),
-    expect=st.none()
-    | st.builds(
-        Expect, TEXT, st.just(True), COUNT, st.sampled_from([None, "malformed"]), st.integers(2, 9)
-    ),
+    expect=st.none() | EXPECTS,
+).flatmap(
+    lambda flow: (
+        st.just(flow)
+        if flow.expect is None
+        else st.builds(
+            lambda family, elsewhere: replace(
+                flow, family=family, elsewhere=elsewhere if family else None
+            ),
+            st.none() | st.sampled_from(FAMILY_NAMES),
+            st.none() | EXPECTS,
+        )
+    )
 )
 
 
