@@ -3,7 +3,9 @@
 Core clauses hold for every chat app that streams a model's answer and never skip. An
 optional clause needs a capability the target's profile must declare (a thinking display,
 a stop control, a readable log, document tools); a profile that does not declare it skips
-the clause with the reason, never guesses it. CASE runs the user's own cases (`--cases`, a
+the clause with the reason, never guesses it. A clause judged by model (G13, G15) judges
+each family flow by the model name the app asks for, and skips, with the reason, the flows
+the other one judges. CASE runs the user's own cases (`--cases`, a
 recorded leak for one): one test per flow of theirs that states an outcome.
 """
 
@@ -22,6 +24,9 @@ class Clause:
     needs: Capability | None = None  # None: a core clause
     on_request: bool = False
     """Run only for what the user hands the kit (`--cases`), and reported only when it ran."""
+    by_model: bool = False
+    """Judged flow by flow as the app's model name asks (family flows): a flow the model
+    does not apply to skips, with the reason, and another clause judges it."""
 
     @property
     def core(self) -> bool:
@@ -41,6 +46,17 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("G10", "the per-turn log line ends scaffold_stripped=N, N exact", needs="log"),
     Clause("G11", "stop generation closes the upstream stream", needs="stop"),
     Clause("G12", "a round with a real tool call needs no recovery", needs="tools"),
+    Clause(
+        "G13",
+        "a model family's own leak shape is stripped for a model of that family",
+        by_model=True,
+    ),
+    Clause("G14", "a real tool call next to stripped markup is still run", needs="tools"),
+    Clause(
+        "G15",
+        "another family's markup and prose like it are shown whole, never swallowed",
+        by_model=True,
+    ),
     Clause("NEVER", "raw scaffolding never appears in the page, not even for a moment"),
     Clause(
         "CASE", "a recorded case (--cases) ends as its flow's expect block says", on_request=True

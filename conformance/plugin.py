@@ -63,6 +63,12 @@ _OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("--conformance-report", "CONFORMANCE_REPORT", "write a clause-by-result table (markdown)"),
     ("--chromium-path", "CONFORMANCE_CHROMIUM", f"the browser binary (default {DEFAULT_CHROMIUM})"),
     ("--conformance-artifacts", "CONFORMANCE_ARTIFACTS", "where failing tests leave evidence"),
+    (
+        "--reference-model",
+        "CONFORMANCE_REFERENCE_MODEL",
+        "the model name the reference app asks for (without --app-url; default lfm2-1.2b):"
+        " its family's flows are judged by G13, the others' by G15",
+    ),
 )
 
 
@@ -115,6 +121,7 @@ class KitConfig:
     turn_timeout_s: float
     trace: str = "dom"
     cases: tuple[CaseFile, ...] = ()
+    reference_model: str | None = None
 
 
 def kit_config(config: pytest.Config) -> KitConfig:
@@ -124,6 +131,12 @@ def kit_config(config: pytest.Config) -> KitConfig:
         raise pytest.UsageError(
             "conformance: pass both --app-url and --mock-url, or neither (the kit then"
             " starts the mock and the reference app itself)"
+        )
+    reference_model = _option(config, "--reference-model")
+    if reference_model is not None and app_url is not None:
+        raise pytest.UsageError(
+            "conformance: --reference-model names the model of the reference app the kit"
+            " starts; with --app-url, your app's own setting names its model"
         )
     profile = DEFAULT_PROFILE
     if (path := _option(config, "--profile")) is not None:
@@ -159,6 +172,7 @@ def kit_config(config: pytest.Config) -> KitConfig:
         turn_timeout_s=timeout,
         trace=trace,
         cases=kit_cases(config),
+        reference_model=reference_model,
     )
 
 
@@ -365,7 +379,8 @@ def conformance_target(
         if kit.app_url is None or kit.mock_url is None:
             from conformance.reference import reference_stack
 
-            started = stack.enter_context(reference_stack(tmp_path_factory.mktemp("reference")))
+            data_dir = tmp_path_factory.mktemp("reference")
+            started = stack.enter_context(reference_stack(data_dir, kit.reference_model))
             app_url, mock_url, log_file = started.app_url, started.mock_url, started.log_file
         else:
             app_url, mock_url, log_file = kit.app_url, kit.mock_url, kit.app_log

@@ -27,16 +27,18 @@ class Stack:
 
 
 @contextmanager
-def reference_stack(data_dir: Path) -> Generator[Stack]:
-    """Serve the mock, then the app wired to it; both stop on exit."""
+def reference_stack(data_dir: Path, model: str | None = None) -> Generator[Stack]:
+    """Serve the mock, then the app wired to it (asking for `model`, else the app's default
+    model); both stop on exit."""
     with serve_mock() as mock_url:
-        settings = load_settings(
-            {
-                "SG_LLM_BASE_URL": f"{mock_url}/v1",
-                "SG_DATA_DIR": str(data_dir),
-                "SG_LLM_RETRY_DELAY_S": "0.01",
-            }
-        )
+        environ = {
+            "SG_LLM_BASE_URL": f"{mock_url}/v1",
+            "SG_DATA_DIR": str(data_dir),
+            "SG_LLM_RETRY_DELAY_S": "0.01",
+        }
+        if model is not None:
+            environ["SG_LLM_MODEL"] = model
+        settings = load_settings(environ)
         config = uvicorn.Config(
             create_app(settings), log_level="warning", timeout_graceful_shutdown=1
         )

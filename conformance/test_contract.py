@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -38,6 +38,14 @@ LOG_POLL_S = 0.05
 MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
 SCAFFOLD_FLOWS = ("scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
                   "scaffold-standalone", "unterminated")  # fmt: skip
+FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "gemma-bare-call", "qwen-tool-call",
+                "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
+                "glm-bare-arguments", "minimax-xml-call", "harmony-residue")  # fmt: skip
+"""The mock's family flows: each plays one model family's own leak shape (G13)."""
+LOOKALIKE_FLOWS = (*(f for f in FAMILY_FLOWS if not f.startswith("deepseek")), "echo-call")
+"""The flows whose markup is text for some models (G15): the family flows that state an
+`elsewhere` outcome (DeepSeek's special tokens are stripped for every model), and the
+transcript echo, which reads like prose and is stripped only where a user opts in."""
 
 
 def needs(target: Target, capability: Capability) -> None:
@@ -84,6 +92,36 @@ def count_problem(entries: list[JournalRecord], flow: str, wanted: int) -> str:
             " them in the profile's [model_calls] side_calls"
         )
     return problem
+
+
+def corrected(entries: list[JournalRecord]) -> list[JournalRecord]:
+    """The requests that carry the correction line (recoveries)."""
+    return [e for e in entries if CORRECTION in json.dumps(messages_of(e), ensure_ascii=False)]
+
+
+def model_of(play: Play) -> object:
+    """The model name the turn's first request asked the mock for (None without one)."""
+    entries = play.requests()
+    return entries[0].body.get("model") if entries else None
+
+
+def assert_turn_ends_as_expected(play: Play, want: Expected) -> None:
+    """The turn ends as `want` says: its state and shown text (or the malformed-reply
+    error), its request count, and one recovery or none."""
+    flow, view = play.flow, play.view
+    if want.error:
+        assert view.state == "error", f"flow {flow!r}: the turn did not end in the error state"
+        assert view.error == MALFORMED_REPLY, f"flow {flow!r}: the error shows {view.error!r}"
+    else:
+        assert view.state == "done", f"flow {flow!r} ended in the error state: {view.error!r}"
+        assert_shown(view, want, flow)
+    entries = play.requests()
+    assert len(entries) == want.requests, count_problem(entries, flow, want.requests)
+    recoveries = len(corrected(entries))
+    assert recoveries == (1 if want.recovery else 0), (
+        f"flow {flow!r}: {recoveries} requests carried the correction line, the flow"
+        f" expects {'one recovery' if want.recovery else 'none'}"
+    )
 
 
 def assert_one_request_no_correction(entries: list[JournalRecord], flow: str) -> None:
@@ -318,6 +356,99 @@ def test_g12_a_round_with_a_real_tool_call_gets_no_recovery(
     assert not re.search(r"<\|tool_call", view.answer), f"G12: markup shown: {view.answer!r}"
 
 
+# --- G13, G15: the model families' own shapes, stripped for their models and text elsewhere ------
+
+
+@pytest.mark.clause("G13")
+@pytest.mark.parametrize("flow", FAMILY_FLOWS)
+def test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family(
+    flow: str, conformance_play: PlayFlow, conformance_wired: Target
+):
+    want = expected(conformance_wired, flow)
+    play = conformance_play(flow)
+    model = model_of(play)
+    if not want.strips_for(model):
+        pytest.skip(
+            f"the app asks the mock for model {model!r}, whose markup profiles do not cover"
+            f" {want.family}'s; for it this markup is text (G15). Serve a {want.family} model"
+            " name to check it (the reference app: --reference-model)"
+        )
+    assert_turn_ends_as_expected(play, want)
+    assert_never_shown(play, want)
+
+
+@pytest.mark.clause("G15")
+@pytest.mark.parametrize("flow", LOOKALIKE_FLOWS)
+def test_g15_another_familys_markup_is_shown_whole(
+    flow: str, conformance_play: PlayFlow, conformance_wired: Target
+):
+    want = expected(conformance_wired, flow)
+    play = conformance_play(flow)
+    model = model_of(play)
+    if want.family is not None and want.strips_for(model):
+        pytest.skip(
+            f"the app asks the mock for model {model!r}, whose markup profiles cover"
+            f" {want.family}'s: G13 judges this flow"
+        )
+    whole = want.for_model(model)
+    view = play.view
+    assert view.state == "done", f"G15: flow {flow!r} ended in the error state: {view.error!r}"
+    assert words(view.answer) == words(whole.shown), (
+        f"G15: flow {flow!r}: text was swallowed; for model {model!r} this markup is text and"
+        f" the page should show {whole.shown!r}, it showed {view.answer!r} (letters and"
+        " digits compared: a page's markdown may render the brackets, as `<x:y>` as a link)"
+    )
+    entries = play.requests()
+    assert len(entries) == 1, count_problem(entries, flow, 1)
+    assert not corrected(entries), f"G15: flow {flow!r}: a recovery was sent for text"
+
+
+def words(text: str) -> str:
+    """The letters and digits of `text`, in order: what no markdown rendering changes."""
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+# --- G14: a real tool call is never lost ----------------------------------------------------------
+
+
+@pytest.mark.clause("G14", flow="tool-with-scaffold")
+def test_g14_a_real_tool_call_next_to_stripped_markup_is_still_run(
+    conformance_play: PlayFlow, conformance_wired: Target
+):
+    needs(conformance_wired, "tools")
+    play = conformance_play("tool-with-scaffold")
+    entries = play.requests()
+    assert len(entries) >= 2, (
+        f"G14: the turn made {len(entries)} upstream request(s): the round's real tool call"
+        " (read) was never answered, so the markup went and the call with it"
+    )
+    called, answered = tool_round_of(messages_of(entries[1]))
+    assert "read" in called, (
+        "G14: the request after the tool round does not carry the round's call to 'read'"
+        f" in an assistant message (it carries calls to {sorted(called)})"
+    )
+    assert answered, "G14: the request after the tool round carries no tool result"
+
+
+def tool_round_of(messages: list[dict[str, Any]]) -> tuple[set[str], bool]:
+    """The tool names the assistant messages call, and whether any tool result follows."""
+    called: set[str] = set()
+    for message in messages:
+        calls: object = message.get("tool_calls") if message.get("role") == "assistant" else None
+        for call in cast(list[object], calls) if isinstance(calls, list) else []:
+            function = (
+                cast(dict[str, object], call).get("function") if isinstance(call, dict) else None
+            )
+            name = (
+                cast(dict[str, object], function).get("name")
+                if isinstance(function, dict)
+                else None
+            )
+            if isinstance(name, str):
+                called.add(name)
+    return called, any(message.get("role") == "tool" for message in messages)
+
+
 # --- the user's own cases (--cases) ---------------------------------------------------------------
 
 
@@ -331,20 +462,7 @@ def test_a_recorded_case_ends_as_its_flow_expects(
     target = conformance_wired
     want = expected(target, flow)
     play = conformance_play(flow)
-    view = play.view
-    if want.error:
-        assert view.state == "error", f"flow {flow!r}: the turn did not end in the error state"
-        assert view.error == MALFORMED_REPLY, f"flow {flow!r}: the error shows {view.error!r}"
-    else:
-        assert view.state == "done", f"flow {flow!r} ended in the error state: {view.error!r}"
-        assert_shown(view, want, flow)
-    entries = play.requests()
-    assert len(entries) == want.requests, count_problem(entries, flow, want.requests)
-    corrected = [e for e in entries if CORRECTION in json.dumps(messages_of(e), ensure_ascii=False)]
-    assert len(corrected) == (1 if want.recovery else 0), (
-        f"flow {flow!r}: {len(corrected)} requests carried the correction line, the flow"
-        f" expects {'one recovery' if want.recovery else 'none'}"
-    )
+    assert_turn_ends_as_expected(play, want)
     assert_never_shown(play, want)
     if target.profile.has("log"):
         assert_logged_count(target, play, want)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from mock_llm import JournalRecord, MockClient, MockClientError
-from mock_llm.flows import Expect
+from mock_llm.flows import Expect, family_covered
 
 SETTLE_MS = 300
 """How long a turn's journal must stay unchanged before its requests are counted."""
@@ -36,10 +36,27 @@ class TurnNotSettled(AssertionError):
 
 @dataclass(frozen=True)
 class Expected:
-    """A flow's expected outcome as the flow states it, with the canary its markup carries."""
+    """A flow's expected outcome as the flow states it, with the canary its markup carries.
+
+    A family flow's `expect` holds for a model of its `family`; `elsewhere`, when the flow
+    states one, for every other model (its markup is then a look-alike)."""
 
     expect: Expect
     canary: str | None
+    family: str | None = None
+    elsewhere: Expect | None = None
+
+    def strips_for(self, model: object) -> bool:
+        """Whether the flow's `expect` (its markup stripped) holds for `model`: always, but
+        for a family flow with an `elsewhere` outcome and a model whose profiles under
+        `--profiles auto` do not cover the family's markup."""
+        return self.family is None or self.elsewhere is None or family_covered(self.family, model)
+
+    def for_model(self, model: object) -> Expected:
+        """The outcome for an app whose requests name `model`."""
+        if self.strips_for(model) or self.elsewhere is None:
+            return self
+        return Expected(self.elsewhere, None)
 
     @property
     def shown(self) -> str:
@@ -104,7 +121,7 @@ class Upstream:
     @cached_property
     def _outcomes(self) -> dict[str, Expected]:
         return {
-            flow.name: Expected(flow.expect, flow.canary)
+            flow.name: Expected(flow.expect, flow.canary, flow.family, flow.elsewhere)
             for flow in self._client.flows()
             if flow.expect is not None
         }

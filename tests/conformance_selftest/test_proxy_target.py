@@ -24,9 +24,9 @@ from .relay import PROFILE, serve_relay
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * KIT_DEADLINE_S + 4 * DEADLINE_S)]
 
-GUARDRAIL_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "NEVER"}
+GUARDRAIL_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "G13", "NEVER"}
 """What an app that relays markup fails: the recovery, the error, the stripping."""
-NOT_RELAY_CHATS = {"G9", "G10", "G12"}
+NOT_RELAY_CHATS = {"G9", "G10", "G12", "G14"}
 """Clauses for what Relay Chat does not have (thinking, a per-turn log, tools)."""
 
 

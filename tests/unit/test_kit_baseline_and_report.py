@@ -33,7 +33,7 @@ def test_a_clause_entry_covers_every_flow_and_a_flow_entry_only_its_own():
     assert not baseline.covers("G1", None)
 
 
-@pytest.mark.parametrize("line", ["G13", "g3", "G3:", "G3:bad flow", "NEVER:a:b", "*"])
+@pytest.mark.parametrize("line", ["G16", "g3", "G3:", "G3:bad flow", "NEVER:a:b", "*"])
 def test_a_line_that_is_not_a_known_clause_is_refused_with_its_line_number(
     tmp_path: Path, line: str
 ):

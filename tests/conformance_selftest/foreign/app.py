@@ -66,6 +66,7 @@ from app.rag.types import (
     ToolMessage,
     ToolSpec,
 )
+from guardrail.model_profiles import registry_for
 from guardrail.policy import RoundFilter, needs_recovery, scrub, strip_warning, with_correction
 from guardrail.registries import DEFAULT_REGISTRY
 
@@ -204,7 +205,7 @@ class ForeignChat:
         tool_rounds = 0
         while True:
             turn.rounds += 1
-            shown = RoundFilter(DEFAULT_REGISTRY)
+            shown = RoundFilter(registry_for(turn.model))  # `--profiles auto`, per turn
             answer: list[str] = []
             calls: tuple[ToolCall, ...] = ()
             tools = None if recovering else TOOLS

@@ -20,6 +20,8 @@ contract (docs/contract.md) and otherwise behaves like `good`. Its module says h
 | `filtered-thinking` | G9 | the reasoning text goes through the filter too |
 | `no-stop` | G11 | the upstream stream is read to the end after Stop |
 | `recovers-tool-rounds` | G12 | a markup-only tool round gets a recovery, its call dropped |
+| `drops-tool-calls` | G14 | a round that stripped markup loses its real tool calls too |
+| `eager-profiles` | G15 | every family's markup stripped, whatever the model |
 
 `BREAKS[mode]` holds the clauses a mode is built to fail; `ALSO_FAILS[mode]` the ones it
 cannot help failing too (its module docstring says why); every other clause it must pass.
@@ -46,6 +48,8 @@ from mock_llm import serve_in_thread
 from . import (
     always_correct,
     double_recovery,
+    drops_tool_calls,
+    eager_profiles,
     filtered_thinking,
     good,
     no_error_frame,
@@ -78,6 +82,8 @@ _MODULES: tuple[ModuleType, ...] = (
     always_correct,
     filtered_thinking,
     recovers_tool_rounds,
+    drops_tool_calls,
+    eager_profiles,
 )
 MODES: dict[str, type[BaseTarget]] = {module.MODE: module.Target for module in _MODULES}
 BREAKS: dict[str, tuple[str, ...]] = {module.MODE: module.BREAKS for module in _MODULES}

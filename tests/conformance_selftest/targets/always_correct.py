@@ -9,7 +9,8 @@ its profile does not declare `tools` (with tools, the G12 check, which looks for
 correction line in every request of a tool turn, would see it too).
 
 Must fail: G1 (the clean turn's request carries the correction line although nothing was
-stripped), and nothing else.
+stripped). Also fails, necessarily, G13 and G15, which count the correction lines of the
+family flows' turns (none where nothing was stripped, one per recovery).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .base import SYSTEM_PROMPT, BaseTarget
 
 MODE = "always-correct"
 BREAKS = ("G1",)
-ALSO_FAILS: tuple[str, ...] = ()
+ALSO_FAILS = ("G13", "G15")
 
 
 class Target(BaseTarget):

@@ -14,19 +14,20 @@ a Starlette app with three routes:
 One turn (`BaseTarget.turn`): the question goes to `{mock_url}/v1/chat/completions` (model
 `lfm2`, a system message and the user message, streamed, read with httpx), offering one
 document tool, `read` (`OFFERS_TOOLS`; a target without tools sends none). Each request's
-answer text goes through a fresh filter (`new_filter`, a ScaffoldingFilter); thinking never
-does. A request that ends with structured tool calls (a tool round) has them answered with a
-fixed result (`TOOL_RESULT`, one `tool` message per call after the assistant message that
-carries the round's filtered content and its calls), and the next request follows, with
-tools offered again for at most `MAX_TOOL_ROUNDS` tool rounds. A request with no tool calls
-whose visible text is empty (only whitespace) and that stripped something gets exactly one
-recovery (`with_correction` of the messages that request sent, no tools); a recovery whose
-visible text is empty too ends the turn with the malformed-reply error frame. A tool round is
-never recovered, whatever it stripped (G12). The chat log
-(`log_file`) gets the guardrail's strip warning for each request that stripped something,
-and one line per turn ending `total_ms=N retries=0 scaffold_stripped=N` (N summed over the
-turn's requests), written just before the turn's last frame goes out (or when a stopped
-turn is closed), so a reader that has seen the last frame finds the line.
+answer text goes through a fresh filter (`new_filter`, a ScaffoldingFilter with the
+registry `--profiles auto` picks for the model); thinking never does. A request that ends
+with structured tool calls (a tool round) has them answered with a fixed result
+(`TOOL_RESULT`, one `tool` message per call after the assistant message that carries the
+round's filtered content and its calls), and the next request follows, with tools offered
+again for at most `MAX_TOOL_ROUNDS` tool rounds. A request with no tool calls whose visible
+text is empty (only whitespace) and that stripped something gets exactly one recovery
+(`with_correction` of the messages that request sent, no tools); a recovery whose visible
+text is empty too ends the turn with the malformed-reply error frame. A tool round is never
+recovered, whatever it stripped (G12). The chat log (`log_file`) gets the guardrail's strip
+warning for each request that stripped something, and one line per turn ending `total_ms=N
+retries=0 scaffold_stripped=N` (N summed over the turn's requests), written just before the
+turn's last frame goes out (or when a stopped turn is closed), so a reader that has seen
+the last frame finds the line.
 
 A client that goes away closes the turn's generators down to the upstream response: Starlette
 cancels the stream on the disconnect, and `ClosingStream` closes a generator left suspended
@@ -55,12 +56,15 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.rag.types import AssistantMessage, ChatMessage, ToolCall, ToolMessage, ToolSpec
+from guardrail.model_profiles import registry_for
 from guardrail.policy import needs_recovery, strip_warning, with_correction
 from guardrail.scaffolding import ScaffoldingFilter
 
 from .page import render_page
 
 MODEL = "lfm2"
+REGISTRY = registry_for(MODEL)
+"""What `--profiles auto` strips for MODEL: LFM2's markup and the special-token profiles."""
 SYSTEM_PROMPT = "You are a test target."
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 """Contract G3's error detail, verbatim."""
@@ -110,7 +114,7 @@ class WrappedFilter:
     counts a turn logs stay the real filter's."""
 
     def __init__(self) -> None:
-        self._inner = ScaffoldingFilter()
+        self._inner = ScaffoldingFilter(REGISTRY)
 
     @property
     def stripped_chars(self) -> int:
@@ -233,7 +237,7 @@ class BaseTarget:
 
     def new_filter(self) -> TextFilter:
         """A fresh answer filter for one request."""
-        return ScaffoldingFilter()
+        return ScaffoldingFilter(REGISTRY)
 
     def new_thinking_filter(self) -> TextFilter | None:
         """A filter for one request's thinking text; None shows it raw (G9)."""

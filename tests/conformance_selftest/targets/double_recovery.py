@@ -10,8 +10,8 @@ malformed-reply error frame.
 
 Must fail: G2 ("exactly one recovery request", "at most one recovery per turn"). Also fails,
 necessarily, the clauses whose flows need a recovery too, where the kit counts the requests
-the same way: G3 (scaffold-repeat: three requests, not two) and G5 (scaffold-split: three
-requests, not two).
+the same way: G3 (scaffold-repeat: three requests, not two), G5 (scaffold-split: three
+requests, not two) and G13 (deepseek-dsml-bars: three requests, not two).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .base import BaseTarget, TurnRecord
 
 MODE = "double-recovery"
 BREAKS = ("G2",)
-ALSO_FAILS = ("G3", "G5")
+ALSO_FAILS = ("G3", "G5", "G13")
 
 
 class Target(BaseTarget):

@@ -9,7 +9,8 @@ system message, no tools). The mock plays that request the flow's answer, so the
 the clean answer and the turn ends `done`: only the journal shows the recovery. Rounds
 without tool calls, and tool rounds with visible text, are `good`'s.
 
-Must fail: G12 (a request of the tool turn carries the correction line), and nothing else.
+Must fail: G12 (a request of the tool turn carries the correction line). Also fails G14,
+necessarily: the dropped call is never answered.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .base import BaseTarget, Round
 
 MODE = "recovers-tool-rounds"
 BREAKS = ("G12",)
-ALSO_FAILS: tuple[str, ...] = ()
+ALSO_FAILS = ("G14",)
 
 
 class Target(BaseTarget):

@@ -8,7 +8,8 @@ sees there is the model's markup (the shadow root shows the raw text, not the li
 answer). Mutations inside a shadow root never reach a MutationObserver on the document,
 so only a recorder that also watches shadow roots (or a check that looks into them) sees it.
 
-Must fail: NEVER, and nothing else.
+Must fail: NEVER. Also fails G13, which holds a family's markup to the same rule: the raw
+DSML is in the shadow root too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .base import BaseTarget, Frame, delta
 
 MODE = "shadow-leak"
 BREAKS = ("NEVER",)
-ALSO_FAILS: tuple[str, ...] = ()
+ALSO_FAILS = ("G13",)
 
 
 class Target(BaseTarget):

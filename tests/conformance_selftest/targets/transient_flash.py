@@ -7,7 +7,8 @@ filtered answer (`answer`), and the page puts that in place of what it streamed.
 streams). The final DOM is exactly `good`'s, so only a recorder that sees every DOM
 mutation from the start catches the markup that was on screen for a moment.
 
-Must fail: NEVER ("not even for a moment while streaming"), and nothing else.
+Must fail: NEVER ("not even for a moment while streaming"). Also fails G13, which holds a
+family's markup to the same rule: DeepSeek's DSML flashes on screen before it goes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .base import BaseTarget, Frame, TurnRecord, delta
 
 MODE = "transient-flash"
 BREAKS = ("NEVER",)
-ALSO_FAILS: tuple[str, ...] = ()
+ALSO_FAILS = ("G13",)
 
 
 class Target(BaseTarget):
