@@ -460,8 +460,8 @@ def test_a_recorded_case_ends_as_its_flow_expects(
     requests and the one recovery, the malformed-reply error, no markup in the page, and
     the log's count where the profile has a log."""
     target = conformance_wired
-    want = expected(target, flow)
     play = conformance_play(flow)
+    want = expected(target, flow).for_model(model_of(play))  # a family case: by the model
     assert_turn_ends_as_expected(play, want)
     assert_never_shown(play, want)
     if target.profile.has("log"):
