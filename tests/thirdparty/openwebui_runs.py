@@ -36,11 +36,13 @@ ROUTE_TITLES = {
     "guard-ollama": "Open WebUI behind the guard proxy, through its Ollama connection",
     "filter": "Open WebUI with the scaffold-guard Filter Function (Ollama connection)",
 }
-LEAK_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "NEVER", "CASE"}
-"""What a page that shows the model's markup fails (the recorded leaks, CASE, too)."""
-CLEAN_CLAUSES = {"G1", "G7", "G9", "G11"}
-"""What Open WebUI gets right on its own: clean text, look-alikes, raw thinking, Stop."""
-NOT_OPEN_WEBUIS = {"G10", "G12"}
+LEAK_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "G13", "NEVER", "CASE"}
+"""What a page that shows the model's markup fails (the recorded leaks, CASE, and DeepSeek's
+DSML, G13, too)."""
+CLEAN_CLAUSES = {"G1", "G7", "G9", "G11", "G15"}
+"""What Open WebUI gets right on its own: clean text, look-alikes (its own and other model
+families'), raw thinking, Stop."""
+NOT_OPEN_WEBUIS = {"G10", "G12", "G14"}
 """No per-turn log the kit can read, and no document tools of ours: these skip."""
 FILTER_FILE = ROOT / "integrations" / "openwebui" / "scaffold_guard_filter.py"
 FILTER_BASELINE = ROOT / "integrations" / "openwebui" / "expected-failures.txt"
