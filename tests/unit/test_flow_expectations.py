@@ -117,6 +117,7 @@ def test_the_family_flows_are_exactly_the_ones_that_name_a_family():
 def test_a_family_flows_expect_block_strips_its_familys_shape(name: str):
     flow = FLOWS[name]
     assert flow.family is not None
+    assert flow.expect is not None
     assert flow.expect == oracle(flow, FAMILY_MARKUP[flow.family])
     assert flow.expect.stripped_chars > 0
 
@@ -127,6 +128,7 @@ def test_a_family_flow_elsewhere_shows_a_look_alike_shape_whole(name: str):
     if flow.family in SPECIAL_FAMILIES:
         assert flow.elsewhere is None
     else:
+        assert flow.elsewhere is not None
         assert flow.elsewhere == oracle(flow)
         assert flow.elsewhere.stripped_chars == 0
 
