@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrail.model_profiles import FAMILIES, registry_for
+from guardrail.model_profiles import registry_for
 from guardrail.policy import MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
 from mock_llm import builtin_flows
@@ -34,15 +34,13 @@ from .openwebui_driver import (
     webui_model,
     without_content,
 )
-from .scaffolding_helpers import cut_at
+from .scaffolding_helpers import EVERY_FAMILY, cut_at
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 CALL = f"{START}[read(path='/homelab/sgcanary-owui/x.md')]{END}"
 FLOWS = builtin_flows()
 EXPECTING = sorted(name for name, flow in FLOWS.items() if flow.expect is not None)
 PARTS = [START, END, "<|tool_calls|>", "<|tool_call|>", "<|tool_", "<|", "<", "x", " ", "\n"]
-EVERY_FAMILY = " ".join(family.keys[0] for family in FAMILIES)
-"""An Open WebUI model id that names every family: `auto` strips every family's markup."""
 HERMES = '<tool_call>{"name": "read", "arguments": {}}</tool_call>'
 QWEN_LEAK = f"Backups run nightly.{HERMES} Verified weekly."
 markupish = st.lists(st.sampled_from(PARTS) | st.text(max_size=4), max_size=24).map("".join)
