@@ -5,13 +5,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from guardrail.model_profiles import FAMILIES
 from guardrail.patterns import Registry
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.scaffolding import ScaffoldingFilter
-
-EVERY_FAMILY = " ".join(family.keys[0] for family in FAMILIES)
-"""A model name that names every family: `auto` strips every family's markup for it."""
 
 
 def chunked(text: str, size: int) -> list[str]:

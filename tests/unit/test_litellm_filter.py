@@ -26,6 +26,7 @@ from integrations.litellm_filter import (
 )
 from mock_llm import builtin_flows
 
+from ..families import EVERY_FAMILY
 from .litellm_chunks import (
     CREATED,
     ID,
@@ -39,7 +40,6 @@ from .litellm_chunks import (
     stream,
     usage_chunk,
 )
-from .scaffolding_helpers import EVERY_FAMILY
 
 pytestmark = THIRD_PARTY_WARNINGS
 

@@ -21,6 +21,7 @@ from guardrail.policy import MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
 from mock_llm import builtin_flows
 
+from ..families import EVERY_FAMILY
 from .conftest import plan, sent_chunks
 from .openwebui_driver import (
     IMPLEMENTATIONS,
@@ -34,7 +35,7 @@ from .openwebui_driver import (
     webui_model,
     without_content,
 )
-from .scaffolding_helpers import EVERY_FAMILY, cut_at
+from .scaffolding_helpers import cut_at
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 CALL = f"{START}[read(path='/homelab/sgcanary-owui/x.md')]{END}"
