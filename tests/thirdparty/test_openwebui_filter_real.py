@@ -39,6 +39,13 @@ PLAYS = [(name, LFM2) for name in STREAMED] + [
 ]
 """(flow, model): each flow under LFM2, and each family flow under a name of its family too
 (the filter's `auto` registry follows the model)."""
+
+
+def play_id(value: object) -> str:
+    """A play's test id part: the flow's name, and the model as `lfm2` or `every-family`."""
+    return {LFM2: "lfm2", EVERY_FAMILY: "every-family"}.get(str(value), str(value))
+
+
 WHOLE = ("scaffold-mixed", "scaffold-repeat")  # asked for without streaming
 CONTROL = ("scaffold-mixed", "scaffold-split")
 
@@ -137,7 +144,11 @@ def test_open_webui_loads_the_pasted_file_as_a_filter_with_its_frontmatter(guard
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize(("name", "model"), [p for p in PLAYS if p[0] != "tool-with-scaffold"])
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [p for p in PLAYS if p[0] != "tool-with-scaffold"],
+    ids=play_id,
+)
 def test_the_page_shows_the_flows_text_or_the_malformed_copy(
     guarded: Any, name: str, model: str, route: str
 ):
@@ -153,7 +164,7 @@ def test_the_page_shows_the_flows_text_or_the_malformed_copy(
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize(("name", "model"), PLAYS)
+@pytest.mark.parametrize(("name", "model"), PLAYS, ids=play_id)
 def test_no_event_to_the_page_ever_carries_the_markup(
     guarded: Any, name: str, model: str, route: str
 ):
