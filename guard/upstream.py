@@ -123,6 +123,7 @@ class GuardedCall:
         self.status = 0
         self.failed = False
         self.cause = ""  # the log fields of an upstream request that failed, if one did
+        self.model: object = None  # the request's `model`, for the log's profiles= under auto
 
     async def post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         """The upstream's response to `body`; RequestFailed (its cause noted for the log)
@@ -141,12 +142,15 @@ class GuardedCall:
             log.warning(strip_warning(stripped, round_number, first_span))
 
     def log(self, route: str, *, stream: bool) -> None:
-        """`guard: ROUTE status=N stream=B retries=N total_ms=N scaffold_stripped=N`, with
-        the cause after the status when an upstream request failed (`status=0 error=...
-        reused=...` when the first did)."""
+        """`guard: ROUTE status=N stream=B retries=N total_ms=N scaffold_stripped=N
+        profiles=X`, with the cause after the status when an upstream request failed
+        (`status=0 error=... reused=...` when the first did). X is the setting, or under
+        auto the families the request's model matched (ProfileChoice.describe); it comes
+        last so that parsers of the fields before it keep working."""
         total_ms = round((time.perf_counter() - self.started) * 1000)
         log.info(
-            "guard: %s status=%s%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d",
+            "guard: %s status=%s%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d"
+            " profiles=%s",
             route,
             self.status,
             f" {self.cause}" if self.cause else "",
@@ -154,6 +158,7 @@ class GuardedCall:
             self.recoveries,
             total_ms,
             self.stripped,
+            self.settings.profiles.describe(self.model),
         )
 
     # --- the flow every route follows -------------------------------------------------------
@@ -162,6 +167,7 @@ class GuardedCall:
         """The client's answer to `body`: an unreachable upstream is a 502, an upstream error
         status is passed on as it is, and a stream or a whole answer goes through the
         guardrail."""
+        self.model = body.get("model")
         stream = self.streams(body)
         try:
             response = await self.post(body)

@@ -15,6 +15,11 @@ request's `model` name, as servers report it (`qwen3:8b`, `Qwen/Qwen3-Coder-30B-
   `llama3.1:8b` and `Meta-Llama-3`, not in `ollama`); the name is cut to `NAME_CAP`
   characters first, so matching is bounded whatever a client sends, and the answer is cached
   per (cut) name in a bounded cache.
+- A request may go by several names (an integration's alias for a model, the upstream's real
+  name): `profiles_for(*models)` is the union of what each name asks for, so an alias that
+  names no family costs nothing when the real name does.
+- `ProfileChoice.describe` is what a log line says was applied: the setting, or `auto:`
+  and the families matched (`auto:unknown` when none), one blank-free field.
 - A family with no profile of its own (Phi: its `<|tool_call|>` is
   in the default registry) maps to what exists; docs/contract.md lists which.
 """
@@ -123,11 +128,13 @@ _KEYS = re.compile(
 _FAMILY_OF_KEY = {key: family for family in FAMILIES for key in family.keys}
 
 
-def families_of(model: object) -> tuple[Family, ...]:
-    """The families whose keys the (cut) model name contains, in table order."""
-    if not isinstance(model, str):
-        return ()
-    return _families_of(model[:NAME_CAP].lower())
+def families_of(*models: object) -> tuple[Family, ...]:
+    """The families whose keys any of the (cut) model names contains, in table order."""
+    found = [_families_of(m[:NAME_CAP].lower()) for m in models if isinstance(m, str)]
+    if len(found) == 1:
+        return found[0]
+    union = {family for families in found for family in families}
+    return tuple(f for f in FAMILIES if f in union)
 
 
 @functools.lru_cache(maxsize=512)
@@ -136,16 +143,16 @@ def _families_of(name: str) -> tuple[Family, ...]:
     return tuple(f for f in FAMILIES if f in found)
 
 
-def profiles_for(model: object) -> tuple[str, ...]:
-    """The profiles `auto` adds to LFM2's registry for `model`: the `special` ones and the
-    named families' own."""
-    named = (p for f in families_of(model) for p in f.profiles)
+def profiles_for(*models: object) -> tuple[str, ...]:
+    """The profiles `auto` adds to LFM2's registry for an answer of `models` (the names one
+    request goes by): the `special` ones and the families' own that any name names."""
+    named = (p for f in families_of(*models) for p in f.profiles)
     return tuple(dict.fromkeys((*SPECIAL_PROFILES, *named)))
 
 
-def registry_for(model: object) -> Registry:
-    """The registry `auto` filters `model`'s answers with."""
-    return _registry(profiles_for(model))
+def registry_for(*models: object) -> Registry:
+    """The registry `auto` filters an answer of `models` with."""
+    return _registry(profiles_for(*models))
 
 
 @functools.lru_cache(maxsize=64)
@@ -156,18 +163,31 @@ def _registry(profiles: tuple[str, ...]) -> Registry:
 @dataclass(frozen=True)
 class ProfileChoice:
     """A `--profiles` / `SG_SCAFFOLD_PROFILES` setting: `auto`, or a fixed list of profiles
-    (`none` and empty: LFM2 alone; `all`: every profile but the OPT_IN ones)."""
+    (`none` and empty: LFM2 alone; `all`: every profile but the OPT_IN ones, `every` set so
+    that it reads back as `all`)."""
 
     auto: bool = True
     names: tuple[str, ...] = ()
+    every: bool = False
 
-    def registry(self, model: object) -> Registry:
+    def registry(self, *models: object) -> Registry:
+        """The registry for an answer of `models` (only `auto` reads them)."""
         if self.auto:
-            return registry_for(model)
+            return registry_for(*models)
         return _registry(self.names) if self.names else DEFAULT_REGISTRY
 
+    def describe(self, *models: object) -> str:
+        """What a log line says was applied to an answer of `models`: the setting, or under
+        `auto` the families the names matched (`auto:Qwen3-Coder,Qwen`; `auto:unknown` for
+        none). Family names hold no blank, so the value is one log field."""
+        if not self.auto:
+            return str(self)
+        return "auto:" + (",".join(f.name for f in families_of(*models)) or "unknown")
+
     def __str__(self) -> str:
-        return "auto" if self.auto else ",".join(self.names) or "none"
+        if self.auto:
+            return "auto"
+        return "all" if self.every else ",".join(self.names) or "none"
 
 
 AUTO = ProfileChoice()
@@ -182,7 +202,8 @@ def parse_profiles(text: str) -> ProfileChoice:
     if words in ((), ("none",)):
         return ProfileChoice(auto=False)
     if words == ("all",):
-        return ProfileChoice(auto=False, names=tuple(p for p in PROFILES if p not in OPT_IN))
+        every = tuple(p for p in PROFILES if p not in OPT_IN)
+        return ProfileChoice(auto=False, names=every, every=True)
     unknown = [w for w in words if w not in PROFILES]
     if unknown:
         known = ", ".join(["auto", "none", "all", *sorted(PROFILES)])

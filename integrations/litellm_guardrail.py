@@ -38,15 +38,23 @@ Deliberate choices:
   logging: it is the guardrail's request, not the client's.
 - A recovery the model server refuses (an error status, a timeout) raises LiteLLM's own
   error out of the hook, which the proxy reports to the client as it reports any error.
-- `profiles` (a comma-separated string or a list in `litellm_params`) adds opt-in markup
-  profiles to the default registry, as the guard proxy's `--profiles` does.
+- `profiles` (in `litellm_params`: a comma-separated string or a list) is the guard proxy's
+  `--profiles` setting (guardrail.model_profiles.parse_profiles): `auto` when absent, or
+  `none`, `all`, or profiles; an unknown name stops the proxy at start. Under `auto` an
+  answer's registry follows every name its request goes by (`model_names`), the union of
+  what each asks for: the client's `model` is the proxy's alias (`model_name` in the
+  config, often a name of no family), while the deployment's model that LiteLLM's router
+  picked (`metadata.deployment`, e.g. `openai/qwen3:8b`; the router writes it into the
+  request's metadata dict, which is the hook's too) and the answer's `model` are the real
+  one's names. A stream's registry is chosen at its first chunk and kept for the whole
+  turn, its recovery included.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncGenerator, AsyncIterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 import litellm
@@ -59,9 +67,9 @@ from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.guardrails import GuardrailEventHooks  # pyright: ignore[reportMissingTypeStubs]
 from litellm.types.utils import LLMResponseTypes  # pyright: ignore[reportMissingTypeStubs]
 
+from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
-from guardrail.registries import DEFAULT_REGISTRY, registry_with
 from integrations.litellm_filter import (
     CompletionFilter,
     StreamFilter,
@@ -69,12 +77,16 @@ from integrations.litellm_filter import (
     single_choice,
 )
 
-__all__ = ["LOG", "MalformedReplyError", "ScaffoldGuardrail"]
+__all__ = ["LOG", "MalformedReplyError", "ScaffoldGuardrail", "model_names"]
 
 LOG = logging.getLogger("LiteLLM Proxy").getChild("scaffold_guard")
 """A child of LiteLLM's proxy logger: its handler and format, the proxy's log."""
 
 PROXY_SERVER = "litellm.proxy.proxy_server"
+_NOTHING = object()
+"""What an empty stream's first item is."""
+METADATA_KEYS = ("metadata", "litellm_metadata")
+"""Where LiteLLM keeps a request's routing metadata (the router picks one by the route)."""
 
 
 class MalformedReplyError(Exception):
@@ -98,8 +110,7 @@ class ScaffoldGuardrail(CustomGuardrail):
     """The scaffolding guardrail on LiteLLM's proxy (module docstring)."""
 
     def __init__(self, profiles: str | Sequence[str] | None = None, **kwargs: Any) -> None:
-        names = _profile_names(profiles)
-        self.registry: Registry = registry_with(*names) if names else DEFAULT_REGISTRY
+        self.profiles: ProfileChoice = _profile_choice(profiles)
         kwargs.setdefault("supported_event_hooks", [GuardrailEventHooks.post_call])
         super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]  (its **kwargs are untyped)
 
@@ -109,8 +120,11 @@ class ScaffoldGuardrail(CustomGuardrail):
         response: Any,
         request_data: dict[str, Any],
     ) -> AsyncGenerator[ModelResponseStream]:
-        first = StreamFilter(self.registry, single=single_choice(request_data))
-        async for chunk in cast(AsyncIterable[object], response):
+        chunks = aiter(cast(AsyncIterable[object], response))
+        head = await anext(chunks, _NOTHING)
+        registry = self._registry(request_data, head)
+        first = StreamFilter(registry, single=single_choice(request_data))
+        async for chunk in _prepend(head, chunks):
             if not isinstance(chunk, ModelResponseStream):
                 yield cast(ModelResponseStream, chunk)  # not a chat chunk: not ours to judge
                 continue
@@ -122,7 +136,7 @@ class ScaffoldGuardrail(CustomGuardrail):
             for tail in tails:
                 yield tail
             return
-        second = StreamFilter(self.registry, follows=first)
+        second = StreamFilter(registry, follows=first)
         recovery = await _recover(request_data, stream=True)
         try:
             async for chunk in cast(AsyncIterable[ModelResponseStream], recovery):
@@ -147,7 +161,8 @@ class ScaffoldGuardrail(CustomGuardrail):
     ) -> Any:
         if not isinstance(response, ModelResponse):
             return response
-        first = CompletionFilter(self.registry, single=single_choice(data))
+        registry = self._registry(data, response)
+        first = CompletionFilter(registry, single=single_choice(data))
         first.filter(response)
         _warn(first.stripped_chars, first.first_span, 1)
         if not first.wants_recovery:
@@ -155,12 +170,36 @@ class ScaffoldGuardrail(CustomGuardrail):
         recovery = await _recover(data, stream=False)
         if not isinstance(recovery, ModelResponse):
             raise MalformedReplyError
-        second = CompletionFilter(self.registry, follows=first)
+        second = CompletionFilter(registry, follows=first)
         second.filter(recovery)
         _warn(second.stripped_chars, second.first_span, 2)
         if second.malformed:
             raise MalformedReplyError
         return recovery
+
+    def _registry(self, request: Mapping[str, object], answer: object) -> Registry:
+        """The registry of the answer to `request`, `answer` its first chunk or itself."""
+        return self.profiles.registry(*model_names(request, answer))
+
+
+def model_names(request: Mapping[str, object], answer: object) -> tuple[object, ...]:
+    """The names an answer goes by: the client's `model` (the proxy's alias), the model
+    group and the deployment's model LiteLLM's router picked, and the answer's `model`."""
+    names: list[object] = [request.get("model")]
+    for key in METADATA_KEYS:
+        metadata = request.get(key)
+        if isinstance(metadata, Mapping):
+            metadata = cast(Mapping[str, object], metadata)
+            names += [metadata.get("model_group"), metadata.get("deployment")]
+    return (*names, getattr(answer, "model", None))
+
+
+async def _prepend(head: object, rest: AsyncIterator[object]) -> AsyncIterator[object]:
+    """`head` (when the stream had a first item) and then the rest of the stream."""
+    if head is not _NOTHING:
+        yield head
+    async for item in rest:
+        yield item
 
 
 async def _recover(request: Mapping[str, object], *, stream: bool) -> object:
@@ -189,8 +228,7 @@ def _warn(stripped_chars: int, first_span: str, round_number: int) -> None:
         LOG.warning(strip_warning(stripped_chars, round_number, first_span))
 
 
-def _profile_names(profiles: str | Sequence[str] | None) -> list[str]:
+def _profile_choice(profiles: str | Sequence[str] | None) -> ProfileChoice:
     if profiles is None:
-        return []
-    listed = profiles.split(",") if isinstance(profiles, str) else list(profiles)
-    return [name.strip() for name in listed if name.strip()]
+        return AUTO
+    return parse_profiles(profiles if isinstance(profiles, str) else ",".join(profiles))

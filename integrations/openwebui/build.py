@@ -7,7 +7,8 @@ gate with the command to run). `--out PATH` writes elsewhere.
 
 The file is assembled, never edited: Open WebUI's frontmatter docstring, the imports the
 code below it uses, the filter's modules after their imports (all of them: guardrail/
-shapes.py, patterns.py, registries.py and scaffolding.py: the filter and its registries),
+shapes.py, patterns.py, registries.py, model_profiles.py and scaffolding.py: the filter,
+its registries and `auto`'s choice of them),
 the statements of guardrail/policy.py that the template imports and the
 ones those use (MALFORMED_REPLY, RoundFilter, needs_recovery: not the recovery request,
 which a filter cannot send), and the template (filter_template.py) after its imports. The
@@ -37,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import guardrail.model_profiles
 import guardrail.patterns
 import guardrail.policy
 import guardrail.registries
@@ -123,7 +125,13 @@ To install in Open WebUI, open Admin Panel > Functions, click +, paste this file
 enable it and make it global (or attach it to models); see docs/integrations.md."""
 
 
-LIBRARY = (guardrail.shapes, guardrail.patterns, guardrail.registries, guardrail.scaffolding)
+LIBRARY = (
+    guardrail.shapes,
+    guardrail.patterns,
+    guardrail.registries,
+    guardrail.model_profiles,
+    guardrail.scaffolding,
+)
 """The library modules pasted whole, each after the ones it imports."""
 
 
@@ -212,7 +220,7 @@ def _imports(sources: Iterable[_Source], used: set[str]) -> str:
                 for alias in node.names:
                     if (alias.asname or alias.name.split(".")[0]) in used:
                         straight.add((alias.name, alias.asname))
-            elif node.module and node.module != "__future__" and not _is_ours(node.module):
+            elif node.module and node.module != "__future__" and not _is_ours(node):
                 for alias in node.names:
                     if (alias.asname or alias.name) in used:
                         members.setdefault(node.module, set()).add((alias.name, alias.asname))
@@ -244,8 +252,9 @@ def _group(module: str) -> int:
     return 0 if module.split(".")[0] in sys.stdlib_module_names else 1
 
 
-def _is_ours(module: str) -> bool:
-    return module.split(".")[0] in ("guardrail", "integrations")
+def _is_ours(node: ast.ImportFrom) -> bool:
+    """A relative import (`from .patterns import ...`) or one of our packages."""
+    return node.level > 0 or (node.module or "").split(".")[0] in ("guardrail", "integrations")
 
 
 def _check(text: str, template: _Source) -> None:
@@ -263,7 +272,7 @@ def _check(text: str, template: _Source) -> None:
         raise BuildError(f"Open WebUI would read this frontmatter: {keys}")
     defined = {name for statement in tree.body for name in _defined(statement)}
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and _is_ours(node.module):
+        if isinstance(node, ast.ImportFrom) and _is_ours(node):
             raise BuildError(f"the generated file still imports {node.module}")
     needed = set[str]().union(
         *(

@@ -12,7 +12,9 @@ Open WebUI's hooks (open_webui/utils/filter.py and middleware.py, 0.12.4):
   so a reply's held-back tail goes out on the chunk that carries its `finish_reason`.
 - `outlet(body)` gets the chat's messages once the reply has ended (content, and the
   Responses-style `output` items the page renders first), and what it returns is saved and
-  sent to the page.
+  sent to the page; its `model` is Open WebUI's id of the chat's model.
+- Both get the parameters they declare of `__metadata__` (its `message_id`) and `__model__`
+  (Open WebUI's model: its `id`, and a workspace model's `info.base_model_id`).
 
 What the filter does:
 - Each choice of each reply streams its `delta.content` through a fresh filter of its own
@@ -39,6 +41,13 @@ Deliberate choices:
   a 200-character preview), so the bound caps the memory at a few hundred KB.
 - Nothing raises: an event or body of any other shape goes back as it came (Open WebUI
   drops an event whose filter raised, which would lose the text, not guard it).
+- The `profiles` valve reads as the guard proxy's `--profiles` (guardrail.model_profiles.
+  parse_profiles; comma- or space-separated, any case) and is `auto` by default: a reply's
+  registry follows every name it goes by (`model_names`), the union of what each asks
+  for, because Open WebUI's model id is often an alias a person chose while the chunk's
+  `model` is the server's real name. It is chosen once, when the reply's first chunk
+  comes, and kept to its end. A valve saved empty before `auto` existed keeps meaning
+  LFM2's markup alone (`none`), as it did then.
 - Non-text content is filtered as the text Open WebUI would make of it (`f'{value}'`).
 """
 
@@ -50,9 +59,10 @@ from typing import Any, cast
 
 from pydantic import BaseModel, Field, field_validator
 
+from guardrail.model_profiles import ProfileChoice, parse_profiles
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, needs_recovery
-from guardrail.registries import PROFILES, registry_with
+from guardrail.registries import PROFILES
 
 MAX_OPEN_REPLIES = 1024
 """How many replies may stream through the filter at once before the oldest is forgotten."""
@@ -63,16 +73,32 @@ ReplyKey = tuple[str, str, int]
 Json = dict[str, Any]
 
 
-def profile_names(text: str) -> tuple[str, ...]:
-    """The profile names of a valve's text: comma- or space-separated, in order, once each."""
-    names = (name.strip().lower() for name in text.replace(",", " ").split())
-    return tuple(dict.fromkeys(name for name in names if name))
+SETTINGS = ("auto", "none", "all")
+"""The valve's words besides profile names (guardrail.model_profiles.parse_profiles)."""
 
 
-def registry_for(text: str) -> Registry:
-    """LFM2's markup plus the known profiles `text` names (unknown ones are skipped: the
-    valve refuses them when saved, so only a hand-edited database could hold one)."""
-    return registry_with(*(name for name in profile_names(text) if name in PROFILES))
+def valve_words(text: str) -> str:
+    """A valve's text as parse_profiles reads it: comma- or space-separated, any case (a
+    valve saved before `auto` existed may hold `hermes mistral`)."""
+    return ",".join(text.replace(",", " ").lower().split())
+
+
+def profile_choice(text: str) -> ProfileChoice:
+    """The valve's setting; an unknown word is skipped, not raised (the valve refuses it
+    when saved, so only a hand-edited database could hold one)."""
+    words = valve_words(text).split(",")
+    try:
+        return parse_profiles(",".join(w for w in words if w in PROFILES or w in SETTINGS))
+    except ValueError:  # a setting mixed with names, `auto,hermes`: the names alone
+        return parse_profiles(",".join(w for w in words if w in PROFILES))
+
+
+def model_names(named: object, model: object) -> tuple[object, ...]:
+    """The names an answer goes by: the chunk's or body's `model` (`named`: what the server
+    or Open WebUI calls it) and Open WebUI's model (`__model__`): its id, often an alias a
+    person chose, and the base model id of a workspace model built on another."""
+    info = _get(model, "info")
+    return (_get(named, "model"), _get(model, "id"), _get(info, "base_model_id"))
 
 
 class _Reply:
@@ -132,10 +158,10 @@ class Filter:
             default=True, description="Strip raw tool-call markup from answers (off: pass all)."
         )
         profiles: str = Field(
-            default="",
+            default="auto",
             description=(
-                "Opt-in markup profiles stripped besides LFM2's, comma-separated: "
-                + ", ".join(PROFILES)
+                "Markup stripped besides LFM2's: auto (by the model's name), none, all, or "
+                "profiles, comma-separated: " + ", ".join(PROFILES)
             ),
         )
         priority: int = Field(
@@ -145,14 +171,16 @@ class Filter:
         @field_validator("profiles")
         @classmethod
         def known_profiles(cls, value: str) -> str:
-            registry_with(*profile_names(value))  # raises ValueError naming the known ones
+            parse_profiles(valve_words(value))  # raises ValueError naming the known ones
             return value
 
     def __init__(self) -> None:
         self.valves = self.Valves()
         self._open = _OpenReplies(MAX_OPEN_REPLIES)
 
-    def stream(self, event: object, __metadata__: object = None) -> object:
+    def stream(
+        self, event: object, __metadata__: object = None, __model__: object = None
+    ) -> object:
         """One event of a streamed reply, its choices' content filtered in place."""
         if not self.valves.enabled or not isinstance(event, dict):
             return event
@@ -160,12 +188,13 @@ class Filter:
         choices = chunk.get("choices")
         if isinstance(choices, list):
             name = _reply_name(chunk, __metadata__)
+            models = model_names(chunk, __model__)
             for position, choice in enumerate(cast(list[object], choices)):
                 if isinstance(choice, dict):
-                    self._filter_choice(name, position, cast(Json, choice))
+                    self._filter_choice(name, position, cast(Json, choice), models)
         return chunk
 
-    def outlet(self, body: object, __metadata__: object = None) -> object:
+    def outlet(self, body: object, __metadata__: object = None, __model__: object = None) -> object:
         """The finished chat: every assistant message's content and output text repaired."""
         if not self.valves.enabled or not isinstance(body, dict):
             return body
@@ -175,7 +204,7 @@ class Filter:
             return chat
         message_id = _string(_get(__metadata__, "message_id")) or _string(chat.get("id"))
         unfinished = self._open.pop_message(message_id) if message_id else []
-        registry = registry_for(self.valves.profiles)
+        registry = profile_choice(self.valves.profiles).registry(*model_names(chat, __model__))
         for message in cast(list[object], messages):
             if not isinstance(message, dict):
                 continue
@@ -189,7 +218,9 @@ class Filter:
             _repair_message(message, registry, tail)
         return chat
 
-    def _filter_choice(self, name: tuple[str, str], position: int, choice: Json) -> None:
+    def _filter_choice(
+        self, name: tuple[str, str], position: int, choice: Json, models: tuple[object, ...]
+    ) -> None:
         index = choice.get("index")
         index = index if type(index) is int else position
         key: ReplyKey = (*name, index)
@@ -202,7 +233,8 @@ class Filter:
         if reply is None:
             if text is None and not calls:
                 return  # nothing of this reply has been text: nothing held, nothing to say
-            reply = self._open.start(key, registry_for(self.valves.profiles))
+            registry = profile_choice(self.valves.profiles).registry(*models)
+            reply = self._open.start(key, registry)  # the reply keeps it to its end
         reply.tool_calls += calls
         shown = reply.filter.feed(text) if text else ""
         if finish is not None:

@@ -535,6 +535,186 @@ def registry_with(*profiles: str, base: Registry = DEFAULT_REGISTRY) -> Registry
     return tuple(by_start.values())
 
 
+# ---- guardrail/model_profiles.py: the whole module after its imports ----
+
+
+MarkerClass = Literal["special", "look-alike"]
+
+MARKER_CLASS: dict[str, MarkerClass] = {
+    "hermes": "look-alike",  # <tool_call>
+    "qwen3-coder": "look-alike",  # <function=
+    "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
+    "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
+    "harmony": "special",  # <|channel|>commentary
+    "llama": "special",  # <|python_tag|>, <|python_start|>
+    "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
+    "minimax": "look-alike",  # <minimax:tool_call>, <tool_calls>
+    "internlm": "special",  # <|action_start|>
+    "cohere": "special",  # <|START_ACTION|>
+    "gemma": "look-alike",  # <|tool_call> is special; <start_function_call>, bare call:f{
+    "harmony-residue": "look-alike",  # analysisWe...assistantfinal, at the answer's start
+    "seed-oss": "look-alike",  # <seed:tool_call>
+    "nemotron": "look-alike",  # <TOOLCALL>
+    "glm": "look-alike",  # <arg_key>
+    "echo": "look-alike",  # [Calling tool: (opt-in only: never auto, never all)
+}
+
+SPECIAL_PROFILES: tuple[str, ...] = tuple(n for n, c in MARKER_CLASS.items() if c == "special")
+
+
+@dataclass(frozen=True)
+class Family:
+    """Model names containing one of `keys` (at a word start) get `profiles`."""
+
+    name: str
+    keys: tuple[str, ...]
+    profiles: tuple[str, ...]
+    note: str = ""
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("LFM2", ("lfm", "liquid"), (), "its markup is in every registry"),
+    Family("Qwen3-Coder", ("qwen3-coder", "qwen3coder", "qwen-coder"), ("hermes", "qwen3-coder")),
+    Family("Qwen", ("qwen", "qwq"), ("hermes",)),
+    Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
+    Family("DeepSeek", ("deepseek",), ("deepseek",)),
+    Family(
+        "gpt-oss",
+        ("gpt-oss", "gpt_oss", "harmony"),
+        ("harmony", "harmony-residue"),
+        "the residue only at the answer's start",
+    ),
+    Family(
+        "Mistral",
+        ("mistral", "magistral", "devstral", "ministral", "mixtral", "codestral", "pixtral"),
+        ("mistral",),
+    ),
+    Family("Llama", ("llama",), ("llama",)),
+    Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
+    Family(
+        "GLM",
+        ("glm", "chatglm"),
+        ("hermes", "glm"),
+        "GLM-4.5+ wraps calls in `<tool_call>`; GLM-5 also writes bare `<arg_key>` pairs",
+    ),
+    Family("MiniMax", ("minimax",), ("minimax",)),
+    Family("Jamba", ("jamba",), ("minimax",), "`<tool_calls>`, as MiniMax-M1"),
+    Family(
+        "Granite",
+        ("granite",),
+        ("hermes",),
+        "Granite 4; Granite 3's token is in the default registry",
+    ),
+    Family("Hermes", ("hermes", "openhermes", "nous"), ("hermes",)),
+    Family("InternLM", ("internlm",), ("internlm",)),
+    Family("Command", ("command-r", "command-a", "c4ai", "cohere", "aya"), ("cohere",)),
+    Family(
+        "Phi",
+        ("phi",),
+        (),
+        "no profile of its own: Phi-4-mini's bare token is in the default registry",
+    ),
+    Family("Seed-OSS", ("seed-oss", "seed_oss"), ("seed-oss",)),
+    Family("Nemotron", ("nemotron",), ("nemotron",), "a Llama-Nemotron also matches Llama"),
+)
+
+NAME_CAP = 256
+"""Characters of a model name that are looked at; the rest is ignored."""
+
+_KEYS = re.compile(
+    "(?<![a-z])(?:"
+    + "|".join(
+        re.escape(key)
+        for key in sorted({k for f in FAMILIES for k in f.keys}, key=len, reverse=True)
+    )
+    + ")"
+)
+_FAMILY_OF_KEY = {key: family for family in FAMILIES for key in family.keys}
+
+
+def families_of(*models: object) -> tuple[Family, ...]:
+    """The families whose keys any of the (cut) model names contains, in table order."""
+    found = [_families_of(m[:NAME_CAP].lower()) for m in models if isinstance(m, str)]
+    if len(found) == 1:
+        return found[0]
+    union = {family for families in found for family in families}
+    return tuple(f for f in FAMILIES if f in union)
+
+
+@functools.lru_cache(maxsize=512)
+def _families_of(name: str) -> tuple[Family, ...]:
+    found = {_FAMILY_OF_KEY[m.group()] for m in _KEYS.finditer(name)}
+    return tuple(f for f in FAMILIES if f in found)
+
+
+def profiles_for(*models: object) -> tuple[str, ...]:
+    """The profiles `auto` adds to LFM2's registry for an answer of `models` (the names one
+    request goes by): the `special` ones and the families' own that any name names."""
+    named = (p for f in families_of(*models) for p in f.profiles)
+    return tuple(dict.fromkeys((*SPECIAL_PROFILES, *named)))
+
+
+def registry_for(*models: object) -> Registry:
+    """The registry `auto` filters an answer of `models` with."""
+    return _registry(profiles_for(*models))
+
+
+@functools.lru_cache(maxsize=64)
+def _registry(profiles: tuple[str, ...]) -> Registry:
+    return registry_with(*profiles)
+
+
+@dataclass(frozen=True)
+class ProfileChoice:
+    """A `--profiles` / `SG_SCAFFOLD_PROFILES` setting: `auto`, or a fixed list of profiles
+    (`none` and empty: LFM2 alone; `all`: every profile but the OPT_IN ones, `every` set so
+    that it reads back as `all`)."""
+
+    auto: bool = True
+    names: tuple[str, ...] = ()
+    every: bool = False
+
+    def registry(self, *models: object) -> Registry:
+        """The registry for an answer of `models` (only `auto` reads them)."""
+        if self.auto:
+            return registry_for(*models)
+        return _registry(self.names) if self.names else DEFAULT_REGISTRY
+
+    def describe(self, *models: object) -> str:
+        """What a log line says was applied to an answer of `models`: the setting, or under
+        `auto` the families the names matched (`auto:Qwen3-Coder,Qwen`; `auto:unknown` for
+        none). Family names hold no blank, so the value is one log field."""
+        if not self.auto:
+            return str(self)
+        return "auto:" + (",".join(f.name for f in families_of(*models)) or "unknown")
+
+    def __str__(self) -> str:
+        if self.auto:
+            return "auto"
+        return "all" if self.every else ",".join(self.names) or "none"
+
+
+AUTO = ProfileChoice()
+
+
+def parse_profiles(text: str) -> ProfileChoice:
+    """`auto`, `none`, `all` or comma-separated profile names; ValueError names the
+    unknown ones."""
+    words = tuple(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
+    if words == ("auto",):
+        return AUTO
+    if words in ((), ("none",)):
+        return ProfileChoice(auto=False)
+    if words == ("all",):
+        every = tuple(p for p in PROFILES if p not in OPT_IN)
+        return ProfileChoice(auto=False, names=every, every=True)
+    unknown = [w for w in words if w not in PROFILES]
+    if unknown:
+        known = ", ".join(["auto", "none", "all", *sorted(PROFILES)])
+        raise ValueError(f"unknown profile(s) {', '.join(unknown)}; known: {known}")
+    return ProfileChoice(auto=False, names=words)
+
+
 # ---- guardrail/scaffolding.py: the whole module after its imports ----
 
 
@@ -1058,16 +1238,32 @@ ReplyKey = tuple[str, str, int]
 Json = dict[str, Any]
 
 
-def profile_names(text: str) -> tuple[str, ...]:
-    """The profile names of a valve's text: comma- or space-separated, in order, once each."""
-    names = (name.strip().lower() for name in text.replace(",", " ").split())
-    return tuple(dict.fromkeys(name for name in names if name))
+SETTINGS = ("auto", "none", "all")
+"""The valve's words besides profile names (guardrail.model_profiles.parse_profiles)."""
 
 
-def registry_for(text: str) -> Registry:
-    """LFM2's markup plus the known profiles `text` names (unknown ones are skipped: the
-    valve refuses them when saved, so only a hand-edited database could hold one)."""
-    return registry_with(*(name for name in profile_names(text) if name in PROFILES))
+def valve_words(text: str) -> str:
+    """A valve's text as parse_profiles reads it: comma- or space-separated, any case (a
+    valve saved before `auto` existed may hold `hermes mistral`)."""
+    return ",".join(text.replace(",", " ").lower().split())
+
+
+def profile_choice(text: str) -> ProfileChoice:
+    """The valve's setting; an unknown word is skipped, not raised (the valve refuses it
+    when saved, so only a hand-edited database could hold one)."""
+    words = valve_words(text).split(",")
+    try:
+        return parse_profiles(",".join(w for w in words if w in PROFILES or w in SETTINGS))
+    except ValueError:  # a setting mixed with names, `auto,hermes`: the names alone
+        return parse_profiles(",".join(w for w in words if w in PROFILES))
+
+
+def model_names(named: object, model: object) -> tuple[object, ...]:
+    """The names an answer goes by: the chunk's or body's `model` (`named`: what the server
+    or Open WebUI calls it) and Open WebUI's model (`__model__`): its id, often an alias a
+    person chose, and the base model id of a workspace model built on another."""
+    info = _get(model, "info")
+    return (_get(named, "model"), _get(model, "id"), _get(info, "base_model_id"))
 
 
 class _Reply:
@@ -1127,10 +1323,10 @@ class Filter:
             default=True, description="Strip raw tool-call markup from answers (off: pass all)."
         )
         profiles: str = Field(
-            default="",
+            default="auto",
             description=(
-                "Opt-in markup profiles stripped besides LFM2's, comma-separated: "
-                + ", ".join(PROFILES)
+                "Markup stripped besides LFM2's: auto (by the model's name), none, all, or "
+                "profiles, comma-separated: " + ", ".join(PROFILES)
             ),
         )
         priority: int = Field(
@@ -1140,14 +1336,16 @@ class Filter:
         @field_validator("profiles")
         @classmethod
         def known_profiles(cls, value: str) -> str:
-            registry_with(*profile_names(value))  # raises ValueError naming the known ones
+            parse_profiles(valve_words(value))  # raises ValueError naming the known ones
             return value
 
     def __init__(self) -> None:
         self.valves = self.Valves()
         self._open = _OpenReplies(MAX_OPEN_REPLIES)
 
-    def stream(self, event: object, __metadata__: object = None) -> object:
+    def stream(
+        self, event: object, __metadata__: object = None, __model__: object = None
+    ) -> object:
         """One event of a streamed reply, its choices' content filtered in place."""
         if not self.valves.enabled or not isinstance(event, dict):
             return event
@@ -1155,12 +1353,13 @@ class Filter:
         choices = chunk.get("choices")
         if isinstance(choices, list):
             name = _reply_name(chunk, __metadata__)
+            models = model_names(chunk, __model__)
             for position, choice in enumerate(cast(list[object], choices)):
                 if isinstance(choice, dict):
-                    self._filter_choice(name, position, cast(Json, choice))
+                    self._filter_choice(name, position, cast(Json, choice), models)
         return chunk
 
-    def outlet(self, body: object, __metadata__: object = None) -> object:
+    def outlet(self, body: object, __metadata__: object = None, __model__: object = None) -> object:
         """The finished chat: every assistant message's content and output text repaired."""
         if not self.valves.enabled or not isinstance(body, dict):
             return body
@@ -1170,7 +1369,7 @@ class Filter:
             return chat
         message_id = _string(_get(__metadata__, "message_id")) or _string(chat.get("id"))
         unfinished = self._open.pop_message(message_id) if message_id else []
-        registry = registry_for(self.valves.profiles)
+        registry = profile_choice(self.valves.profiles).registry(*model_names(chat, __model__))
         for message in cast(list[object], messages):
             if not isinstance(message, dict):
                 continue
@@ -1184,7 +1383,9 @@ class Filter:
             _repair_message(message, registry, tail)
         return chat
 
-    def _filter_choice(self, name: tuple[str, str], position: int, choice: Json) -> None:
+    def _filter_choice(
+        self, name: tuple[str, str], position: int, choice: Json, models: tuple[object, ...]
+    ) -> None:
         index = choice.get("index")
         index = index if type(index) is int else position
         key: ReplyKey = (*name, index)
@@ -1197,7 +1398,8 @@ class Filter:
         if reply is None:
             if text is None and not calls:
                 return  # nothing of this reply has been text: nothing held, nothing to say
-            reply = self._open.start(key, registry_for(self.valves.profiles))
+            registry = profile_choice(self.valves.profiles).registry(*models)
+            reply = self._open.start(key, registry)  # the reply keeps it to its end
         reply.tool_calls += calls
         shown = reply.filter.feed(text) if text else ""
         if finish is not None:

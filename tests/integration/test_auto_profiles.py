@@ -4,6 +4,8 @@ Qwen model and stays text (a look-alike) for LFM2 and an unknown name."""
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +31,17 @@ LEAK = '<tool_call>{"name": "read", "arguments": {"path": "/homelab/backup-notes
 FLOWS = {FLOW: {"steps": [{"content": f"{SHOWN}{LEAK} Verified weekly."}]}}
 STRIPPED = f"{SHOWN} Verified weekly."
 KEPT = f"{SHOWN}{LEAK} Verified weekly."
+LOG_LINE = re.compile(
+    r"^guard: chat status=200 stream=false retries=0 total_ms=\d+ scaffold_stripped=\d+"
+    r" profiles=(\S+)$",
+    re.MULTILINE,
+)
+
+
+def logged_profiles(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The profiles= of the guard's request lines (a whole answer's is written before the
+    client has it)."""
+    return LOG_LINE.findall("\n".join(r.getMessage() for r in caplog.records))
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +89,21 @@ async def test_the_default_proxy_strips_a_hermes_span_only_for_a_model_that_writ
     assert await answer(proxy_url, model, key, stream=stream) == expected
 
 
+@pytest.mark.parametrize(
+    ("model", "profiles"),
+    [
+        ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "auto:Qwen3-Coder,Qwen"),
+        ("my-local-model", "auto:unknown"),
+    ],
+)
+async def test_the_proxys_log_line_names_the_families_auto_matched(
+    proxy_url: str, key: str, caplog: pytest.LogCaptureFixture, model: str, profiles: str
+):
+    caplog.set_level(logging.INFO, logger="guard")
+    await answer(proxy_url, model, key, stream=False)
+    assert logged_profiles(caplog) == [profiles]
+
+
 @pytest.fixture(scope="module")
 def fixed_proxy_url(mock_url: str, flows: None) -> Iterator[str]:
     settings = GuardSettings(upstream=mock_url, profiles=parse_profiles("none"))
@@ -88,6 +116,14 @@ async def test_a_proxy_with_profiles_none_keeps_the_span_even_for_qwen(
     fixed_proxy_url: str, key: str
 ):
     assert await answer(fixed_proxy_url, "qwen3:8b", key, stream=True) == KEPT
+
+
+async def test_a_proxy_with_a_fixed_setting_logs_the_setting(
+    fixed_proxy_url: str, key: str, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level(logging.INFO, logger="guard")
+    await answer(fixed_proxy_url, "qwen3:8b", key, stream=False)
+    assert logged_profiles(caplog) == ["none"]
 
 
 @pytest.mark.parametrize(("model", "expected"), [("qwen3:8b", STRIPPED), ("lfm2-1.2b", KEPT)])

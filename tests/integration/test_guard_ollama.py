@@ -39,6 +39,7 @@ from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from mock_llm import serve_in_thread
 
 from ..deadlines import DEADLINE_S
+from ..families import hidden_canary
 from ..journal import settled_journal
 from ..ollama_generate import as_generate, as_generate_line
 from ..ports import refusing_port
@@ -153,7 +154,7 @@ async def test_each_flow_reaches_the_ollama_client_as_its_expect_block_says(
 ):
     caplog.set_level(logging.INFO, logger="guard")
     flow = FLOWS[name]
-    expect = flow.expect
+    expect = flow.expect_for("m")  # the proxy's default, auto, judges by the model asked for
     if expect is None:  # not a guardrail flow: the client gets what the mock sends
         proxied = await turn(client, name, f"{key}-p", stream=stream)
         straight = await turn(direct, name, f"{key}-d", stream=stream)
@@ -171,8 +172,8 @@ async def test_each_flow_reaches_the_ollama_client_as_its_expect_block_says(
         shown, first = await turn(client, name, key, stream=stream)
         assert shown == expect.shown
         assert len(first["done"]) == 1  # one done line, the recovery's when there was one
-        if flow.canary:
-            assert flow.canary not in shown
+        if canary := hidden_canary(flow, "m"):
+            assert canary not in shown
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
     assert sum(logged(caplog)) == expect.stripped_chars
@@ -433,7 +434,7 @@ async def test_each_flow_reaches_a_generate_client_as_its_expect_block_says(
     stream: bool,
 ):
     caplog.set_level(logging.INFO, logger="guard")
-    expect = FLOWS[name].expect
+    expect = FLOWS[name].expect_for("m")
     assert expect is not None
     prompt = f"When do backups run? [[mock:{name}#{key}]]"
     async with ollama.AsyncClient(host=generate_proxy_url, timeout=DEADLINE_S) as client:

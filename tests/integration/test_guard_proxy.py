@@ -31,6 +31,7 @@ from guardrail.policy import MALFORMED_REPLY
 from mock_llm import Flow, serve_in_thread
 
 from ..deadlines import DEADLINE_S
+from ..families import hidden_canary
 from ..journal import settled_journal
 from ..ports import refusing_port
 from ..servers import serve_guard
@@ -107,7 +108,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
 ):
     caplog.set_level(logging.INFO, logger="guard")
     flow: Flow = FLOWS[name]
-    expect = flow.expect
+    expect = flow.expect_for("m")  # the proxy's default, auto, judges by the model asked for
     assert expect is not None
     read = streamed_text if stream else whole_text
     if expect.error == "malformed":
@@ -116,8 +117,8 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
     else:
         shown = await read(sdk, name, key)
         assert shown == expect.shown
-        if flow.canary:
-            assert flow.canary not in shown
+        if canary := hidden_canary(flow, "m"):
+            assert canary not in shown
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
     assert stripped_in_log(caplog) == [expect.stripped_chars]

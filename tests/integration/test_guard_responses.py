@@ -36,6 +36,7 @@ from mock_llm.responses_wire import response as mock_response
 from mock_llm.responses_wire import stream_events
 
 from ..deadlines import DEADLINE_S
+from ..families import hidden_canary
 from ..journal import settled_journal
 from ..ports import refusing_port
 from ..servers import serve_guard
@@ -74,15 +75,16 @@ def shown_for(name: str) -> str | None:
     malformed-reply error)."""
     flow = FLOWS[name]
     step = flow.steps[0]
-    if flow.expect is None or step.tool_calls:
+    expect = flow.expect_for("m")  # the proxy's default, auto, judges by the model asked for
+    if expect is None or step.tool_calls:
         return scrub(step.content, DEFAULT_REGISTRY)
-    return None if flow.expect.error == "malformed" else flow.expect.shown
+    return None if expect.error == "malformed" else expect.shown
 
 
 def requests_for(name: str) -> int:
-    flow = FLOWS[name]
-    one_turn = flow.expect is not None and not flow.steps[0].tool_calls
-    return flow.expect.requests if one_turn and flow.expect is not None else 1
+    expect = FLOWS[name].expect_for("m")
+    one_turn = expect is not None and not FLOWS[name].steps[0].tool_calls
+    return expect.requests if one_turn and expect is not None else 1
 
 
 # --- the contract, flow by flow ---------------------------------------------------------------
@@ -146,13 +148,13 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
         assert whole.output_text == expected
         assert reasoning_of(whole) == step.reasoning
         assert calls_of(whole) == [(c.name, c.arguments) for c in step.tool_calls]
-    canary = FLOWS[name].canary
+    canary = hidden_canary(FLOWS[name], "m")
     assert canary is None or not any(canary in one for one in got)
     if not step.reasoning:  # the reasoning is shown raw (G9), markup and all
         assert not any(marker in one for marker in MARKERS for one in got)
     entries = await settled_journal(http, key, count=requests_for(name))
     assert len(entries) == requests_for(name)
-    expect = FLOWS[name].expect
+    expect = FLOWS[name].expect_for("m")
     assert stripped_in_log(caplog) == [expect.stripped_chars if expect else 0]
     if len(entries) == 2:
         recovery = entries[1]["body"]

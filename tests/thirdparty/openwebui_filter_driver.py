@@ -63,7 +63,7 @@ async def install(request: Any, admin: Any, source: str, valves: dict[str, Any])
     return {"type": created.type, "manifest": created.meta.manifest}
 
 
-async def upstream(route: str, mock: str, message: str, stream: bool) -> Any:
+async def upstream(route: str, mock: str, message: str, stream: bool, model: str) -> Any:
     """The mock's answer as Open WebUI's router hands it on: a StreamingResponse of lines
     (Ollama's converted to chat completion chunks), or a whole answer's dict."""
     import aiohttp
@@ -75,7 +75,7 @@ async def upstream(route: str, mock: str, message: str, stream: bool) -> Any:
     from starlette.responses import StreamingResponse
 
     session = aiohttp.ClientSession()
-    body = {"model": MODEL_ID, "stream": stream, "messages": [{"role": "user", "content": message}]}
+    body = {"model": model, "stream": stream, "messages": [{"role": "user", "content": message}]}
     path = "/v1/chat/completions" if route == "openai" else "/api/chat"
     response = await session.post(mock + path, json=body)
     if not stream:
@@ -117,10 +117,11 @@ async def turn(
 
     message_id = str(uuid.uuid4())
     messages = [{"role": "user", "content": case["message"]}]
-    model = {"id": MODEL_ID, "name": MODEL_ID, "owned_by": case["route"], "info": {"meta": {}}}
+    model_id = case.get("model", MODEL_ID)
+    model = {"id": model_id, "name": model_id, "owned_by": case["route"], "info": {"meta": {}}}
     ctx: dict[str, Any] = {
         "request": request,
-        "form_data": {"model": MODEL_ID, "messages": messages, "stream": True},
+        "form_data": {"model": model_id, "messages": messages, "stream": True},
         "user": user,
         "model": model,
         "metadata": {
@@ -139,7 +140,7 @@ async def turn(
     }
     stream = case.get("stream", True)
     ctx["form_data"]["stream"] = stream
-    response = await upstream(case["route"], spec["mock"], case["message"], stream)
+    response = await upstream(case["route"], spec["mock"], case["message"], stream, model_id)
     started = time.monotonic()
     if stream:
         await streaming_chat_response_handler(response, ctx)
@@ -152,6 +153,7 @@ async def turn(
     return {
         "name": case["name"],
         "route": case["route"],
+        "model": model_id,
         "stream": stream,
         "emitted": emitted,
         "output": final[-1]["output"] if final else None,

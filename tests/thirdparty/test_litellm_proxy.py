@@ -1,11 +1,13 @@
 """The LiteLLM guardrail in LiteLLM's own proxy (1.108.7 from PyPI), the official openai SDK
 as the client, the mock as the model server.
 
-Two proxies from the shipped example config (integrations/litellm/config.yaml): one with our
-guardrail (its commented-out option on: `profiles: hermes`), one without it (the negative
-control). Through the guarded one, every built-in
-flow whose first answer has no tool call is one turn, and its `expect` block is what the
-client gets, streamed and whole: the text shown, the one recovery (two requests, the
+Three proxies from the shipped example config (integrations/litellm/config.yaml): one with our
+guardrail as shipped (`profiles` absent: `auto`), with a second alias, `chat`, whose
+deployment's model names every family; one with its commented-out option set
+(`profiles: hermes`), and one without the guardrail (the negative control). Through the
+guarded one, every built-in flow whose first answer has no tool call is one turn under
+`lfm2` (each family flow under `chat` too), and its `expect` block for that model is what
+the client gets, streamed and whole: the text shown, the one recovery (two requests, the
 correction in the system message, no tools), the malformed-reply error. Clean, thinking and
 tool-call streams reach the client exactly as through the bare proxy; through the bare one
 the same markup flows leak. About a minute in all, most of it the proxies' start.
@@ -31,6 +33,7 @@ from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from mock_llm import Flow, build_settings, builtin_flows, serve_mock
 
 from ..deadlines import DEADLINE_S, POLL_S
+from ..families import EVERY_FAMILY, hidden_canary
 from ..journal import settled_journal
 from .litellm_proxy import (
     MASTER_KEY,
@@ -57,6 +60,12 @@ LEAKS = sorted(
     if (canary := FLOWS[name].canary) is not None and canary in FLOWS[name].steps[0].content
 )
 """The flows whose first answer carries a canary in its markup: through a bare proxy, a leak."""
+DEPLOYMENTS = {"lfm2": "lfm2", "chat": EVERY_FAMILY}
+"""The guarded proxy's aliases and their deployments' model names."""
+PLAYS = [(name, "lfm2") for name in ONE_REQUEST_TURNS] + [
+    (name, "chat") for name in ONE_REQUEST_TURNS if FLOWS[name].family is not None
+]
+"""(flow, alias): each flow under `lfm2`, each family flow under `chat` too."""
 SYSTEM = "You answer from the user's homelab notes."
 TOOLS: list[ChatCompletionToolParam] = [
     {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}
@@ -78,8 +87,13 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def proxies(mock_url: str, workdir: Path) -> Iterator[dict[str, str]]:
     config = shipped_config(f"{mock_url}/v1")
     guarded = copy.deepcopy(config)
-    guarded["guardrails"][0]["litellm_params"]["profiles"] = "hermes"  # the example's option
-    configs = {"guarded": guarded, "bare": without_guardrails(config)}
+    alias = copy.deepcopy(config["model_list"][0])
+    alias["model_name"] = "chat"
+    alias["litellm_params"]["model"] = f"openai/{DEPLOYMENTS['chat']}"
+    guarded["model_list"].append(alias)
+    fixed = copy.deepcopy(config)
+    fixed["guardrails"][0]["litellm_params"]["profiles"] = "hermes"  # the example's option
+    configs = {"guarded": guarded, "fixed": fixed, "bare": without_guardrails(config)}
     with serve_litellm_proxies(configs, workdir) as urls:
         yield urls
 
@@ -103,19 +117,19 @@ def messages(flow: str, key: str) -> list[ChatCompletionMessageParam]:
     ]
 
 
-async def streamed_text(url: str, flow: str, key: str) -> str:
+async def streamed_text(url: str, flow: str, key: str, model: str = "lfm2") -> str:
     async with sdk(url) as client, asyncio.timeout(DEADLINE_S):
         stream = await client.chat.completions.create(
-            model="lfm2", messages=messages(flow, key), tools=TOOLS, stream=True
+            model=model, messages=messages(flow, key), tools=TOOLS, stream=True
         )
         parts = [c.choices[0].delta.content or "" async for c in stream if c.choices]
     return "".join(parts)
 
 
-async def whole_text(url: str, flow: str, key: str) -> str:
+async def whole_text(url: str, flow: str, key: str, model: str = "lfm2") -> str:
     async with sdk(url) as client, asyncio.timeout(DEADLINE_S):
         completion = await client.chat.completions.create(
-            model="lfm2", messages=messages(flow, key), tools=TOOLS
+            model=model, messages=messages(flow, key), tools=TOOLS
         )
     return completion.choices[0].message.content or ""
 
@@ -124,22 +138,23 @@ async def whole_text(url: str, flow: str, key: str) -> str:
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
-@pytest.mark.parametrize("name", ONE_REQUEST_TURNS)
+@pytest.mark.parametrize(("name", "alias"), PLAYS)
 async def test_each_flow_reaches_the_client_as_its_expect_block_says(
-    proxies: dict[str, str], http: httpx.AsyncClient, key: str, name: str, stream: bool
+    proxies: dict[str, str], http: httpx.AsyncClient, key: str, name: str, alias: str, stream: bool
 ):
+    """Under `auto`, a family flow's outcome is the one for the alias's deployment."""
     flow: Flow = FLOWS[name]
-    expect = flow.expect
+    expect = flow.expect_for(DEPLOYMENTS[alias])
     assert expect is not None
     read = streamed_text if stream else whole_text
     if expect.error == "malformed":
         with pytest.raises(openai.APIError, match=MALFORMED_REPLY):
-            await read(proxies["guarded"], name, key)
+            await read(proxies["guarded"], name, key, alias)
     else:
-        shown = await read(proxies["guarded"], name, key)
+        shown = await read(proxies["guarded"], name, key, alias)
         assert shown == expect.shown
-        if flow.canary:
-            assert flow.canary not in shown
+        if canary := hidden_canary(flow, DEPLOYMENTS[alias]):
+            assert canary not in shown
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
     assert entries[0]["body"]["tools"]
@@ -217,7 +232,7 @@ async def test_the_profiles_option_reaches_the_guardrail(
 ):
     (await http.post("/_mock/flows", json=HERMES_LEAK)).raise_for_status()
     read = streamed_text if stream else whole_text
-    assert await read(proxies["guarded"], "hermes-leak", f"{key}-a") == "Fine. "
+    assert await read(proxies["fixed"], "hermes-leak", f"{key}-a") == "Fine. "
     assert await read(proxies["bare"], "hermes-leak", f"{key}-b") == (
         'Fine. <tool_call>{"name": "read"}</tool_call>'
     )

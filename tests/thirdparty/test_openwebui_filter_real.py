@@ -24,6 +24,7 @@ from guardrail.policy import MALFORMED_REPLY
 from integrations.openwebui import build
 from mock_llm import builtin_flows, serve_mock
 
+from ..families import EVERY_FAMILY
 from .openwebui import STARTUP_DEADLINE_S, Connection, open_webui_env
 from .venvs import OPEN_WEBUI
 
@@ -31,6 +32,20 @@ DRIVER = Path(__file__).with_name("openwebui_filter_driver.py")
 FLOWS = builtin_flows()
 ROUTES = ("openai", "ollama")
 STREAMED = sorted(name for name, flow in FLOWS.items() if flow.expect is not None)
+LFM2 = "lfm2-test"
+"""The model every flow is played under: a family flow's markup is text for it."""
+PLAYS = [(name, LFM2) for name in STREAMED] + [
+    (name, EVERY_FAMILY) for name in STREAMED if FLOWS[name].family is not None
+]
+"""(flow, model): each flow under LFM2, and each family flow under a name of its family too
+(the filter's `auto` registry follows the model)."""
+
+
+def play_id(value: object) -> str:
+    """A play's test id part: the flow's name, and the model as `lfm2` or `every-family`."""
+    return {LFM2: "lfm2", EVERY_FAMILY: "every-family"}.get(str(value), str(value))
+
+
 WHOLE = ("scaffold-mixed", "scaffold-repeat")  # asked for without streaming
 CONTROL = ("scaffold-mixed", "scaffold-split")
 
@@ -60,9 +75,10 @@ def run_driver(mock_url: str, folder: Path, turns: list[Turn], valves: dict[str,
     return json.loads((folder / "out.json").read_text(encoding="utf-8"))
 
 
-def turn(name: str, route: str, tag: str, *, stream: bool = True) -> Turn:
+def turn(name: str, route: str, tag: str, *, stream: bool = True, model: str = LFM2) -> Turn:
+    tag += "" if model == LFM2 else "-family"
     message = f"When do backups run? [[mock:{name}#owf-{tag}-{route}-{name}]]"
-    return {"name": name, "route": route, "message": message, "stream": stream}
+    return {"name": name, "route": route, "message": message, "stream": stream, "model": model}
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +89,7 @@ def mock_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def guarded(mock_url: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    turns = [turn(name, route, "on") for route in ROUTES for name in STREAMED]
+    turns = [turn(name, route, "on", model=model) for route in ROUTES for name, model in PLAYS]
     turns += [turn(name, route, "whole", stream=False) for route in ROUTES for name in WHOLE]
     return run_driver(mock_url, tmp_path_factory.mktemp("owui-filter-on"), turns, {})
 
@@ -85,10 +101,9 @@ def switched_off(mock_url: str, tmp_path_factory: pytest.TempPathFactory) -> Any
     return run_driver(mock_url, folder, turns, {"enabled": False})
 
 
-def recorded(run: Any, name: str, route: str, *, stream: bool = True) -> Turn:
-    found = [
-        t for t in run["turns"] if (t["name"], t["route"], t["stream"]) == (name, route, stream)
-    ]
+def recorded(run: Any, name: str, route: str, *, stream: bool = True, model: str = LFM2) -> Turn:
+    wanted = (name, route, stream, model)
+    found = [t for t in run["turns"] if (t["name"], t["route"], t["stream"], t["model"]) == wanted]
     assert len(found) == 1
     return found[0]
 
@@ -111,9 +126,12 @@ def reasoning_text(output: list[dict[str, Any]] | None) -> str:
     )
 
 
-def never_shown(name: str) -> list[str]:
-    """What must never reach the page in this flow: its canary, or its bare tokens."""
+def never_shown(name: str, model: str) -> list[str]:
+    """What must never reach the page in this flow under `model`: its canary, or its bare
+    tokens (nothing where its markup is the answer's text, a family flow elsewhere)."""
     flow = FLOWS[name]
+    if flow.expect_for(model) is not flow.expect:
+        return []
     if flow.canary:
         return [flow.canary]
     return ["<|tool_calls|>", "<|tool_call|>"] if name == "scaffold-standalone" else []
@@ -126,24 +144,34 @@ def test_open_webui_loads_the_pasted_file_as_a_filter_with_its_frontmatter(guard
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("name", [n for n in STREAMED if n != "tool-with-scaffold"])
-def test_the_page_shows_the_flows_text_or_the_malformed_copy(guarded: Any, name: str, route: str):
-    """What Open WebUI renders and saves of a streamed reply: the expect block's text, or
-    the malformed-reply copy where a recovery was due (a filter cannot send one)."""
-    expect = FLOWS[name].expect
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [p for p in PLAYS if p[0] != "tool-with-scaffold"],
+    ids=play_id,
+)
+def test_the_page_shows_the_flows_text_or_the_malformed_copy(
+    guarded: Any, name: str, model: str, route: str
+):
+    """What Open WebUI renders and saves of a streamed reply: the expect block's text for
+    the model, or the malformed-reply copy where a recovery was due (a filter cannot send
+    one)."""
+    expect = FLOWS[name].expect_for(model)
     assert expect is not None
     expected = MALFORMED_REPLY if expect.recovery else expect.shown
-    result = recorded(guarded, name, route)
+    result = recorded(guarded, name, route, model=model)
     assert output_text(result["output"]) == expected.strip()  # Open WebUI strips the end
     assert result["saved_content"] == expected
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("name", STREAMED)
-def test_no_event_to_the_page_ever_carries_the_markup(guarded: Any, name: str, route: str):
+@pytest.mark.parametrize(("name", "model"), PLAYS, ids=play_id)
+def test_no_event_to_the_page_ever_carries_the_markup(
+    guarded: Any, name: str, model: str, route: str
+):
     """Every event Open WebUI emits to the page while streaming, deltas included."""
-    emitted = json.dumps(recorded(guarded, name, route)["emitted"], ensure_ascii=False)
-    assert [text for text in never_shown(name) if text in emitted] == []
+    emitted = recorded(guarded, name, route, model=model)["emitted"]
+    text = json.dumps(emitted, ensure_ascii=False)
+    assert [shown for shown in never_shown(name, model) if shown in text] == []
 
 
 @pytest.mark.parametrize("route", ROUTES)

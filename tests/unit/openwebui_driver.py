@@ -38,9 +38,11 @@ def chunk(
     finish: str | None = None,
     index: int = 0,
     completion: str = "chatcmpl-1",
+    model: str = "m",
     **delta: Any,
 ) -> dict[str, Any]:
-    """A chat completion chunk as Open WebUI decodes it from the SSE line."""
+    """A chat completion chunk as Open WebUI decodes it from the SSE line (`model`: the
+    name the server reports)."""
     if content is not None:
         delta["content"] = content
     choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -48,7 +50,7 @@ def chunk(
         "id": completion,
         "object": "chat.completion.chunk",
         "created": 1,
-        "model": "m",
+        "model": model,
         "choices": [choice],
     }
 
@@ -68,10 +70,24 @@ def metadata(message_id: str | None) -> dict[str, Any]:
 
 
 def play(
-    filter_: Any, events: list[dict[str, Any]], message_id: str | None = "msg-1"
+    filter_: Any,
+    events: list[dict[str, Any]],
+    message_id: str | None = "msg-1",
+    model: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each event through `stream`, as the middleware calls it; what came back."""
-    return [filter_.stream(event, __metadata__=metadata(message_id)) for event in events]
+    """Each event through `stream`, as the middleware calls it (`model`: its `__model__`);
+    what came back."""
+    meta = metadata(message_id)
+    return [filter_.stream(event, __metadata__=meta, __model__=model) for event in events]
+
+
+def webui_model(model_id: str, base_model_id: str | None = None) -> dict[str, Any]:
+    """Open WebUI's `__model__`: a connection's model, or a workspace model built on
+    `base_model_id` (open_webui/utils/models.py)."""
+    model: dict[str, Any] = {"id": model_id, "name": model_id, "object": "model"}
+    if base_model_id is not None:
+        model["info"] = {"id": model_id, "base_model_id": base_model_id, "meta": {}}
+    return model
 
 
 def shown(events: list[Any], index: int = 0) -> str:
@@ -110,11 +126,14 @@ def saved_message(text: str, message_id: str = "msg-1", **fields: Any) -> dict[s
     return {"id": message_id, "role": "assistant", "content": text, "output": output, **fields}
 
 
-def outlet_body(*messages: dict[str, Any], message_id: str = "msg-1") -> dict[str, Any]:
-    """The body Open WebUI's outlet_filter_handler passes to a filter's outlet."""
+def outlet_body(
+    *messages: dict[str, Any], message_id: str = "msg-1", model: str = "m"
+) -> dict[str, Any]:
+    """The body Open WebUI's outlet_filter_handler passes to a filter's outlet (`model`:
+    Open WebUI's id of the chat's model)."""
     user = {"id": "u1", "role": "user", "content": "When do backups run?"}
     return {
-        "model": "m",
+        "model": model,
         "messages": [user, *messages],
         "chat_id": "chat-1",
         "session_id": "s",

@@ -20,12 +20,14 @@ from guard.ollama import (
     error_line,
     upstream_error_text,
 )
+from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.sse_events import LineTooLong
 from mock_llm import builtin_flows, ollama_wire
 from mock_llm.wire import CompletionMeta
 
+from ..families import hidden_canary
 from ..ollama_generate import as_generate_line
 from .scaffolding_helpers import cut_anywhere
 
@@ -206,22 +208,23 @@ def test_each_flows_first_answer_shows_what_its_expect_block_says(name: str, api
     """The mock's own Ollama lines of a flow (turned into /api/generate lines for that
     API), then the recovery's where one is due: the text the client is left with."""
     flow = FLOWS[name]
-    expect = flow.expect
+    expect = flow.expect_for("m")  # judged under auto's registry for the model asked for
     assert expect is not None
     meta = CompletionMeta("c", 0, "m")
+    registry = registry_for("m")
 
     def lines_of(step_index: int) -> list[bytes]:
         frames = ollama_wire.chat_lines(flow.steps[step_index], meta, [])
         raws = [raw for _, raw in frames]
         return raws if api is CHAT else [as_generate_line(raw) for raw in raws]
 
-    first = OllamaStreamGuard(DEFAULT_REGISTRY, api=api)
+    first = OllamaStreamGuard(registry, api=api)
     out = play(first, lines_of(0))
     assert first.recovering == expect.recovery
     stripped = first.stripped_chars
     if expect.recovery:
         assert out == []  # not a line of a reply that is all markup reaches the client
-        second = OllamaStreamGuard(DEFAULT_REGISTRY, api=api, follows=first)
+        second = OllamaStreamGuard(registry, api=api, follows=first)
         out = play(second, lines_of(1))
         stripped += second.stripped_chars
     if expect.error == "malformed":
@@ -233,8 +236,8 @@ def test_each_flows_first_answer_shows_what_its_expect_block_says(name: str, api
     if not flow.steps[0].tool_calls:  # a tool round's answer comes in the client's next turn
         assert text_of(api, out) == expect.shown
         assert stripped == expect.stripped_chars
-    if flow.canary:
-        assert flow.canary not in b"".join(out).decode()
+    if canary := hidden_canary(flow, "m"):
+        assert canary not in b"".join(out).decode()
 
 
 # --- what is never filtered ---------------------------------------------------------------------

@@ -19,6 +19,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from guard.responses_api import event_bytes, raw_event, recovery_body
 from guard.responses_stream import ResponsesStreamGuard
 from guard.responses_whole import ResponseGuard
+from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.sse_events import SseDecoder, SseEvent
@@ -273,9 +274,10 @@ def test_a_reply_with_a_function_call_needs_no_recovery_whatever_it_stripped():
 def test_each_built_in_flow_as_the_mock_streams_it_shows_the_filtered_text(name: str):
     step = FLOWS[name].steps[0]
     raw = mock_stream(name)
-    guard = ResponsesStreamGuard(DEFAULT_REGISTRY)
+    registry = registry_for(META.model)  # auto's, for the model the mock names
+    guard = ResponsesStreamGuard(registry)
     out, rest = run(guard, raw)
-    expect = FLOWS[name].expect
+    expect = FLOWS[name].expect_for(META.model)
     if expect is not None and expect.requests == 1:
         assert guard.stripped_chars == expect.stripped_chars
     assert (rest is None) == (expect is not None and expect.recovery)
@@ -284,7 +286,7 @@ def test_each_built_in_flow_as_the_mock_streams_it_shows_the_filtered_text(name:
         return
     out += rest
     events = parsed(out)
-    assert text_of(events) == scrub(step.content, DEFAULT_REGISTRY)
+    assert text_of(events) == scrub(step.content, registry)
     assert text_of(events, "response.reasoning_text.delta") == step.reasoning
     assert numbers(events) == list(range(len(events)))
     if "<" not in step.content:  # nothing the filter could strip or hold back

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from litellm import ModelResponseStream
 
+from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub
 from guardrail.registries import DEFAULT_REGISTRY
 from integrations.litellm_filter import (
@@ -25,6 +26,7 @@ from integrations.litellm_filter import (
 )
 from mock_llm import builtin_flows
 
+from ..families import EVERY_FAMILY, hidden_canary
 from .litellm_chunks import (
     CREATED,
     ID,
@@ -88,18 +90,21 @@ def test_each_clause_shows_what_it_should(pieces: list[str], expected: str, fini
     assert not guard.ended_empty
 
 
+@pytest.mark.parametrize("model", ["lfm2", EVERY_FAMILY], ids=["lfm2", "every-family"])
 @pytest.mark.parametrize("name", ANSWERED)
-def test_each_flows_first_answer_streams_as_its_expect_block_says(name: str):
+def test_each_flows_first_answer_streams_as_its_expect_block_says(name: str, model: str):
+    """Under `auto`'s registry for `model`: a family flow's expect block for that model."""
     flow = FLOWS[name]
-    expect = flow.expect
+    expect = flow.expect_for(model)
     assert expect is not None
-    guard, out = run(stream(cut(flow.steps[0].content, list(range(0, 400, 7)))))
+    chunks = stream(cut(flow.steps[0].content, list(range(0, 400, 7))))
+    guard, out = run(chunks, StreamFilter(registry_for(model)))
     assert guard.wants_recovery == expect.recovery
     if not expect.recovery:
         assert shown(out) == expect.shown
         assert guard.stripped_chars == expect.stripped_chars
-    if flow.canary:
-        assert flow.canary not in shown(out)
+    if canary := hidden_canary(flow, model):
+        assert canary not in shown(out)
 
 
 # --- chunk by chunk ----------------------------------------------------------------------------

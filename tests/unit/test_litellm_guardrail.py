@@ -28,6 +28,7 @@ from integrations.litellm_guardrail import (
     PROXY_SERVER,
     MalformedReplyError,
     ScaffoldGuardrail,
+    model_names,
 )
 
 from ..deadlines import DEADLINE_S
@@ -64,6 +65,8 @@ RECOVERED = [
     {"role": "user", "content": "When?"},
 ]
 OTHER = ("chatcmpl-recovery", 1_800_000_000, "lfm2-other")
+HERMES = "a<tool_call>{}</tool_call>b"
+"""Qwen's (Hermes') tool-call markup: a look-alike, stripped only for a model that writes it."""
 
 
 def guardrail(**kwargs: Any) -> ScaffoldGuardrail:
@@ -156,20 +159,52 @@ def test_a_mode_other_than_post_call_is_refused_at_start():
         ScaffoldGuardrail(guardrail_name="sg", event_hook="pre_call", default_on=True)
 
 
-@pytest.mark.parametrize("profiles", ["hermes", " hermes , ", ["hermes"]])
-async def test_profiles_add_other_families_markup(profiles: object, seam: Seam):
-    out = await relayed(guardrail(profiles=profiles), stream(["a<tool_call>{}</tool_call>b"]))
+@pytest.mark.parametrize("profiles", ["hermes", " hermes , ", ["hermes"], "all"])
+async def test_profiles_add_other_families_markup_whatever_the_model(profiles: object, seam: Seam):
+    out = await relayed(guardrail(profiles=profiles), stream([HERMES]))
     assert shown(out) == "ab"
 
 
-async def test_without_profiles_other_families_markup_is_text(seam: Seam):
-    out = await relayed(guardrail(), stream(["a<tool_call>{}</tool_call>b"]))
-    assert shown(out) == "a<tool_call>{}</tool_call>b"
+async def test_by_default_a_look_alike_is_text_for_an_lfm2_model(seam: Seam):
+    out = await relayed(guardrail(), stream([HERMES]))
+    assert shown(out) == HERMES
 
 
-def test_an_unknown_profile_is_refused_at_start():
-    with pytest.raises(ValueError, match="unknown profile"):
-        guardrail(profiles="nope")
+async def test_by_default_a_qwen_answers_look_alike_is_stripped(seam: Seam):
+    out = await relayed(guardrail(), stream([HERMES], identity=(ID, CREATED, "qwen3:8b")))
+    assert shown(out) == "ab"
+
+
+async def test_by_default_the_deployment_the_router_picked_names_the_family(seam: Seam):
+    request = {**REQUEST, "model": "chat", "metadata": {"deployment": "openai/qwen3:8b"}}
+    out = await relayed(guardrail(), stream([HERMES], identity=(ID, CREATED, "chat")), request)
+    assert shown(out) == "ab"
+
+
+async def test_a_profiles_setting_of_none_keeps_a_qwen_answers_look_alike(seam: Seam):
+    out = await relayed(
+        guardrail(profiles="none"), stream([HERMES], identity=(ID, CREATED, "qwen3:8b"))
+    )
+    assert shown(out) == HERMES
+
+
+async def test_by_default_a_whole_qwen_answers_look_alike_is_stripped(seam: Seam):
+    guard = guardrail()
+    response = completion(HERMES, identity=(ID, CREATED, "qwen3:8b"))
+    out = await guard.async_post_call_success_hook(dict(REQUEST, stream=False), KEY, response)
+    assert out.choices[0].message.content == "ab"
+
+
+def test_the_names_are_the_alias_the_routers_picks_and_the_answers():
+    request = {"model": "chat", "metadata": {"model_group": "chat", "deployment": "openai/q"}}
+    answer = completion("x", identity=(ID, CREATED, "q"))
+    assert model_names(request, answer) == ("chat", "chat", "openai/q", "q")
+
+
+@pytest.mark.parametrize("profiles", ["nope", ["hermes", "auto"]])
+def test_an_unknown_profile_is_refused_at_start(profiles: object):
+    with pytest.raises(ValueError, match=r"unknown profile.*known: auto, none, all, "):
+        guardrail(profiles=profiles)
 
 
 # --- streamed -------------------------------------------------------------------------------
@@ -225,6 +260,13 @@ async def test_a_reply_of_nothing_but_markup_is_recovered_in_the_same_stream(
     assert sum(getattr(c, "usage", None) is not None for c in out) == 1
     assert seam.closed
     assert warnings_logged(caplog) == [strip_warning(len(SPAN), 1, SPAN)]
+
+
+async def test_a_recovery_is_filtered_with_the_first_replys_registry(seam: Seam):
+    """The recovery's chunks name another model: the turn keeps the registry it began with."""
+    seam.arm(stream([HERMES], identity=OTHER))
+    out = await relayed(guardrail(), stream([SPAN], identity=(ID, CREATED, "qwen3:8b")))
+    assert shown(out) == "ab"
 
 
 async def test_a_recovery_that_is_empty_too_ends_the_stream_with_the_malformed_reply_error(

@@ -149,7 +149,12 @@ def test_the_same_name_gets_the_same_cached_registry():
         (" auto ", AUTO),
         ("none", ProfileChoice(auto=False)),
         ("", ProfileChoice(auto=False)),
-        ("all", ProfileChoice(auto=False, names=tuple(p for p in PROFILES if p not in OPT_IN))),
+        (
+            "all",
+            ProfileChoice(
+                auto=False, names=tuple(p for p in PROFILES if p not in OPT_IN), every=True
+            ),
+        ),
         ("echo", ProfileChoice(auto=False, names=("echo",))),
         ("hermes, mistral,hermes", ProfileChoice(auto=False, names=("hermes", "mistral"))),
     ],
@@ -171,9 +176,61 @@ def test_a_fixed_choice_ignores_the_model_name():
     assert AUTO.registry("qwen3:8b") == registry_for("qwen3:8b")
 
 
-@pytest.mark.parametrize(("text", "shown"), [("auto", "auto"), ("none", "none"), ("kimi", "kimi")])
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("auto", "auto"),
+        ("none", "none"),
+        ("", "none"),
+        ("all", "all"),
+        ("kimi,hermes", "kimi,hermes"),
+    ],
+)
 def test_a_choice_reads_back_as_its_setting(text: str, shown: str):
     assert str(parse_profiles(text)) == shown
+
+
+def test_several_names_get_the_union_of_their_profiles():
+    assert profiles_for("my-alias", "qwen3-coder:30b", "gemma3:4b") == (
+        *SPECIAL_PROFILES,
+        "hermes",
+        "qwen3-coder",
+        "gemma",
+    )
+    assert registry_for("my-alias", "qwen3:8b") == registry_for("qwen3:8b")
+
+
+def test_no_name_at_all_gets_the_special_profiles_only():
+    assert profiles_for() == SPECIAL_PROFILES
+
+
+@pytest.mark.parametrize(
+    ("models", "described"),
+    [
+        (("Qwen/Qwen3-Coder-30B-A3B-Instruct",), "auto:Qwen3-Coder,Qwen"),
+        (("my-alias", "gemma3:4b", "qwen3:8b"), "auto:Qwen,Gemma"),
+        (("my-local-model",), "auto:unknown"),
+        ((None,), "auto:unknown"),
+        ((), "auto:unknown"),
+    ],
+)
+def test_auto_describes_itself_by_the_families_the_names_matched(
+    models: tuple[object, ...], described: str
+):
+    assert AUTO.describe(*models) == described
+
+
+@pytest.mark.parametrize(
+    ("text", "described"), [("none", "none"), ("all", "all"), ("hermes,kimi", "hermes,kimi")]
+)
+def test_a_fixed_choice_describes_itself_as_its_setting_whatever_the_model(
+    text: str, described: str
+):
+    assert parse_profiles(text).describe("qwen3:8b") == described
+
+
+def test_a_family_name_is_one_log_field():
+    assert all(family.name and not any(c.isspace() for c in family.name) for family in FAMILIES)
 
 
 def auto_table() -> str:

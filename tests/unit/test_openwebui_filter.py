@@ -16,10 +16,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from guardrail.model_profiles import registry_for
 from guardrail.policy import MALFORMED_REPLY, scrub
-from guardrail.registries import DEFAULT_REGISTRY, registry_with
+from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
 from mock_llm import builtin_flows
 
+from ..families import EVERY_FAMILY, hidden_canary
 from .conftest import plan, sent_chunks
 from .openwebui_driver import (
     IMPLEMENTATIONS,
@@ -30,6 +32,7 @@ from .openwebui_driver import (
     saved_message,
     shown,
     stream_of,
+    webui_model,
     without_content,
 )
 from .scaffolding_helpers import cut_at
@@ -39,6 +42,8 @@ CALL = f"{START}[read(path='/homelab/sgcanary-owui/x.md')]{END}"
 FLOWS = builtin_flows()
 EXPECTING = sorted(name for name, flow in FLOWS.items() if flow.expect is not None)
 PARTS = [START, END, "<|tool_calls|>", "<|tool_call|>", "<|tool_", "<|", "<", "x", " ", "\n"]
+HERMES = '<tool_call>{"name": "read", "arguments": {}}</tool_call>'
+QWEN_LEAK = f"Backups run nightly.{HERMES} Verified weekly."
 markupish = st.lists(st.sampled_from(PARTS) | st.text(max_size=4), max_size=24).map("".join)
 
 
@@ -76,22 +81,26 @@ def test_the_flows_with_an_expect_block_are_all_played():
     assert {"scaffold-recover", "scaffold-repeat", "tool-with-scaffold", "clean"} <= set(EXPECTING)
 
 
+@pytest.mark.parametrize("model", ["lfm2-owui", EVERY_FAMILY], ids=["lfm2", "every-family"])
 @pytest.mark.parametrize("name", EXPECTING)
-def test_each_flow_shows_its_expected_text_or_the_malformed_copy(impl, name: str):
+def test_each_flow_shows_its_expected_text_or_the_malformed_copy(impl, name: str, model: str):
     """A filter cannot send the recovery request: where the expect block says one is due,
-    the user reads the malformed-reply copy; otherwise exactly the text it states, every
-    round of the turn (a tool round, then its answer) in the same message."""
+    the user reads the malformed-reply copy; otherwise exactly the text it states (for a
+    family flow, the one for `model`'s family: `auto` is the default), every round of the
+    turn (a tool round, then its answer) in the same message."""
     flow = FLOWS[name]
-    assert flow.expect is not None
-    rounds = 1 if flow.expect.recovery else flow.expect.requests
+    expect = flow.expect_for(model)
+    assert expect is not None
+    rounds = 1 if expect.recovery else expect.requests
     filter_ = impl.Filter()
     events: list[dict[str, Any]] = []
     for number in range(rounds):
-        events += play(filter_, sent_chunks(plan(flow.step_for(number), include_usage=True)))
-    expected = MALFORMED_REPLY if flow.expect.recovery else flow.expect.shown
+        sent = sent_chunks(plan(flow.step_for(number), include_usage=True))
+        events += play(filter_, sent, model=webui_model(model))
+    expected = MALFORMED_REPLY if expect.recovery else expect.shown
     assert shown(events) == expected
-    if flow.canary:
-        assert flow.canary not in repr(without_content(events)) + shown(events)
+    if canary := hidden_canary(flow, model):
+        assert canary not in repr(without_content(events)) + shown(events)
 
 
 @pytest.mark.parametrize("name", EXPECTING)
@@ -326,31 +335,78 @@ def test_switched_off_the_filter_passes_everything(impl):
     assert filter_.outlet(copy.deepcopy(body)) == body
 
 
-def test_a_profile_valve_strips_that_familys_markup_too(impl):
+def test_the_profiles_valve_is_auto_by_default(impl):
+    assert impl.Filter().valves.profiles == "auto"
+
+
+def test_a_qwen_models_tool_call_is_stripped_under_the_default(impl):
+    events = stream_of([QWEN_LEAK], model="qwen3:8b")
+    assert shown(play(impl.Filter(), events)) == "Backups run nightly. Verified weekly."
+
+
+@pytest.mark.parametrize("model", ["lfm2-1.2b", "my-local-model"])
+def test_the_same_tool_call_stays_text_for_an_lfm2_or_unknown_model(impl, model: str):
+    events = stream_of([QWEN_LEAK], model=model)
+    assert shown(play(impl.Filter(), events, model=webui_model(model))) == QWEN_LEAK
+
+
+@pytest.mark.parametrize(
+    "model",
+    [webui_model("qwen3:8b"), webui_model("my-helper", base_model_id="qwen3:8b")],
+    ids=["id", "base-model-id"],
+)
+def test_open_webuis_model_names_the_family_when_the_chunk_does_not(impl, model: dict[str, Any]):
+    events = stream_of([QWEN_LEAK], model="my-alias")
+    assert shown(play(impl.Filter(), events, model=model)) == scrub(QWEN_LEAK, registry_for("qwen"))
+
+
+def test_a_replys_registry_is_chosen_when_it_starts(impl):
+    """A later chunk naming another model does not change the filter of an open reply."""
+    events = stream_of(["Backups run nightly.<tool_", 'call>{"name": "read"}</tool_call> ok'])
+    events[0]["model"] = "qwen3:8b"
+    assert shown(play(impl.Filter(), events)) == "Backups run nightly. ok"
+
+
+def test_a_profile_valve_of_none_keeps_the_tool_call_even_for_qwen(impl):
+    filter_ = impl.Filter()
+    filter_.valves = filter_.Valves(profiles="none")
+    assert shown(play(filter_, stream_of([QWEN_LEAK], model="qwen3:8b"))) == QWEN_LEAK
+
+
+def test_a_profile_valve_strips_the_listed_families_markup_whatever_the_model(impl):
     filter_ = impl.Filter()
     text = "Hermes <tool_call>{}</tool_call>done [TOOL_CALLS] rest"
-    assert (
-        shown(play(filter_, stream_of([text])))
-        == "Hermes <tool_call>{}</tool_call>done [TOOL_CALLS] rest"
-    )
     filter_.valves = filter_.Valves(profiles="hermes, Mistral")
     assert shown(play(filter_, stream_of([text]))) == scrub(
         text, registry_with("hermes", "mistral")
     )
 
 
-def test_an_unknown_profile_is_refused_when_the_valves_are_saved(impl):
-    with pytest.raises(ValueError, match=r"unknown profile.*nope.*known: hermes"):
-        impl.Filter.Valves(profiles="hermes nope")
+def test_a_profile_valve_of_all_strips_every_family_but_the_opt_in_ones(impl):
+    filter_ = impl.Filter()
+    filter_.valves = filter_.Valves(profiles="all")
+    every = registry_with(*(p for p in PROFILES if p not in OPT_IN))
+    text = f"{QWEN_LEAK} [TOOL_CALLS] [Calling tool: read()]"
+    assert shown(play(filter_, stream_of([text]))) == scrub(text, every)
 
 
-def test_profile_names_are_read_comma_or_space_separated_once_each(impl):
-    assert impl.profile_names(" hermes,mistral  HERMES ,, kimi") == ("hermes", "mistral", "kimi")
+@pytest.mark.parametrize("value", ["hermes nope", "auto,hermes"])
+def test_an_unknown_profile_is_refused_when_the_valves_are_saved(impl, value: str):
+    with pytest.raises(ValueError, match=r"unknown profile.*known: auto, none, all, "):
+        impl.Filter.Valves(profiles=value)
+
+
+def test_the_valve_is_read_comma_or_space_separated_in_any_case(impl):
+    assert impl.profile_choice(" hermes,mistral  HERMES ,, kimi").names == (
+        "hermes",
+        "mistral",
+        "kimi",
+    )
 
 
 def test_an_unknown_profile_in_a_stored_valve_is_skipped_not_raised(impl):
-    names = [pattern.name for pattern in impl.registry_for("hermes bogus")]
-    assert names == [pattern.name for pattern in registry_with("hermes")]
+    assert impl.profile_choice("hermes bogus").names == ("hermes",)
+    assert impl.profile_choice("auto,hermes").names == ("hermes",)
 
 
 # --- outlet -------------------------------------------------------------------------------
@@ -368,6 +424,23 @@ def test_outlet_repairs_the_content_and_the_output_items(impl):
     assert repaired["content"] == "Let me check. Backups run nightly."
     assert output_text(repaired) == "Let me check. Backups run nightly."
     assert repaired["output"][0]["content"][0]["text"] == f"I could {CALL}"  # G9
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [("qwen3:8b", "Backups run nightly. Verified weekly."), ("lfm2-1.2b", QWEN_LEAK)],
+)
+def test_outlet_repairs_by_the_chats_model(impl, model: str, expected: str):
+    body = impl.Filter().outlet(outlet_body(saved_message(QWEN_LEAK), model=model))
+    repaired = body["messages"][1]
+    assert (repaired["content"], output_text(repaired)) == (expected, expected)
+
+
+def test_outlet_repairs_by_open_webuis_model_of_the_chat(impl):
+    body = outlet_body(saved_message(QWEN_LEAK), model="my-helper")
+    model = webui_model("my-helper", base_model_id="qwen3:8b")
+    repaired = impl.Filter().outlet(body, __model__=model)["messages"][1]
+    assert repaired["content"] == "Backups run nightly. Verified weekly."
 
 
 def test_outlet_shows_the_copy_where_a_saved_reply_was_all_markup(impl):
