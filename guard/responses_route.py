@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -47,8 +46,6 @@ from guard.responses_whole import ResponseGuard
 from guard.upstream import (
     GuardSettings,
     UpstreamSession,
-    json_response,
-    raw_response,
     upstream_headers,
 )
 
@@ -91,8 +88,3 @@ class _ResponsesCall(EventStreamCall[ResponsesStreamGuard], OpenAICall):
 
     def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
         return recovery_body(body)
-
-    def recovered(
-        self, response: aiohttp.ClientResponse, raw: bytes, answer: dict[str, Any], changed: bool
-    ) -> Response:
-        return json_response(response, answer) if changed else raw_response(response, raw)

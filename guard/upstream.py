@@ -207,7 +207,7 @@ class GuardedCall:
         self.count(second.stripped_chars, second.first_span, 2)
         if second.malformed:
             return self.error(502, MALFORMED_REPLY, "malformed_reply")
-        return self.recovered(recovery, raw, answer, changed)
+        return json_response(recovery, answer) if changed else raw_response(recovery, raw)
 
     async def read(
         self, response: aiohttp.ClientResponse
@@ -249,14 +249,6 @@ class GuardedCall:
     def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """The one recovery request: `body` with the correction in, no tools (G2)."""
         raise NotImplementedError
-
-    def recovered(
-        self, response: aiohttp.ClientResponse, raw: bytes, answer: dict[str, Any], changed: bool
-    ) -> Response:
-        """The client's answer once the recovery's whole answer was filtered (`raw`: its bytes,
-        `answer`: its filtered JSON; `changed`: whether the guard changed anything in it)."""
-        del raw, changed  # written again whatever changed
-        return json_response(response, answer)
 
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
