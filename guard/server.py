@@ -6,10 +6,11 @@ headers; a streamed answer comes back through `guard.stream.StreamGuard`, a whol
 through `guard.completion`; a reply that was nothing but markup gets the one recovery
 request (the same body, the correction folded into the system message, no tools), whose
 answer goes into the same response. The other guarded front doors are routes of their
-own that `create_app` serves: the OpenAI Responses API (`guard.responses_route`) and
-Ollama's native API (`guard.ollama_route`). Every other request is passed on as it is,
-status, headers and body, streamed both ways. The OpenAI error shapes and the SSE reading
-this route shares with the Responses route are `guard.openai_http`.
+own that `create_app` serves: the OpenAI Responses API (`guard.responses_route`),
+Anthropic's Messages API (`guard.messages_route`) and Ollama's native API
+(`guard.ollama_route`). Every other request is passed on as it is, status, headers and
+body, streamed both ways. The OpenAI error shapes and the SSE reading this route shares
+with the Responses route are `guard.openai_http`.
 
 Deliberate choices:
 - The client's headers go upstream, Authorization included, except hop-by-hop ones and
@@ -45,6 +46,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.completion import CompletionGuard
+from guard.messages_route import messages_routes
 from guard.ollama_route import ollama_routes
 from guard.openai_http import (
     KEEPALIVE,
@@ -102,6 +104,7 @@ def create_app(settings: GuardSettings) -> Starlette:
             Route("/{prefix:path}chat/completions", chat, methods=["POST"]),
             *ollama_routes(settings, session),  # /api/chat, /api/generate, the rest of /api/
             *responses_routes(settings, session),  # POST …/responses (the Responses API)
+            *messages_routes(settings, session),  # POST …/messages (Anthropic's Messages API)
             Route("/{path:path}", other, methods=METHODS),
         ],
         lifespan=lifespan,
