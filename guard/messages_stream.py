@@ -37,10 +37,10 @@ Deliberate choices:
   in, the indexes and the bytes are the upstream's.
 - An upstream `error` event ends the reply: it is passed on as it came, nothing after it is
   sent, and such a reply is never recovered.
-- Only `text_delta`s are filtered, in whatever block they come (a block announced with text
-  in its `content_block_start` has that text filtered too); an event of a block that was
-  never started is filtered the same and numbered as it goes out. An event that is not a
-  JSON object is not ours to judge: it goes out as it came.
+- Only `text_delta`s (any delta's `text`) are filtered, in whatever block they come (a
+  block announced with text in its `content_block_start` has that text filtered too); an
+  event of a block that was never started is filtered the same and numbered as it goes
+  out. An event that is not a JSON object is not ours to judge: it goes out as it came.
 """
 
 from __future__ import annotations
@@ -261,9 +261,6 @@ def _key(parsed: dict[str, Any]) -> int:
 
 
 def _text_delta(delta: object) -> str | None:
-    """A `text_delta`'s text (None: another kind of delta)."""
-    if not isinstance(delta, dict):
-        return None
-    delta = cast(dict[str, Any], delta)
-    text = delta.get("text")
-    return text if delta.get("type") == "text_delta" and isinstance(text, str) else None
+    """A delta's `text` (a `text_delta`'s; None: another kind of delta)."""
+    text = cast(dict[str, Any], delta).get("text") if isinstance(delta, dict) else None
+    return text if isinstance(text, str) else None
