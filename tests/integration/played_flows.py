@@ -1,12 +1,15 @@
 """The built-in flows a wire-format test plays whole: those whose first step answers.
 
 Shared by the tests of each wire format (chat completions through the proxy, Ollama's API,
-the Responses API, the LiteLLM guardrail), so that each is held to every such flow, not to
-a sample of them.
+the Responses API, Anthropic's Messages API, the LiteLLM guardrail), so that each is held to
+every such flow, not to a sample of them; `shown_for` and `requests_for` say what one turn
+of a flow through a guard gives its client.
 """
 
 from __future__ import annotations
 
+from guardrail.policy import scrub
+from guardrail.registries import DEFAULT_REGISTRY
 from mock_llm import builtin_flows
 from mock_llm.chunking import split
 from mock_llm.flows import Step
@@ -35,3 +38,22 @@ ONE_REQUEST_TURNS = sorted(
 )
 """Every built-in flow with an `expect` block whose first step answers without a tool call:
 one request, or two with the recovery, is the whole turn."""
+
+
+def shown_for(name: str) -> str | None:
+    """What a client must be shown of the flow's first answer through a guard (None: the
+    malformed-reply error): its `expect` block's text, or, for a flow without one or whose
+    first answer calls a tool, that answer's text filtered."""
+    flow = FLOWS[name]
+    step = flow.steps[0]
+    if flow.expect is None or step.tool_calls:
+        return scrub(step.content, DEFAULT_REGISTRY)
+    return None if flow.expect.error == "malformed" else flow.expect.shown
+
+
+def requests_for(name: str) -> int:
+    """How many upstream requests the flow's first turn through a guard makes (two with the
+    recovery)."""
+    flow = FLOWS[name]
+    one_turn = flow.expect is not None and not flow.steps[0].tool_calls
+    return flow.expect.requests if one_turn and flow.expect is not None else 1

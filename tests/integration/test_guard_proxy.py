@@ -32,6 +32,7 @@ from mock_llm import Flow, serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
+from ..log_lines import stripped_in_log
 from ..ports import refusing_port
 from ..servers import serve_guard
 from ..sse import lines_to_first_comment
@@ -87,11 +88,6 @@ async def whole_text(sdk: openai.AsyncOpenAI, flow: str, key: str) -> str:
     return completion.choices[0].message.content or ""
 
 
-def stripped_in_log(caplog: pytest.LogCaptureFixture) -> list[int]:
-    found = re.findall(r"guard: chat .* scaffold_stripped=(\d+)", caplog.text)
-    return [int(n) for n in found]
-
-
 # --- the contract, flow by flow -----------------------------------------------------------------
 
 
@@ -120,7 +116,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
             assert flow.canary not in shown
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
-    assert stripped_in_log(caplog) == [expect.stripped_chars]
+    assert stripped_in_log(caplog, "chat") == [expect.stripped_chars]
     if expect.recovery:
         assert_chat_recovery(entries, SYSTEM)
 

@@ -14,10 +14,7 @@ import asyncio
 import json
 import logging
 import re
-import socket
-import socketserver
-import threading
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,8 +24,7 @@ import pytest
 import uvicorn
 
 from guard.server import GuardSettings, create_app
-from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
-from guardrail.registries import DEFAULT_REGISTRY
+from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from guardrail.sse_events import SseDecoder
 from mock_llm import serve_in_thread, wire
 from mock_llm.flows import Chunking, Step
@@ -37,11 +33,12 @@ from mock_llm.responses_wire import stream_events
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
+from ..log_lines import stripped_in_log
 from ..ports import refusing_port
-from ..servers import serve_guard
+from ..servers import LAST_CHUNK, chunked_answer, scripted_upstream, serve_guard, whole_answer
 from ..sse import lines_to_first_comment
 from .conftest import sdk_for
-from .played_flows import FLOWS, PLAYED
+from .played_flows import FLOWS, PLAYED, requests_for, shown_for
 from .recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
 from .test_responses_api import NO_FINAL_RESPONSE, ask, calls_of, reasoning_of, streamed
 
@@ -62,27 +59,6 @@ def proxy_url(mock_url: str) -> Iterator[str]:
 async def sdk(proxy_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
     async with sdk_for(proxy_url) as client:
         yield client
-
-
-def stripped_in_log(caplog: pytest.LogCaptureFixture) -> list[int]:
-    found = re.findall(r"guard: responses .* scaffold_stripped=(\d+)", caplog.text)
-    return [int(n) for n in found]
-
-
-def shown_for(name: str) -> str | None:
-    """What the client must be shown of the flow's turn through the proxy (None: the
-    malformed-reply error)."""
-    flow = FLOWS[name]
-    step = flow.steps[0]
-    if flow.expect is None or step.tool_calls:
-        return scrub(step.content, DEFAULT_REGISTRY)
-    return None if flow.expect.error == "malformed" else flow.expect.shown
-
-
-def requests_for(name: str) -> int:
-    flow = FLOWS[name]
-    one_turn = flow.expect is not None and not flow.steps[0].tool_calls
-    return flow.expect.requests if one_turn and flow.expect is not None else 1
 
 
 # --- the contract, flow by flow ---------------------------------------------------------------
@@ -153,7 +129,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
     entries = await settled_journal(http, key, count=requests_for(name))
     assert len(entries) == requests_for(name)
     expect = FLOWS[name].expect
-    assert stripped_in_log(caplog) == [expect.stripped_chars if expect else 0]
+    assert stripped_in_log(caplog, "responses") == [expect.stripped_chars if expect else 0]
     if len(entries) == 2:
         recovery = entries[1]["body"]
         assert "tools" not in recovery
@@ -379,50 +355,11 @@ META = wire.CompletionMeta(id="chatcmpl-scripted1", created=1_700_000_000, model
 ASKED: list[dict[str, Any]] = [{"role": "user", "content": "When do backups run?"}]
 
 
-def sse_answer(step: Step, *, frames: slice = slice(None), end: bytes = b"0\r\n\r\n") -> bytes:
+def sse_answer(step: Step, *, frames: slice = slice(None), end: bytes = LAST_CHUNK) -> bytes:
     """A streamed answer as the mock would send it (its events `frames`), chunked, ending
     with `end` (the last chunk, or nothing: the connection then closes mid-body)."""
     events = [data for _, data in stream_events(step, META, ASKED)][frames]
-    body = b"".join(events)
-    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
-    return (
-        head + b"connection: close\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n" + end
-    )
-
-
-def whole_answer(body: bytes, content_type: str = "application/json") -> bytes:
-    head = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
-    return head.encode() + b"connection: close\r\n\r\n" + body
-
-
-@contextmanager
-def scripted_upstream(answers: Sequence[bytes | None]) -> Generator[str]:
-    """A loopback server that answers its n-th request with `answers[n]` as raw bytes and
-    closes the connection (at once, without a byte, for None)."""
-    served = iter(answers)
-
-    class Handler(socketserver.StreamRequestHandler):
-        def handle(self) -> None:
-            length = 0
-            while (line := self.rfile.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode().partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            self.rfile.read(length)
-            answer = next(served, None)
-            if answer is not None:
-                self.wfile.write(answer)
-            self.request.shutdown(socket.SHUT_RDWR)
-
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return chunked_answer(b"".join(events), end=end)
 
 
 @contextmanager
