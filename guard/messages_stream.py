@@ -28,7 +28,10 @@ Deliberate choices:
   its recovery without the client ever seeing an empty block, and no client accumulates an
   empty text block that the API would refuse when the conversation is sent back. A block
   that stripped nothing goes out as it came, empty or not. Since a block starts just
-  before its first text, the hold delays nothing but events that carry no text.
+  before its first text, the hold delays nothing but events that carry no text. Events of
+  no block that come while a block is held (a ping) are held in their place among its
+  events and go out in order even when the block is dropped; an `error`, or an event that
+  is not JSON, lets out what was held first, so the client gets the upstream's order.
 - Block indexes: the anthropic SDK accumulates a message by index (a block's place in
   `content`), so the client's indexes run 0, 1, 2, ... in the order the blocks' starts go
   out, whatever was dropped: a block's index is given when its start goes out, and every
@@ -68,6 +71,7 @@ class _Pending:
     event: SseEvent | None
     parsed: dict[str, Any]
     changed: bool
+    foreign: bool = False  # not the block's own: goes out as it came, even if it is dropped
 
 
 @dataclass
@@ -99,12 +103,14 @@ class MessagesStreamGuard(Reply):
         """What the client gets for one upstream event."""
         if self.recovering or self.ended:
             return []
+        out: list[bytes] = []
         parsed = json_object(event.data)
         if parsed is None:  # not ours to judge: the client's parser will say
-            return [raw_event(event.event, event.data)]
+            self._release_all(out)
+            out.append(raw_event(event.event, event.data))
+            return out
         kind = parsed.get("type")
         kind = kind if isinstance(kind, str) else event.event or ""
-        out: list[bytes] = []
         if kind == "content_block_start":
             self._start(out, event, parsed)
         elif kind == "content_block_delta":
@@ -114,8 +120,7 @@ class MessagesStreamGuard(Reply):
         elif kind in ENDINGS and not self._decided and self._decide(out):
             pass  # the reply gets the recovery, or ended malformed
         elif kind != "message_start" or self.follows is None:  # the recovery's is dropped
-            out.append(raw_event(event.event, event.data))
-            self.ended = kind in ("message_stop", "error")
+            self._other(out, event, parsed, kind)
         return out
 
     def end(self) -> list[bytes]:
@@ -185,6 +190,17 @@ class MessagesStreamGuard(Reply):
             cast(dict[str, Any], delta)["text"] = shown
         self._add(out, block, _Pending(event, parsed, shown != text))
 
+    def _other(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], kind: str) -> None:
+        """An event of no block (a ping, an error, the message's own): in its place among a
+        held block's events, or out now (an error first lets out what was held)."""
+        self.ended = kind in ("message_stop", "error")
+        holding = [b for b in self._blocks.values() if b.held is not None]
+        if holding and not self.ended:
+            cast(list[_Pending], holding[-1].held).append(_Pending(event, parsed, False, True))
+            return
+        self._release_all(out)
+        out.append(raw_event(event.event, event.data))
+
     def _stop(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any]) -> None:
         block = self._blocks.get(_key(parsed))
         if block is None:  # a block never started: not ours to judge
@@ -213,7 +229,10 @@ class MessagesStreamGuard(Reply):
             delta = {"type": "content_block_delta", "index": block.key, "delta": fields}
             self._add(out, block, _Pending(None, delta, True))
         if block.held is not None and shows_nothing(block.filters):
-            block.held = None  # dropped: none of its events go out
+            held, block.held = block.held, None  # dropped: none of its own events go out
+            for pending in held:
+                if pending.foreign:
+                    self._write(out, block, pending)
             return
         self._release(out, block)
 
@@ -226,6 +245,10 @@ class MessagesStreamGuard(Reply):
         """Send a text event of the block, or hold it while the block shows nothing."""
         self._send(out, block, pending)
         if any(f.visible for f in block.filters):
+            self._release(out, block)
+
+    def _release_all(self, out: list[bytes]) -> None:
+        for block in list(self._blocks.values()):
             self._release(out, block)
 
     def _release(self, out: list[bytes], block: _Block) -> None:
@@ -241,7 +264,12 @@ class MessagesStreamGuard(Reply):
 
     def _write(self, out: list[bytes], block: _Block, pending: _Pending) -> None:
         """One event of the block to the client, with the block's index (given now, when
-        this is the block's first event that goes out)."""
+        this is the block's first event that goes out); an event held among the block's
+        goes out as it came."""
+        if pending.foreign:
+            assert pending.event is not None
+            out.append(raw_event(pending.event.event, pending.event.data))
+            return
         if block.index is None:
             block.index = self._next_index
             self._next_index += 1

@@ -403,6 +403,33 @@ def test_a_hostile_event_never_breaks_the_guard_nor_lets_markup_through(data: st
         assert raw_event("x", data) in out  # not ours to judge: passed on as it came
 
 
+def test_a_ping_while_a_block_is_held_keeps_its_place_in_a_clean_stream():
+    events = build(("text", [CLEAN]))
+    events.insert(3, {"type": "ping"})  # between the block's start and its first text
+    raw = wire_bytes(events)
+    assert b"".join(played(guard(), raw)) == raw
+
+
+def test_a_ping_among_a_dropped_blocks_events_still_goes_out():
+    events = build(("text", [CALL[:5], CALL[5:]]), ("text", [CLEAN]))
+    events.insert(4, {"type": "ping"})
+    out = parsed(played(guard(), wire_bytes(events)))
+    assert kinds(out)[:4] == ["message_start", "ping", "ping", "content_block_start"]
+    assert block_types(out) == ["text"]
+
+
+@pytest.mark.parametrize(
+    "inserted",
+    [raw_event("content_block_delta", "{not json"), wire_bytes([{"type": "error", "error": {}}])],
+    ids=["not-json", "error"],
+)
+def test_an_error_or_an_event_that_is_not_json_lets_out_what_was_held_in_order(inserted: bytes):
+    events = build(("text", [CLEAN]))
+    raw = wire_bytes(events[:3]) + inserted + wire_bytes(events[3:])
+    out = b"".join(played(guard(), raw))
+    assert out.startswith(wire_bytes(events[:3]) + inserted)
+
+
 def test_a_hostile_text_delta_of_a_block_never_started_is_filtered():
     text_delta = {"type": "text_delta", "text": f"Hi {CALL}"}
     delta: dict[str, Any] = {"type": "content_block_delta", "index": 3, "delta": text_delta}
