@@ -47,14 +47,13 @@ from starlette.routing import Route
 from guard.event_stream import EventStreamCall
 from guard.messages_api import MessageGuard, error_body, recovery_body
 from guard.messages_stream import MessagesStreamGuard
-from guard.reply import WholeReply, json_object
+from guard.reply import WholeReply
 from guard.responses_api import event_bytes
 from guard.upstream import (
     UNREACHABLE,
     GuardSettings,
     UpstreamSession,
-    pass_on,
-    upstream_headers,
+    guarded,
 )
 
 __all__ = ["messages_routes"]
@@ -67,13 +66,13 @@ def messages_routes(settings: GuardSettings, session: UpstreamSession) -> list[R
     upstream = settings.upstream.rstrip("/")
 
     async def messages(request: Request) -> Response:
-        raw = await request.body()
-        body = json_object(raw)
-        if body is None:  # not ours to judge: the upstream answers it
-            return await pass_on(session(), upstream, request, raw, _unreachable)
-        headers = upstream_headers(request, accept_encoding="identity")
-        url = f"{upstream}{request.url.path}"
-        return await _MessagesCall(session(), url, headers, settings).answer(body)
+        return await guarded(
+            request,
+            session,
+            upstream,
+            lambda pool, url, headers: _MessagesCall(pool, url, headers, settings),
+            _unreachable,
+        )
 
     return [
         Route("/messages", messages, methods=["POST"]),

@@ -52,8 +52,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from guard.messages_api import error_event, is_tool_use, shows_nothing, text_of
-from guard.reply import Reply, json_object
-from guard.responses_api import event_bytes, raw_event
+from guard.reply import Reply
+from guard.responses_api import event_bytes, raw_event, typed
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from guardrail.sse_events import SseEvent
 
@@ -104,13 +104,12 @@ class MessagesStreamGuard(Reply):
         if self.recovering or self.ended:
             return []
         out: list[bytes] = []
-        parsed = json_object(event.data)
-        if parsed is None:  # not ours to judge: the client's parser will say
+        read = typed(event)
+        if read is None:  # not ours to judge: the client's parser will say
             self._release_all(out)
             out.append(raw_event(event.event, event.data))
             return out
-        kind = parsed.get("type")
-        kind = kind if isinstance(kind, str) else event.event or ""
+        parsed, kind = read
         if kind == "content_block_start":
             self._start(out, event, parsed)
         elif kind == "content_block_delta":

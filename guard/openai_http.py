@@ -87,7 +87,12 @@ async def error_message(response: aiohttp.ClientResponse) -> str:
     return message if isinstance(message, str) else f"The model server answered {response.status}."
 
 
+def openai_unreachable() -> Response:
+    """The answer when the upstream cannot be reached: a 502 in the OpenAI shape."""
+    return error_response(502, UNREACHABLE)
+
+
 async def openai_pass_on(session: Pool, upstream: str, request: Request, body: bytes) -> Response:
     """Any request passed on as it is; the answer streamed back as it comes (a 502 in the
     OpenAI shape when the upstream cannot be reached)."""
-    return await pass_on(session, upstream, request, body, lambda: error_response(502, UNREACHABLE))
+    return await pass_on(session, upstream, request, body, openai_unreachable)

@@ -38,15 +38,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.event_stream import EventStreamCall
-from guard.openai_http import OpenAICall, openai_pass_on
-from guard.reply import WholeReply, json_object
+from guard.openai_http import OpenAICall, openai_unreachable
+from guard.reply import WholeReply
 from guard.responses_api import recovery_body
 from guard.responses_stream import ResponsesStreamGuard
 from guard.responses_whole import ResponseGuard
 from guard.upstream import (
     GuardSettings,
     UpstreamSession,
-    upstream_headers,
+    guarded,
 )
 
 __all__ = ["responses_routes"]
@@ -56,13 +56,13 @@ def responses_routes(settings: GuardSettings, session: UpstreamSession) -> list[
     upstream = settings.upstream.rstrip("/")
 
     async def responses(request: Request) -> Response:
-        raw = await request.body()
-        body = json_object(raw)
-        if body is None:  # not ours to judge: the upstream answers it
-            return await openai_pass_on(session(), upstream, request, raw)
-        headers = upstream_headers(request, accept_encoding="identity")
-        url = f"{upstream}{request.url.path}"
-        return await _ResponsesCall(session(), url, headers, settings).answer(body)
+        return await guarded(
+            request,
+            session,
+            upstream,
+            lambda pool, url, headers: _ResponsesCall(pool, url, headers, settings),
+            openai_unreachable,
+        )
 
     return [Route("/{prefix:path}responses", responses, methods=["POST"])]
 

@@ -55,8 +55,9 @@ from guard.openai_http import (
     error_message,
     next_piece,
     openai_pass_on,
+    openai_unreachable,
 )
-from guard.reply import WholeReply, json_object
+from guard.reply import WholeReply
 from guard.responses_route import responses_routes
 from guard.stream import StreamGuard, sse_json
 from guard.upstream import (
@@ -65,7 +66,7 @@ from guard.upstream import (
     UPSTREAM_ERRORS,
     GuardSettings,
     UpstreamSession,
-    upstream_headers,
+    guarded,
 )
 from guardrail.policy import MALFORMED_REPLY, with_correction
 from guardrail.sse_events import LineTooLong, SseDecoder
@@ -88,13 +89,13 @@ def create_app(settings: GuardSettings) -> Starlette:
         await session.close()
 
     async def chat(request: Request) -> Response:
-        raw = await request.body()
-        body = json_object(raw)
-        if body is None:  # not ours to judge (nested past the parser's limit too): upstream's
-            return await openai_pass_on(session(), upstream, request, raw)
-        headers = upstream_headers(request, accept_encoding="identity")
-        call = _Call(session(), f"{upstream}{request.url.path}", headers, settings)
-        return await call.answer(body)
+        return await guarded(
+            request,
+            session,
+            upstream,
+            lambda pool, url, headers: _Call(pool, url, headers, settings),
+            openai_unreachable,
+        )
 
     async def other(request: Request) -> Response:
         return await openai_pass_on(session(), upstream, request, await request.body())
