@@ -63,16 +63,8 @@ PING = event_bytes({"type": "ping"})
 
 
 def messages_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
-    upstream = settings.upstream.rstrip("/")
-
     async def messages(request: Request) -> Response:
-        return await guarded(
-            request,
-            session,
-            upstream,
-            lambda pool, url, headers: _MessagesCall(pool, url, headers, settings),
-            _unreachable,
-        )
+        return await guarded(request, settings, session, _MessagesCall, _unreachable)
 
     return [
         Route("/messages", messages, methods=["POST"]),

@@ -34,6 +34,7 @@ Deliberate choices:
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -76,11 +77,7 @@ def ollama_routes(settings: GuardSettings, session: UpstreamSession) -> list[Rou
 
     async def answer(request: Request, api: OllamaApi) -> Response:
         return await guarded(
-            request,
-            session,
-            upstream,
-            lambda pool, url, headers: _OllamaCall(pool, url, headers, settings, api),
-            _unreachable,
+            request, settings, session, partial(_OllamaCall, api=api), _unreachable
         )
 
     async def chat(request: Request) -> Response:

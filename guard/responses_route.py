@@ -53,16 +53,8 @@ __all__ = ["responses_routes"]
 
 
 def responses_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
-    upstream = settings.upstream.rstrip("/")
-
     async def responses(request: Request) -> Response:
-        return await guarded(
-            request,
-            session,
-            upstream,
-            lambda pool, url, headers: _ResponsesCall(pool, url, headers, settings),
-            openai_unreachable,
-        )
+        return await guarded(request, settings, session, _ResponsesCall, openai_unreachable)
 
     return [Route("/{prefix:path}responses", responses, methods=["POST"])]
 

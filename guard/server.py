@@ -89,13 +89,7 @@ def create_app(settings: GuardSettings) -> Starlette:
         await session.close()
 
     async def chat(request: Request) -> Response:
-        return await guarded(
-            request,
-            session,
-            upstream,
-            lambda pool, url, headers: _Call(pool, url, headers, settings),
-            openai_unreachable,
-        )
+        return await guarded(request, settings, session, _Call, openai_unreachable)
 
     async def other(request: Request) -> Response:
         return await openai_pass_on(session(), upstream, request, await request.body())

@@ -254,21 +254,23 @@ class GuardedCall:
 
 async def guarded(
     request: Request,
+    settings: GuardSettings,
     session: UpstreamSession,
-    upstream: str,
-    call: Callable[[Pool, str, dict[str, str]], GuardedCall],
+    call: Callable[[Pool, str, dict[str, str], GuardSettings], GuardedCall],
     unreachable: Callable[[], Response],
 ) -> Response:
-    """A guarded route's answer to `request`: `call(pool, url, headers)`'s, the upstream's
-    answer asked for uncompressed. A body that is not a JSON object (not JSON, nested past
-    the parser's limit, an array) is not ours to judge: it is passed on as it is
+    """A guarded route's answer to `request`: `call(pool, url, headers, settings)`'s, the
+    upstream's answer asked for uncompressed. A body that is not a JSON object (not JSON,
+    nested past the parser's limit, an array) is not ours to judge: it is passed on as it is
     (`unreachable`: the answer when the upstream cannot be reached, in the route's shape)."""
+    upstream = settings.upstream.rstrip("/")
     raw = await request.body()
     body = json_object(raw)
     if body is None:
         return await pass_on(session(), upstream, request, raw, unreachable)
     headers = upstream_headers(request, accept_encoding="identity")
-    return await call(session(), f"{upstream}{request.url.path}", headers).answer(body)
+    url = f"{upstream}{request.url.path}"
+    return await call(session(), url, headers, settings).answer(body)
 
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -44,9 +45,11 @@ def serve_app(settings: Settings) -> Generator[str]:
 
 
 @contextmanager
-def serve_guard(upstream: str) -> Generator[str]:
-    """The guard proxy, default settings, in front of the model server at `upstream`."""
-    config = uvicorn.Config(create_guard(GuardSettings(upstream=upstream)), log_level="warning")
+def serve_guard(upstream: str, **settings: Any) -> Generator[str]:
+    """The guard proxy in front of the model server at `upstream` (`settings`: any other
+    than the defaults, such as `keepalive_s`)."""
+    guard = create_guard(GuardSettings(upstream=upstream, **settings))
+    config = uvicorn.Config(guard, log_level="warning")
     with serve_in_thread(config) as url:
         yield url
 

@@ -3,10 +3,14 @@
 Shared by the tests of each wire format (chat completions through the proxy, Ollama's API,
 the Responses API, Anthropic's Messages API, the LiteLLM guardrail), so that each is held to
 every such flow, not to a sample of them; `shown_for` and `requests_for` say what one turn
-of a flow through a guard gives its client.
+of a flow through a guard gives its client, and `assert_guarded_turn` checks what every
+route's turn has in common.
 """
 
 from __future__ import annotations
+
+import httpx
+import pytest
 
 from guardrail.policy import scrub
 from guardrail.registries import DEFAULT_REGISTRY
@@ -14,7 +18,11 @@ from mock_llm import builtin_flows
 from mock_llm.chunking import split
 from mock_llm.flows import Step
 
+from ..journal import Entry, settled_journal
+from ..log_lines import stripped_in_log
+
 FLOWS = builtin_flows()
+MARKERS = ("<|tool_call_start|>", "<|tool_calls|>", "<|tool_call|>")
 LONG_S = 2.0  # a step that plays longer than this is read in part, then left
 
 
@@ -57,3 +65,27 @@ def requests_for(name: str) -> int:
     flow = FLOWS[name]
     one_turn = flow.expect is not None and not flow.steps[0].tool_calls
     return flow.expect.requests if one_turn and flow.expect is not None else 1
+
+
+async def assert_guarded_turn(
+    http: httpx.AsyncClient,
+    key: str,
+    caplog: pytest.LogCaptureFixture,
+    name: str,
+    route: str,
+    got: list[str],
+) -> list[Entry]:
+    """Check what every guarded route's turn of flow `name` has in common: nothing the client
+    `got` (as JSON) holds the flow's canary or, outside raw reasoning (G9), a marker; the
+    mock got the turn's requests; the proxy's `guard: ROUTE` line counted what the flow
+    strips. The turn's journal entries, for the route's own checks of a recovery."""
+    step = FLOWS[name].steps[0]
+    canary = FLOWS[name].canary
+    assert canary is None or not any(canary in one for one in got)
+    if not step.reasoning:  # the reasoning is shown raw (G9), markup and all
+        assert not any(marker in one for marker in MARKERS for one in got)
+    entries = await settled_journal(http, key, count=requests_for(name))
+    assert len(entries) == requests_for(name)
+    expect = FLOWS[name].expect
+    assert stripped_in_log(caplog, route) == [expect.stripped_chars if expect else 0]
+    return entries

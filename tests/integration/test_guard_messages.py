@@ -20,29 +20,25 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
-import uvicorn
 
-from guard.server import GuardSettings, create_app
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from guardrail.sse_events import SseDecoder
-from mock_llm import serve_in_thread, wire
+from mock_llm import wire
 from mock_llm.anthropic_wire import stream_events
 from mock_llm.flows import Step
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
-from ..log_lines import stripped_in_log
 from ..ports import refusing_port
 from ..servers import chunked_answer, scripted_upstream, serve_guard
 from ..sse import lines_until
 from .conftest import claude_for
-from .played_flows import FLOWS, PLAYED, requests_for, shown_for
+from .played_flows import FLOWS, PLAYED, assert_guarded_turn, shown_for
 from .recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
 from .test_anthropic_api import MAX_TOKENS, TOOLS, ask, streamed, text_of, thinking_of, uses_of
 
 SYSTEM = "You answer from the user's homelab notes."
 IDS = re.compile(rb'"id":"[^"]*"')
-MARKERS = ("<|tool_call_start|>", "<|tool_calls|>", "<|tool_call|>")
 MALFORMED = re.escape(MALFORMED_REPLY)
 CUT_OFF = re.escape("The model's reply was cut off.")
 
@@ -117,14 +113,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
         got.append(answer.model_dump_json())
         assert (text_of(answer), thinking_of(answer)) == (expected, step.reasoning)
         assert [use_name for use_name, _ in uses_of(answer)] == uses
-    canary = FLOWS[name].canary
-    assert canary is None or not any(canary in one for one in got)
-    if not step.reasoning:  # the reasoning is shown raw (G9), markup and all
-        assert not any(marker in one for marker in MARKERS for one in got)
-    entries = await settled_journal(http, key, count=requests_for(name))
-    assert len(entries) == requests_for(name)
-    expect = FLOWS[name].expect
-    assert stripped_in_log(caplog, "messages") == [expect.stripped_chars if expect else 0]
+    entries = await assert_guarded_turn(http, key, caplog, name, "messages", got)
     if len(entries) == 2:
         recovery = entries[1]["body"]
         assert recovery["system"] == f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}"
@@ -286,13 +275,12 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
 async def test_a_silent_upstream_gets_the_client_ping_events(
     mock_url: str, http: httpx.AsyncClient, key: str
 ):
-    settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
     body = create(stream=True, messages=ask("stall", key))
 
     def pinged_again(seen: list[str]) -> bool:  # the upstream's own ping, then the proxy's
         return seen.count("event: ping") == 2
 
-    with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
+    with serve_guard(mock_url, keepalive_s=0.05) as url:
         seen = await lines_until(f"{url}/v1/messages", body, pinged_again)
     assert seen[-1] == "event: ping"  # the model went silent after its opening
     assert "event: message_start" in seen
@@ -301,16 +289,6 @@ async def test_a_silent_upstream_gets_the_client_ping_events(
 
 
 # --- everything else --------------------------------------------------------------------------
-
-
-async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
-    proxy_url: str, mock_url: str
-):
-    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        for body in (b"not json", b"[1, 2]"):
-            direct = await client.post(f"{mock_url}/v1/messages", content=body)
-            proxied = await client.post(f"{proxy_url}/v1/messages", content=body)
-            assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())
 
 
 async def test_the_messages_api_is_guarded_without_the_v1_prefix(proxy_url: str, key: str):
@@ -343,11 +321,9 @@ async def test_the_rest_of_the_messages_api_is_passed_on_as_it_is(
 
 @pytest.mark.parametrize("body", [b'{"model": "m"}', b"not json"], ids=["json", "not-json"])
 async def test_an_unreachable_upstream_is_a_502_in_anthropics_shape(body: bytes):
-    with refusing_port() as port:
-        settings = GuardSettings(upstream=f"http://127.0.0.1:{port}")
-        with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
-            async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-                reply = await client.post(f"{url}/v1/messages", content=body)
+    with refusing_port() as port, serve_guard(f"http://127.0.0.1:{port}") as url:
+        async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+            reply = await client.post(f"{url}/v1/messages", content=body)
     assert reply.status_code == 502
     assert reply.json() == {
         "type": "error",

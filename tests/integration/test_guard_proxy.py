@@ -303,13 +303,14 @@ async def test_a_malformed_stream_reaches_the_client_as_it_reaches_it_directly(
     assert await raw(proxy_url, body(f"{key}-b")) == await raw(mock_url, body(f"{key}-a"))
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/messages"])
 async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
-    proxy_url: str, mock_url: str
+    proxy_url: str, mock_url: str, path: str
 ):
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
         for body in (b"not json", b"[1, 2]", b"[" * 50_000):  # the last: nested past the limit
-            direct = await client.post(f"{mock_url}/v1/chat/completions", content=body)
-            proxied = await client.post(f"{proxy_url}/v1/chat/completions", content=body)
+            direct = await client.post(f"{mock_url}{path}", content=body)
+            proxied = await client.post(f"{proxy_url}{path}", content=body)
             assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())
 
 

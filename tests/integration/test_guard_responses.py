@@ -21,31 +21,27 @@ from typing import Any
 import httpx
 import openai
 import pytest
-import uvicorn
 
-from guard.server import GuardSettings, create_app
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from guardrail.sse_events import SseDecoder
-from mock_llm import serve_in_thread, wire
+from mock_llm import wire
 from mock_llm.flows import Chunking, Step
 from mock_llm.responses_wire import response as mock_response
 from mock_llm.responses_wire import stream_events
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
-from ..log_lines import stripped_in_log
 from ..ports import refusing_port
 from ..servers import LAST_CHUNK, chunked_answer, scripted_upstream, serve_guard, whole_answer
 from ..sse import lines_to_first_comment
 from .conftest import sdk_for
-from .played_flows import FLOWS, PLAYED, requests_for, shown_for
+from .played_flows import FLOWS, PLAYED, assert_guarded_turn, shown_for
 from .recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
 from .test_responses_api import NO_FINAL_RESPONSE, ask, calls_of, reasoning_of, streamed
 
 SYSTEM = "You answer from the user's homelab notes."
 CLEAN_TEXT = "Backups run nightly at 02:00 with restic to the NAS."
 IDS = re.compile(rb'"(?:id|item_id|call_id)":"[^"]*"|"created_at":\d+')
-MARKERS = ("<|tool_call_start|>", "<|tool_calls|>", "<|tool_call|>")
 
 
 @pytest.fixture(scope="module")
@@ -122,14 +118,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
         assert whole.output_text == expected
         assert reasoning_of(whole) == step.reasoning
         assert calls_of(whole) == [(c.name, c.arguments) for c in step.tool_calls]
-    canary = FLOWS[name].canary
-    assert canary is None or not any(canary in one for one in got)
-    if not step.reasoning:  # the reasoning is shown raw (G9), markup and all
-        assert not any(marker in one for marker in MARKERS for one in got)
-    entries = await settled_journal(http, key, count=requests_for(name))
-    assert len(entries) == requests_for(name)
-    expect = FLOWS[name].expect
-    assert stripped_in_log(caplog, "responses") == [expect.stripped_chars if expect else 0]
+    entries = await assert_guarded_turn(http, key, caplog, name, "responses", got)
     if len(entries) == 2:
         recovery = entries[1]["body"]
         assert "tools" not in recovery
@@ -299,9 +288,8 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
 async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
     mock_url: str, http: httpx.AsyncClient, key: str
 ):
-    settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
     body = {"model": "m", "stream": True, "input": ask("stall", key)}
-    with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
+    with serve_guard(mock_url, keepalive_s=0.05) as url:
         seen = await lines_to_first_comment(f"{url}/v1/responses", body)
     assert seen[-1] == ": keep-alive"  # the model went silent after its opening events
     assert "event: response.created" in seen
@@ -310,16 +298,6 @@ async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
 
 
 # --- everything else --------------------------------------------------------------------------
-
-
-async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
-    proxy_url: str, mock_url: str
-):
-    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        for body in (b"not json", b"[1, 2]"):
-            direct = await client.post(f"{mock_url}/v1/responses", content=body)
-            proxied = await client.post(f"{proxy_url}/v1/responses", content=body)
-            assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())
 
 
 async def test_the_responses_api_is_guarded_without_the_v1_prefix_and_other_paths_pass(
@@ -340,11 +318,9 @@ async def test_the_responses_api_is_guarded_without_the_v1_prefix_and_other_path
 
 
 async def test_an_unreachable_upstream_is_a_502_that_says_so():
-    with refusing_port() as port:
-        settings = GuardSettings(upstream=f"http://127.0.0.1:{port}")
-        with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
-            async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-                reply = await client.post(f"{url}/v1/responses", json={"model": "m", "input": "x"})
+    with refusing_port() as port, serve_guard(f"http://127.0.0.1:{port}") as url:
+        async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+            reply = await client.post(f"{url}/v1/responses", json={"model": "m", "input": "x"})
     assert reply.status_code == 502
     assert reply.json()["error"]["message"] == "The model server could not be reached."
 

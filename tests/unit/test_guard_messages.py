@@ -23,20 +23,12 @@ from guard.messages_stream import MessagesStreamGuard
 from guard.responses_api import raw_event
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
-from guardrail.sse_events import SseDecoder, SseEvent
-from mock_llm import builtin_flows, wire
 from mock_llm.anthropic_wire import event, message, stream_events
 
 from .scaffolding_helpers import cut_anywhere
+from .test_guard_responses import ANSWERED, ASKED, CALL, CLEAN, FLOWS, LOOKALIKE, META, decode
 
-START, END = "<|tool_call_start|>", "<|tool_call_end|>"
-CALL = f"{START}[read(path='/homelab/x.md')]{END}"
-CLEAN = "Backups run nightly at 02:00 with restic to the NAS."
-LOOKALIKE = "tool_call_start is a word, <|some_other_token|>, a lone <|tool_call_end|>, a < b."
 EVENTS = pydantic.TypeAdapter[RawMessageStreamEvent](RawMessageStreamEvent)
-FLOWS = builtin_flows()
-META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="m")
-ASKED: list[dict[str, Any]] = [{"role": "user", "content": "When do backups run?"}]
 
 Block = tuple[str, Any]  # ("text", pieces) | ("thinking", text) | ("tool", input JSON)
 
@@ -74,11 +66,6 @@ def build(*blocks: Block, mid: str = "msg_1", stop: str = "end_turn") -> list[di
 
 def wire_bytes(events: list[dict[str, Any]]) -> bytes:
     return b"".join(event(e["type"], {k: v for k, v in e.items() if k != "type"}) for e in events)
-
-
-def decode(raw: bytes) -> list[SseEvent]:
-    decoder = SseDecoder()
-    return decoder.feed(raw) + decoder.finish()
 
 
 def played(guard: MessagesStreamGuard, raw: bytes) -> list[bytes]:
@@ -241,10 +228,7 @@ def test_another_kind_of_delta_shows_a_held_block():
     assert one.recovering  # shown, but nothing visible: still only markup
 
 
-@pytest.mark.parametrize(
-    "name",
-    sorted(n for n, f in FLOWS.items() if f.steps[0].fault is None and n != "slow"),
-)
+@pytest.mark.parametrize("name", ANSWERED)
 def test_each_built_in_flow_as_the_mock_streams_it_shows_the_filtered_text(name: str):
     step = FLOWS[name].steps[0]
     raw = mock_stream(name)
