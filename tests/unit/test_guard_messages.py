@@ -150,6 +150,35 @@ def test_a_partial_marker_at_the_end_goes_out_just_before_the_blocks_stop(cuts: 
 
 # --- blocks -----------------------------------------------------------------------------------
 
+POOL: list[tuple[Block, str | None, str]] = [
+    (("text", [CALL]), None, ""),  # (the block, the type it shows as or None: dropped, text)
+    (("text", [" ", CALL, "\n"]), None, ""),
+    (("text", [f"Before {CALL} after."]), "text", "Before  after."),
+    (("text", [CLEAN]), "text", CLEAN),
+    (("thinking", CALL), "thinking", ""),
+    (("tool", '{"path": "x"}'), "tool_use", ""),
+]
+
+
+@given(st.lists(st.sampled_from(POOL), min_size=1, max_size=5), st.integers(1, 7))
+def test_any_mix_of_blocks_shows_its_kept_blocks_numbered_from_zero(
+    picked: list[tuple[Block, str | None, str]], size: int
+):
+    blocks = [
+        (kind, [p[i : i + size] for p in value for i in range(0, len(p), size)])
+        if kind == "text"
+        else (kind, value)
+        for (kind, value), _, _ in picked
+    ]
+    one = guard()
+    events = parsed(played(one, wire_bytes(build(*blocks))))  # the indexes are checked there
+    kept = [shows for _, shows, _ in picked if shows is not None]
+    assert one.recovering == (kept in ([], ["thinking"] * len(kept)) and len(kept) < len(picked))
+    if not one.recovering:
+        assert block_types(events) == kept
+        assert text_of(events) == "".join(text for _, _, text in picked)
+
+
 MATRIX: list[tuple[str, list[Block], list[str], str]] = [
     ("markup-then-text", [("text", [CALL]), ("text", [CLEAN])], ["text"], CLEAN),
     ("text-then-markup", [("text", [CLEAN]), ("text", [" ", CALL])], ["text"], CLEAN),
