@@ -39,9 +39,10 @@ Deliberate choices:
   lone surrogate written as its escape (`mock_llm.wire.dumps`); the rest are the
   upstream's own bytes.
 - /api/generate's recovery puts the correction into `system` (the request's own system
-  text gets it after a blank line, exactly as `with_correction` extends a system message;
-  with none, the correction is the system text). A `raw: true` request bypasses Ollama's
-  template, so `system` is not seen and the recovery is a plain second try.
+  text gets it after a blank line, exactly as `with_correction` extends a system message:
+  `system_with_correction`; with none, the correction is the system text). A `raw: true`
+  request bypasses Ollama's template, so `system` is not seen and the recovery is a plain
+  second try.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from typing import Any, cast
 
 from guard.reply import Reply, WholeReply, json_object
 from guardrail.ndjson_lines import NdjsonLines
-from guardrail.policy import MALFORMED_REPLY, RoundFilter, with_correction
+from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
 from mock_llm.wire import dumps
 
 __all__ = [
@@ -88,8 +89,7 @@ class OllamaApi:
         recovery = {k: v for k, v in body.items() if k != "tools"}
         if self.message_key is None:  # /api/generate: the correction goes into `system`
             system = body.get("system")
-            given = [{"role": "system", "content": system}] if isinstance(system, str) else []
-            recovery["system"] = with_correction(given)[0]["content"]
+            recovery["system"] = system_with_correction(system if isinstance(system, str) else None)
             return recovery
         messages = body.get("messages")
         if isinstance(messages, list):

@@ -34,6 +34,7 @@ Deliberate choices:
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -60,10 +61,10 @@ from guard.upstream import (
     GuardedCall,
     GuardSettings,
     UpstreamSession,
+    guarded,
     pass_on,
     read_whole,
     response_headers,
-    upstream_headers,
 )
 from guardrail.sse_events import LineTooLong
 from sg_http.pool import Pool
@@ -74,20 +75,16 @@ __all__ = ["ollama_routes"]
 def ollama_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
     upstream = settings.upstream.rstrip("/")
 
-    async def guarded(request: Request, api: OllamaApi) -> Response:
-        raw = await request.body()
-        body = json_object(raw)
-        if body is None:  # not ours to judge: the upstream answers it
-            return await pass_on(session(), upstream, request, raw, _unreachable)
-        headers = upstream_headers(request, accept_encoding="identity")
-        url = f"{upstream}{request.url.path}"
-        return await _OllamaCall(session(), url, headers, settings, api).answer(body)
+    async def answer(request: Request, api: OllamaApi) -> Response:
+        return await guarded(
+            request, settings, session, partial(_OllamaCall, api=api), _unreachable
+        )
 
     async def chat(request: Request) -> Response:
-        return await guarded(request, CHAT)
+        return await answer(request, CHAT)
 
     async def generate(request: Request) -> Response:
-        return await guarded(request, GENERATE)
+        return await answer(request, GENERATE)
 
     async def other(request: Request) -> Response:
         return await pass_on(session(), upstream, request, await request.body(), _unreachable)

@@ -1,12 +1,15 @@
 """What the guard proxy's OpenAI routes share on the HTTP side (chat completions in
-`guard.server`, the Responses API in `guard.responses_route`).
+`guard.server`, the Responses API in `guard.responses_route`), and what of it Anthropic's
+Messages API route (`guard.messages_route`), SSE too, shares with them.
 
 The OpenAI error body (`{"error": {"message", "type", "param", "code"}}`) and the answers
-that carry it (a whole answer cut by the upstream, an upstream that cannot be reached),
-`OpenAICall`, a guarded request in the OpenAI shapes (a `"stream": true` body, the error
-body, an SSE answer), an upstream refusal's own message, and a streamed body read piece by
-piece with the keep-alive comment that stands in for a silence. The upstream side every
-route shares (not only OpenAI's) is `guard.upstream`.
+that carry it (a whole answer cut by the upstream, an upstream that cannot be reached);
+`SseCall`, a guarded request answered in SSE (a `"stream": true` body, a streamed answer),
+and `OpenAICall`, one with the OpenAI error body; an upstream refusal's own message (the
+OpenAI and the Anthropic error bodies both say it in `error.message`), and a streamed body
+read piece by piece with the keep-alive comment that stands in for a silence. The upstream
+side every route shares (not only OpenAI's) is `guard.upstream`; the flow of a stream of
+typed events (the Responses and the Messages API) is `guard.event_stream`.
 """
 
 from __future__ import annotations
@@ -48,15 +51,12 @@ async def next_piece(response: aiohttp.ClientResponse, silence_s: float) -> byte
         raise  # a timeout of the connection's own
 
 
-class OpenAICall(GuardedCall):
-    """A guarded request on an OpenAI route: streamed when the body says `"stream": true`,
-    its faults in the OpenAI error body, its stream the route's `stream` (SSE)."""
+class SseCall(GuardedCall):
+    """A guarded request whose streamed answer is SSE (every route but Ollama's): streamed
+    when the body says `"stream": true`, its stream the route's `stream`."""
 
     def streams(self, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))
-
-    def error(self, status: int, message: str, code: str | None = None) -> Response:
-        return error_response(status, message, code)
 
     async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
         return StreamingResponse(
@@ -72,6 +72,13 @@ class OpenAICall(GuardedCall):
         raise NotImplementedError
 
 
+class OpenAICall(SseCall):
+    """A guarded request on an OpenAI route: its faults in the OpenAI error body."""
+
+    def error(self, status: int, message: str, code: str | None = None) -> Response:
+        return error_response(status, message, code)
+
+
 async def error_message(response: aiohttp.ClientResponse) -> str:
     """The upstream error's own message, if its body says one."""
     raw = await read_whole(response) or b""
@@ -80,7 +87,12 @@ async def error_message(response: aiohttp.ClientResponse) -> str:
     return message if isinstance(message, str) else f"The model server answered {response.status}."
 
 
+def openai_unreachable() -> Response:
+    """The answer when the upstream cannot be reached: a 502 in the OpenAI shape."""
+    return error_response(502, UNREACHABLE)
+
+
 async def openai_pass_on(session: Pool, upstream: str, request: Request, body: bytes) -> Response:
     """Any request passed on as it is; the answer streamed back as it comes (a 502 in the
     OpenAI shape when the upstream cannot be reached)."""
-    return await pass_on(session, upstream, request, body, lambda: error_response(502, UNREACHABLE))
+    return await pass_on(session, upstream, request, body, openai_unreachable)

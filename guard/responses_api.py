@@ -9,8 +9,9 @@ Shared by the streamed guard (`guard.responses_stream`), the whole one
   as the openai SDK's `Response.output_text` computes it; `rewrite_output_text`: a
   top-level `output_text` made to agree with them;
 - `recovery_body`: the one recovery request (G2);
-- `event_bytes` and `raw_event`: one SSE event as the guard writes it, or as the upstream
-  sent it.
+- `typed`, `event_bytes` and `raw_event`: one SSE event read as its JSON object and type,
+  written as the guard writes it, or as the upstream sent it (Anthropic's Messages API
+  names its events the same way: `guard.messages_stream` uses them too).
 
 Deliberate choices:
 - Every output item that is neither a `message` nor a `reasoning` item counts as a tool call
@@ -31,8 +32,10 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
+from guard.reply import json_object
 from guardrail.patterns import Registry
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
+from guardrail.sse_events import SseEvent
 
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 ANSWER_ITEMS = ("message", "reasoning")
@@ -133,6 +136,16 @@ def _has_system_message(items: list[object]) -> bool:
             return False
         found = found or cast(dict[str, Any], item).get("role") in SYSTEM_ROLES
     return found
+
+
+def typed(event: SseEvent) -> tuple[dict[str, Any], str] | None:
+    """An event's data as a JSON object, and its type (the data's `type`, else the name on
+    its `event:` line); None when the data is not a JSON object (not ours to judge)."""
+    parsed = json_object(event.data)
+    if parsed is None:
+        return None
+    kind = parsed.get("type")
+    return parsed, kind if isinstance(kind, str) else event.event or ""
 
 
 def event_bytes(event: dict[str, Any]) -> bytes:

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guard.reply import Reply, json_object
+from guard.reply import Reply
 from guard.responses_api import (
     event_bytes,
     is_message,
@@ -63,6 +63,7 @@ from guard.responses_api import (
     rewrite_output_text,
     rewrite_texts,
     text_parts,
+    typed,
 )
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from guardrail.sse_events import SseEvent
@@ -133,13 +134,12 @@ class ResponsesStreamGuard(Reply):
         if self.recovering:
             return []
         out: list[bytes] = []
-        parsed = json_object(event.data)
-        if parsed is None:  # not ours to judge: the client's parser will say
+        read = typed(event)
+        if read is None:  # not ours to judge: the client's parser will say
             self._release(out)
             out.append(raw_event(event.event, event.data))
             return out
-        kind = parsed.get("type")
-        kind = kind if isinstance(kind, str) else event.event or ""
+        parsed, kind = read
         index, changed = self._move_index(parsed)
         if kind in OPENING:
             self._opening(out, event, parsed, kind, changed)

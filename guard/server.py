@@ -6,10 +6,11 @@ headers; a streamed answer comes back through `guard.stream.StreamGuard`, a whol
 through `guard.completion`; a reply that was nothing but markup gets the one recovery
 request (the same body, the correction folded into the system message, no tools), whose
 answer goes into the same response. The other guarded front doors are routes of their
-own that `create_app` serves: the OpenAI Responses API (`guard.responses_route`) and
-Ollama's native API (`guard.ollama_route`). Every other request is passed on as it is,
-status, headers and body, streamed both ways. The OpenAI error shapes and the SSE reading
-this route shares with the Responses route are `guard.openai_http`.
+own that `create_app` serves: the OpenAI Responses API (`guard.responses_route`),
+Anthropic's Messages API (`guard.messages_route`) and Ollama's native API
+(`guard.ollama_route`). Every other request is passed on as it is, status, headers and
+body, streamed both ways. The OpenAI error shapes and the SSE reading this route shares
+with the Responses route are `guard.openai_http`.
 
 Deliberate choices:
 - The client's headers go upstream, Authorization included, except hop-by-hop ones and
@@ -45,6 +46,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.completion import CompletionGuard
+from guard.messages_route import messages_routes
 from guard.ollama_route import ollama_routes
 from guard.openai_http import (
     KEEPALIVE,
@@ -53,8 +55,9 @@ from guard.openai_http import (
     error_message,
     next_piece,
     openai_pass_on,
+    openai_unreachable,
 )
-from guard.reply import WholeReply, json_object
+from guard.reply import WholeReply
 from guard.responses_route import responses_routes
 from guard.stream import StreamGuard, sse_json
 from guard.upstream import (
@@ -63,7 +66,7 @@ from guard.upstream import (
     UPSTREAM_ERRORS,
     GuardSettings,
     UpstreamSession,
-    upstream_headers,
+    guarded,
 )
 from guardrail.policy import MALFORMED_REPLY, with_correction
 from guardrail.sse_events import LineTooLong, SseDecoder
@@ -86,13 +89,7 @@ def create_app(settings: GuardSettings) -> Starlette:
         await session.close()
 
     async def chat(request: Request) -> Response:
-        raw = await request.body()
-        body = json_object(raw)
-        if body is None:  # not ours to judge (nested past the parser's limit too): upstream's
-            return await openai_pass_on(session(), upstream, request, raw)
-        headers = upstream_headers(request, accept_encoding="identity")
-        call = _Call(session(), f"{upstream}{request.url.path}", headers, settings)
-        return await call.answer(body)
+        return await guarded(request, settings, session, _Call, openai_unreachable)
 
     async def other(request: Request) -> Response:
         return await openai_pass_on(session(), upstream, request, await request.body())
@@ -102,6 +99,7 @@ def create_app(settings: GuardSettings) -> Starlette:
             Route("/{prefix:path}chat/completions", chat, methods=["POST"]),
             *ollama_routes(settings, session),  # /api/chat, /api/generate, the rest of /api/
             *responses_routes(settings, session),  # POST …/responses (the Responses API)
+            *messages_routes(settings, session),  # POST …/messages (Anthropic's Messages API)
             Route("/{path:path}", other, methods=METHODS),
         ],
         lifespan=lifespan,

@@ -7,8 +7,9 @@ way; this module is that common part, so no route keeps a second copy: the proxy
 settings, the one upstream session, which of the client's headers go upstream and which of
 the upstream's come back, reading a whole answer that may be cut or not be JSON, passing
 any request on as it is, and `GuardedCall`, one guarded request: its counts and log line,
-and the flow every route follows (the request; an error status passed on; a whole answer
-through its guard, with the one recovery and what follows when that fails). A route says
+and the flow every route follows (a body that is not JSON passed on, `guarded`; the
+request; an error status passed on; a whole answer through its guard, with the one
+recovery and what follows when that fails). A route says
 what is its own: its log name, whether a body asks for a stream, its error shape, its
 streamed answer, its whole-answer guard and its recovery request.
 
@@ -213,7 +214,7 @@ class GuardedCall:
         self.count(second.stripped_chars, second.first_span, 2)
         if second.malformed:
             return self.error(502, MALFORMED_REPLY, "malformed_reply")
-        return self.recovered(recovery, raw, answer, changed)
+        return json_response(recovery, answer) if changed else raw_response(recovery, raw)
 
     async def read(
         self, response: aiohttp.ClientResponse
@@ -256,13 +257,26 @@ class GuardedCall:
         """The one recovery request: `body` with the correction in, no tools (G2)."""
         raise NotImplementedError
 
-    def recovered(
-        self, response: aiohttp.ClientResponse, raw: bytes, answer: dict[str, Any], changed: bool
-    ) -> Response:
-        """The client's answer once the recovery's whole answer was filtered (`raw`: its bytes,
-        `answer`: its filtered JSON; `changed`: whether the guard changed anything in it)."""
-        del raw, changed  # written again whatever changed
-        return json_response(response, answer)
+
+async def guarded(
+    request: Request,
+    settings: GuardSettings,
+    session: UpstreamSession,
+    call: Callable[[Pool, str, dict[str, str], GuardSettings], GuardedCall],
+    unreachable: Callable[[], Response],
+) -> Response:
+    """A guarded route's answer to `request`: `call(pool, url, headers, settings)`'s, the
+    upstream's answer asked for uncompressed. A body that is not a JSON object (not JSON,
+    nested past the parser's limit, an array) is not ours to judge: it is passed on as it is
+    (`unreachable`: the answer when the upstream cannot be reached, in the route's shape)."""
+    upstream = settings.upstream.rstrip("/")
+    raw = await request.body()
+    body = json_object(raw)
+    if body is None:
+        return await pass_on(session(), upstream, request, raw, unreachable)
+    headers = upstream_headers(request, accept_encoding="identity")
+    url = f"{upstream}{request.url.path}"
+    return await call(session(), url, headers, settings).answer(body)
 
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:

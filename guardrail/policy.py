@@ -10,7 +10,8 @@ small per-request object, with no I/O and no model:
   stripped something gets exactly one recovery request (contract G2, G12).
 - `with_correction`: the recovery's messages: the same messages, with the single system
   message extended by CORRECTION_INSTRUCTION (one is added at the front when there is
-  none), so whatever came last stays last and no provider sees a second system message.
+  none), so whatever came last stays last and no provider sees a second system message;
+  `system_with_correction` the same for a system prompt kept outside the messages.
 - `strip_warning`: the one log line per request that stripped something.
 - `scrub`: a whole short text through a fresh filter, for what the page shows of a
   structured tool call (its name, arguments and path come from the model too).
@@ -41,6 +42,7 @@ __all__ = [
     "recovery_failed",
     "scrub",
     "strip_warning",
+    "system_with_correction",
     "with_correction",
 ]
 
@@ -113,6 +115,17 @@ def with_correction(
             out[index] = cast(Message, {**message, "content": content})
             return out
     return [cast(Message, {"role": "system", "content": CORRECTION_INSTRUCTION}), *out]
+
+
+def system_with_correction(system: object, *, part_type: str = "text") -> object:
+    """A request's top-level system prompt (an API that keeps it outside the messages:
+    Ollama's /api/generate, Anthropic's Messages API) with the correction folded in, as
+    `with_correction` folds it into a system message: text gets the line after a blank
+    line, text blocks get one more block; with no system prompt (or one of another shape),
+    the correction is the system prompt."""
+    if isinstance(system, str | list):
+        return _with_correction(cast(object, system), part_type)
+    return CORRECTION_INSTRUCTION
 
 
 def _with_correction(content: object, part_type: str) -> object:

@@ -5,7 +5,8 @@ One parser, `data_events`, serves both: every line of the body is a `data: ...` 
 and anything else fails the test. `read_sse` posts a chat
 request to the mock and keeps the raw events (and the transport error that cut them, if one
 did); `ask` posts a question to the notes app and keeps its decoded frames;
-`lines_to_first_comment` reads a stream until a keep-alive comment stands in for a silence.
+`lines_to_first_comment` reads a stream until a keep-alive comment stands in for a silence
+(`lines_until`: until any line the caller waits for).
 Every read runs under DEADLINE_S, so a hung stream fails its test instead of the run, and a
 slow one only makes it slower.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,6 +106,14 @@ async def read_sse(
 async def lines_to_first_comment(url: str, body: dict[str, Any]) -> list[str]:
     """POST `body` to `url` and read the answer's lines up to and with its first `:` comment
     (a keep-alive), then leave."""
+    return await lines_until(url, body, lambda seen: seen[-1].startswith(":"))
+
+
+async def lines_until(
+    url: str, body: dict[str, Any], done: Callable[[list[str]], bool]
+) -> list[str]:
+    """POST `body` to `url` and read the answer's lines until `done(the lines so far)`, then
+    leave."""
     seen: list[str] = []
     async with (
         asyncio.timeout(DEADLINE_S),
@@ -113,7 +122,7 @@ async def lines_to_first_comment(url: str, body: dict[str, Any]) -> list[str]:
     ):
         async for line in reply.aiter_lines():
             seen.append(line)
-            if line.startswith(":"):
+            if done(seen):
                 break
     return seen
 

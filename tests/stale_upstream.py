@@ -13,7 +13,8 @@ client that sends its retry on a fresh connection is answered.
 yields a `StaleUpstream` (its URL, and how many requests it answered and dropped). It
 answers `POST .../chat/completions` (OpenAI: SSE when the body says `"stream": true`, else
 one JSON completion), `POST .../responses` (the Responses API: typed events when the body
-says `"stream": true`, else one response), `POST /api/chat` (Ollama: NDJSON unless
+says `"stream": true`, else one response), `POST .../messages` (Anthropic's Messages API,
+the same way, as the mock writes it), `POST /api/chat` (Ollama: NDJSON unless
 `"stream": false`) and anything else with a small JSON body; the answer text is `ANSWER`,
 or the next of `script` while it has any (markup, to play a recovery; None: that
 connection is closed unanswered instead).
@@ -31,6 +32,10 @@ import threading
 from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from mock_llm import anthropic_wire
+from mock_llm.flows import Step
+from mock_llm.wire import CompletionMeta, dumps
 
 from .deadlines import DEADLINE_S
 
@@ -74,6 +79,8 @@ def _answer(path: str, body: bytes, text: str) -> tuple[str, bytes]:
         return "application/json", json.dumps(whole).encode()
     if path.endswith("/responses"):
         return _responses_answer(bool(request.get("stream")), text)
+    if path.endswith("/messages"):
+        return _messages_answer(bool(request.get("stream")), text)
     if path == "/api/chat":
         line = {"model": "stale", "created_at": "2026-01-01T00:00:00Z", "done": False,
                 "message": {"role": "assistant", "content": text}}  # fmt: skip
@@ -110,6 +117,14 @@ def _responses_answer(stream: bool, text: str) -> tuple[str, bytes]:
         for n, (kind, data) in enumerate(events)
     )
     return "text/event-stream", body.encode()
+
+
+def _messages_answer(stream: bool, text: str) -> tuple[str, bytes]:
+    """Anthropic's Messages API answer, as the mock writes it (without its pauses)."""
+    step, meta = Step(content=text), CompletionMeta(id="chatcmpl-stale", created=1, model="stale")
+    if not stream:
+        return "application/json", dumps(anthropic_wire.message(step, meta, []))
+    return "text/event-stream", b"".join(e for _, e in anthropic_wire.stream_events(step, meta, []))
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, bytes] | None:

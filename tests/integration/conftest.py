@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -58,6 +59,14 @@ def sdk_for(url: str, api_key: str = "test-key") -> openai.AsyncOpenAI:
     """The official client on the OpenAI API at `url`, with no retries of its own."""
     return openai.AsyncOpenAI(
         base_url=f"{url}/v1", api_key=api_key, max_retries=0, timeout=DEADLINE_S
+    )
+
+
+def claude_for(url: str) -> anthropic.AsyncAnthropic:
+    """The official anthropic client on the Messages API at `url`, with no retries of its
+    own."""
+    return anthropic.AsyncAnthropic(
+        base_url=url, api_key="test-key", max_retries=0, timeout=DEADLINE_S
     )
 
 

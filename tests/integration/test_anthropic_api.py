@@ -29,6 +29,7 @@ from mock_llm.server import MAX_ERROR_MESSAGE_CHARS
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
+from .conftest import claude_for
 from .played_flows import FLOWS, PLAYED
 
 MAX_TOKENS = 1024
@@ -42,9 +43,7 @@ def ask(flow: str, key: str) -> list[Any]:
 @pytest.fixture
 async def claude(mock_url: str) -> AsyncIterator[anthropic.AsyncAnthropic]:
     """The official client on the mock's root, with no retries of its own."""
-    async with anthropic.AsyncAnthropic(
-        base_url=mock_url, api_key="test-key", max_retries=0, timeout=DEADLINE_S
-    ) as client:
+    async with claude_for(mock_url) as client:
         yield client
 
 
@@ -125,12 +124,12 @@ class Streamed:
         return delta
 
 
-async def streamed(claude: anthropic.AsyncAnthropic, flow: str, key: str) -> Streamed:
+async def streamed(claude: anthropic.AsyncAnthropic, flow: str, key: str, **extra: Any) -> Streamed:
     """Every raw event of a streamed request; an error that cut the stream is kept."""
     result = Streamed()
     async with asyncio.timeout(DEADLINE_S):
         stream = await claude.messages.create(
-            model="m", max_tokens=MAX_TOKENS, messages=ask(flow, key), stream=True
+            model="m", max_tokens=MAX_TOKENS, messages=ask(flow, key), stream=True, **extra
         )
         try:
             async for event in stream:

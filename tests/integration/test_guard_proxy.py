@@ -33,6 +33,7 @@ from mock_llm import Flow, serve_in_thread
 from ..deadlines import DEADLINE_S
 from ..families import hidden_canary
 from ..journal import settled_journal
+from ..log_lines import stripped_in_log
 from ..ports import refusing_port
 from ..servers import serve_guard
 from ..sse import lines_to_first_comment
@@ -88,11 +89,6 @@ async def whole_text(sdk: openai.AsyncOpenAI, flow: str, key: str) -> str:
     return completion.choices[0].message.content or ""
 
 
-def stripped_in_log(caplog: pytest.LogCaptureFixture) -> list[int]:
-    found = re.findall(r"guard: chat .* scaffold_stripped=(\d+)", caplog.text)
-    return [int(n) for n in found]
-
-
 # --- the contract, flow by flow -----------------------------------------------------------------
 
 
@@ -121,7 +117,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
             assert canary not in shown
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
-    assert stripped_in_log(caplog) == [expect.stripped_chars]
+    assert stripped_in_log(caplog, "chat") == [expect.stripped_chars]
     if expect.recovery:
         assert_chat_recovery(entries, SYSTEM)
 
@@ -308,13 +304,14 @@ async def test_a_malformed_stream_reaches_the_client_as_it_reaches_it_directly(
     assert await raw(proxy_url, body(f"{key}-b")) == await raw(mock_url, body(f"{key}-a"))
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/messages"])
 async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
-    proxy_url: str, mock_url: str
+    proxy_url: str, mock_url: str, path: str
 ):
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
         for body in (b"not json", b"[1, 2]", b"[" * 50_000):  # the last: nested past the limit
-            direct = await client.post(f"{mock_url}/v1/chat/completions", content=body)
-            proxied = await client.post(f"{proxy_url}/v1/chat/completions", content=body)
+            direct = await client.post(f"{mock_url}{path}", content=body)
+            proxied = await client.post(f"{proxy_url}{path}", content=body)
             assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())
 
 

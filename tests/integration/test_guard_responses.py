@@ -14,42 +14,34 @@ import asyncio
 import json
 import logging
 import re
-import socket
-import socketserver
-import threading
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import openai
 import pytest
-import uvicorn
 
-from guard.server import GuardSettings, create_app
-from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
-from guardrail.registries import DEFAULT_REGISTRY
+from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from guardrail.sse_events import SseDecoder
-from mock_llm import serve_in_thread, wire
+from mock_llm import wire
 from mock_llm.flows import Chunking, Step
 from mock_llm.responses_wire import response as mock_response
 from mock_llm.responses_wire import stream_events
 
 from ..deadlines import DEADLINE_S
-from ..families import hidden_canary
 from ..journal import settled_journal
 from ..ports import refusing_port
-from ..servers import serve_guard
+from ..servers import LAST_CHUNK, chunked_answer, scripted_upstream, serve_guard, whole_answer
 from ..sse import lines_to_first_comment
 from .conftest import sdk_for
-from .played_flows import FLOWS, PLAYED
+from .played_flows import FLOWS, PLAYED, assert_guarded_turn, shown_for
 from .recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
 from .test_responses_api import NO_FINAL_RESPONSE, ask, calls_of, reasoning_of, streamed
 
 SYSTEM = "You answer from the user's homelab notes."
 CLEAN_TEXT = "Backups run nightly at 02:00 with restic to the NAS."
 IDS = re.compile(rb'"(?:id|item_id|call_id)":"[^"]*"|"created_at":\d+')
-MARKERS = ("<|tool_call_start|>", "<|tool_calls|>", "<|tool_call|>")
 
 
 @pytest.fixture(scope="module")
@@ -63,28 +55,6 @@ def proxy_url(mock_url: str) -> Iterator[str]:
 async def sdk(proxy_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
     async with sdk_for(proxy_url) as client:
         yield client
-
-
-def stripped_in_log(caplog: pytest.LogCaptureFixture) -> list[int]:
-    found = re.findall(r"guard: responses .* scaffold_stripped=(\d+)", caplog.text)
-    return [int(n) for n in found]
-
-
-def shown_for(name: str) -> str | None:
-    """What the client must be shown of the flow's turn through the proxy (None: the
-    malformed-reply error)."""
-    flow = FLOWS[name]
-    step = flow.steps[0]
-    expect = flow.expect_for("m")  # the proxy's default, auto, judges by the model asked for
-    if expect is None or step.tool_calls:
-        return scrub(step.content, DEFAULT_REGISTRY)
-    return None if expect.error == "malformed" else expect.shown
-
-
-def requests_for(name: str) -> int:
-    expect = FLOWS[name].expect_for("m")
-    one_turn = expect is not None and not FLOWS[name].steps[0].tool_calls
-    return expect.requests if one_turn and expect is not None else 1
 
 
 # --- the contract, flow by flow ---------------------------------------------------------------
@@ -148,14 +118,7 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
         assert whole.output_text == expected
         assert reasoning_of(whole) == step.reasoning
         assert calls_of(whole) == [(c.name, c.arguments) for c in step.tool_calls]
-    canary = hidden_canary(FLOWS[name], "m")
-    assert canary is None or not any(canary in one for one in got)
-    if not step.reasoning:  # the reasoning is shown raw (G9), markup and all
-        assert not any(marker in one for marker in MARKERS for one in got)
-    entries = await settled_journal(http, key, count=requests_for(name))
-    assert len(entries) == requests_for(name)
-    expect = FLOWS[name].expect_for("m")
-    assert stripped_in_log(caplog) == [expect.stripped_chars if expect else 0]
+    entries = await assert_guarded_turn(http, key, caplog, name, "responses", got)
     if len(entries) == 2:
         recovery = entries[1]["body"]
         assert "tools" not in recovery
@@ -325,9 +288,8 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
 async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
     mock_url: str, http: httpx.AsyncClient, key: str
 ):
-    settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
     body = {"model": "m", "stream": True, "input": ask("stall", key)}
-    with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
+    with serve_guard(mock_url, keepalive_s=0.05) as url:
         seen = await lines_to_first_comment(f"{url}/v1/responses", body)
     assert seen[-1] == ": keep-alive"  # the model went silent after its opening events
     assert "event: response.created" in seen
@@ -336,16 +298,6 @@ async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
 
 
 # --- everything else --------------------------------------------------------------------------
-
-
-async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
-    proxy_url: str, mock_url: str
-):
-    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        for body in (b"not json", b"[1, 2]"):
-            direct = await client.post(f"{mock_url}/v1/responses", content=body)
-            proxied = await client.post(f"{proxy_url}/v1/responses", content=body)
-            assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())
 
 
 async def test_the_responses_api_is_guarded_without_the_v1_prefix_and_other_paths_pass(
@@ -366,11 +318,9 @@ async def test_the_responses_api_is_guarded_without_the_v1_prefix_and_other_path
 
 
 async def test_an_unreachable_upstream_is_a_502_that_says_so():
-    with refusing_port() as port:
-        settings = GuardSettings(upstream=f"http://127.0.0.1:{port}")
-        with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
-            async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-                reply = await client.post(f"{url}/v1/responses", json={"model": "m", "input": "x"})
+    with refusing_port() as port, serve_guard(f"http://127.0.0.1:{port}") as url:
+        async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+            reply = await client.post(f"{url}/v1/responses", json={"model": "m", "input": "x"})
     assert reply.status_code == 502
     assert reply.json()["error"]["message"] == "The model server could not be reached."
 
@@ -381,50 +331,11 @@ META = wire.CompletionMeta(id="chatcmpl-scripted1", created=1_700_000_000, model
 ASKED: list[dict[str, Any]] = [{"role": "user", "content": "When do backups run?"}]
 
 
-def sse_answer(step: Step, *, frames: slice = slice(None), end: bytes = b"0\r\n\r\n") -> bytes:
+def sse_answer(step: Step, *, frames: slice = slice(None), end: bytes = LAST_CHUNK) -> bytes:
     """A streamed answer as the mock would send it (its events `frames`), chunked, ending
     with `end` (the last chunk, or nothing: the connection then closes mid-body)."""
     events = [data for _, data in stream_events(step, META, ASKED)][frames]
-    body = b"".join(events)
-    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
-    return (
-        head + b"connection: close\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n" + end
-    )
-
-
-def whole_answer(body: bytes, content_type: str = "application/json") -> bytes:
-    head = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
-    return head.encode() + b"connection: close\r\n\r\n" + body
-
-
-@contextmanager
-def scripted_upstream(answers: Sequence[bytes | None]) -> Generator[str]:
-    """A loopback server that answers its n-th request with `answers[n]` as raw bytes and
-    closes the connection (at once, without a byte, for None)."""
-    served = iter(answers)
-
-    class Handler(socketserver.StreamRequestHandler):
-        def handle(self) -> None:
-            length = 0
-            while (line := self.rfile.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode().partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            self.rfile.read(length)
-            answer = next(served, None)
-            if answer is not None:
-                self.wfile.write(answer)
-            self.request.shutdown(socket.SHUT_RDWR)
-
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return chunked_answer(b"".join(events), end=end)
 
 
 @contextmanager

@@ -72,6 +72,20 @@ async def responses_whole_text(response: aiohttp.ClientResponse) -> str:
     return (await response.json())["output"][0]["content"][0]["text"]
 
 
+async def messages_stream_text(response: aiohttp.ClientResponse) -> str:
+    events = [
+        json.loads(line[6:])
+        for line in (await response.text()).splitlines()
+        if line.startswith("data: ")
+    ]
+    assert events[-1]["type"] == "message_stop"
+    return "".join(e["delta"].get("text", "") for e in events if "delta" in e)
+
+
+async def messages_whole_text(response: aiohttp.ClientResponse) -> str:
+    return (await response.json())["content"][0]["text"]
+
+
 async def ollama_stream_text(response: aiohttp.ClientResponse) -> str:
     lines = [json.loads(line) for line in (await response.text()).splitlines()]
     assert lines[-1]["done"] is True
@@ -101,6 +115,12 @@ ROUTES = {
     "responses-whole": Route("responses", "/v1/responses",
                              {"model": "m", "input": "When do backups run?"},
                              responses_whole_text),
+    "messages-stream": Route("messages", "/v1/messages",
+                             {"model": "m", "max_tokens": 9, "stream": True, "messages": MESSAGES},
+                             messages_stream_text),
+    "messages-whole": Route("messages", "/v1/messages",
+                            {"model": "m", "max_tokens": 9, "messages": MESSAGES},
+                            messages_whole_text),
     "ollama-stream": Route("ollama-chat", "/api/chat",
                            {"model": "m", "messages": MESSAGES}, ollama_stream_text),
     "ollama-whole": Route("ollama-chat", "/api/chat",

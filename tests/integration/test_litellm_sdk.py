@@ -28,6 +28,7 @@ from integrations.litellm_guardrail import MalformedReplyError, ScaffoldGuardrai
 from mock_llm import Flow
 
 from ..deadlines import DEADLINE_S
+from ..families import hidden_canary
 from ..journal import settled_journal
 from ..unit.litellm_chunks import THIRD_PARTY_WARNINGS
 from .played_flows import FLOWS, ONE_REQUEST_TURNS
@@ -83,9 +84,9 @@ async def test_each_flow_comes_out_of_the_hook_as_its_expect_block_says(
     mock_url: str, http: httpx.AsyncClient, key: str, name: str, stream: bool
 ):
     flow: Flow = FLOWS[name]
-    expect = flow.expect
-    assert expect is not None
     data = request(mock_url, name, key, stream=stream)
+    expect = flow.expect_for(data["model"])  # the guardrail's default, auto, goes by it
+    assert expect is not None
     read = streamed if stream else whole
     if expect.error == "malformed":
         with pytest.raises(MalformedReplyError, match=MALFORMED_REPLY):
@@ -93,8 +94,8 @@ async def test_each_flow_comes_out_of_the_hook_as_its_expect_block_says(
     else:
         shown = await read(data)
         assert shown == expect.shown
-        if flow.canary:
-            assert flow.canary not in shown
+        if canary := hidden_canary(flow, data["model"]):
+            assert canary not in shown
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
     if expect.recovery:

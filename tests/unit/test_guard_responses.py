@@ -38,6 +38,8 @@ FLOWS = builtin_flows()
 META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="m")
 RECOVERY_META = wire.CompletionMeta(id="chatcmpl-mock8", created=1_700_000_009, model="m")
 ASKED: list[dict[str, Any]] = [{"role": "user", "content": "When do backups run?"}]
+ANSWERED = sorted(n for n, f in FLOWS.items() if f.steps[0].fault is None and n != "slow")
+"""The built-in flows whose first step answers (`slow`'s whole stream is long to build)."""
 
 
 # --- streams as the API sends them ------------------------------------------------------------
@@ -267,10 +269,7 @@ def test_a_reply_with_a_function_call_needs_no_recovery_whatever_it_stripped():
     assert final_texts(events) == [""] * 4
 
 
-@pytest.mark.parametrize(
-    "name",
-    sorted(n for n, f in FLOWS.items() if f.steps[0].fault is None and n != "slow"),
-)
+@pytest.mark.parametrize("name", ANSWERED)
 def test_each_built_in_flow_as_the_mock_streams_it_shows_the_filtered_text(name: str):
     step = FLOWS[name].steps[0]
     raw = mock_stream(name)

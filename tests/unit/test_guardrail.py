@@ -12,6 +12,7 @@ from guardrail.policy import (
     RoundFilter,
     needs_recovery,
     strip_warning,
+    system_with_correction,
     with_correction,
 )
 from guardrail.registries import DEFAULT_REGISTRY
@@ -107,6 +108,28 @@ def test_system_content_given_as_parts_gets_one_more_text_part() -> None:
 def test_system_content_that_is_not_text_becomes_the_correction(content: object) -> None:
     [system] = with_correction([{"role": "system", "content": content}])
     assert system["content"] == CORRECTION_INSTRUCTION
+
+
+@pytest.mark.parametrize(
+    ("system", "corrected"),
+    [
+        ("Be brief.", f"Be brief.\n\n{CORRECTION_INSTRUCTION}"),
+        (
+            [{"type": "text", "text": "Be brief."}],
+            [
+                {"type": "text", "text": "Be brief."},
+                {"type": "text", "text": CORRECTION_INSTRUCTION},
+            ],
+        ),
+        (None, CORRECTION_INSTRUCTION),
+        (7, CORRECTION_INSTRUCTION),
+    ],
+    ids=["text", "text-blocks", "none", "a-number"],
+)
+def test_a_system_prompt_outside_the_messages_takes_the_correction_the_same_way(
+    system: object, corrected: object
+) -> None:
+    assert system_with_correction(system) == corrected
 
 
 def test_the_strip_warning_has_the_fixed_shape_with_the_span_single_quoted() -> None:

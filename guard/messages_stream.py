@@ -1,0 +1,293 @@
+"""One streamed Anthropic Messages API reply through the guardrail, event by event. Pure.
+
+`MessagesStreamGuard.event(event)` takes the upstream's SSE events in order (`message_start`,
+then per content block a `content_block_start`, its `content_block_delta`s and a
+`content_block_stop`, then `message_delta` and `message_stop`; `ping` and `error` anywhere)
+and says what the client gets for each. Each `text` block's `text_delta`s go through a
+filter of the block's own (`guardrail.policy.RoundFilter`); what a filter still holds (the
+start of a possible marker) goes out as one more `text_delta` just before the block's
+`content_block_stop` (a partial marker at the very end is text, G8). `thinking` blocks
+(`thinking_delta`, `signature_delta`), `tool_use` blocks (`input_json_delta`) and every
+other event pass untouched (G9, G12). An event the guard changes nothing in goes out as the
+upstream's own bytes, so a clean stream reaches the client byte for byte.
+
+When the reply ends (its `message_delta`, or `message_stop`, or the body's end without
+either) having stripped something, shown nothing visible and carried no tool call
+(`guard.reply`), `event`/`end` say so (`recovering`) and send nothing more of it; the
+server sends the recovery request, whose stream goes through a second guard made with
+`follows=` the first, into the same client stream: its `message_start` is dropped (the
+client has the first one's, and with it the message's id), its blocks take the indexes
+after the first stream's. A recovery that shows nothing either ends, in place of its
+`message_delta`, with Anthropic's in-band `error` event, the malformed-reply copy with the
+type `api_error` (G3), as `fail` ends a stream the server saw break.
+
+Deliberate choices:
+- A text block's events are held back from its `content_block_start` until it shows
+  visible text (whitespace is held too). A block that ends having stripped something and
+  shown nothing is dropped whole, start and stop: a reply that was only markup then gets
+  its recovery without the client ever seeing an empty block, and no client accumulates an
+  empty text block that the API would refuse when the conversation is sent back. A block
+  that stripped nothing goes out as it came, empty or not. Since a block starts just
+  before its first text, the hold delays nothing but events that carry no text. Events of
+  no block that come while a block is held (a ping) are held in their place among its
+  events and go out in order even when the block is dropped; an `error`, or an event that
+  is not JSON, lets out what was held first, so the client gets the upstream's order.
+- Block indexes: the anthropic SDK accumulates a message by index (a block's place in
+  `content`), so the client's indexes run 0, 1, 2, ... in the order the blocks' starts go
+  out, whatever was dropped: a block's index is given when its start goes out, and every
+  event of the block carries it. An event whose index moved is written by the guard
+  (compact JSON) even where nothing else in it changed; in a stream the guard drops nothing
+  in, the indexes and the bytes are the upstream's.
+- An upstream `error` event ends the reply: it is passed on as it came, nothing after it is
+  sent, and such a reply is never recovered.
+- Only `text_delta`s (any delta's `text`) are filtered, in whatever block they come (a
+  block announced with text in its `content_block_start` has that text filtered too); an
+  event of a block that was never started is filtered the same and numbered as it goes
+  out. An event that is not a JSON object is not ours to judge: it goes out as it came.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from guard.messages_api import error_event, is_tool_use, shows_nothing, text_of
+from guard.reply import Reply
+from guard.responses_api import event_bytes, raw_event, typed
+from guardrail.policy import MALFORMED_REPLY, RoundFilter
+from guardrail.sse_events import SseEvent
+
+__all__ = ["MessagesStreamGuard"]
+
+ENDINGS = frozenset({"message_delta", "message_stop"})
+NO_INDEX = -1  # the key of a block event without a usable index
+
+
+@dataclass
+class _Pending:
+    """An event of a block, waiting for the block's index (`event`: as the upstream sent it;
+    None for an event the guard writes)."""
+
+    event: SseEvent | None
+    parsed: dict[str, Any]
+    changed: bool
+    foreign: bool = False  # not the block's own: goes out as it came, even if it is dropped
+
+
+@dataclass
+class _Block:
+    key: int  # the upstream's index
+    index: int | None = None  # the client's, once its start went out
+    filter: RoundFilter | None = None  # its text's filter while the text streams
+    filters: list[RoundFilter] = field(default_factory=list[RoundFilter])
+    held: list[_Pending] | None = None  # a text block's events until it shows text
+
+
+@dataclass
+class MessagesStreamGuard(Reply):
+    """The guardrail over one upstream Messages API stream (see the module docstring)."""
+
+    recovering: bool = False  # the reply ended needing the recovery: the rest is dropped
+    ended: bool = False  # its message_stop, an error or the failure went out
+    _decided: bool = False  # the reply's end was seen and judged
+    _blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
+    _next_index: int = 0  # the client's index for the next block that goes out
+
+    def __post_init__(self) -> None:
+        if isinstance(self.follows, MessagesStreamGuard):
+            self._next_index = self.follows._next_index
+
+    # --- what the client gets -----------------------------------------------------------
+
+    def event(self, event: SseEvent) -> list[bytes]:
+        """What the client gets for one upstream event."""
+        if self.recovering or self.ended:
+            return []
+        out: list[bytes] = []
+        read = typed(event)
+        if read is None:  # not ours to judge: the client's parser will say
+            self._release_all(out)
+            out.append(raw_event(event.event, event.data))
+            return out
+        parsed, kind = read
+        if kind == "content_block_start":
+            self._start(out, event, parsed)
+        elif kind == "content_block_delta":
+            self._delta(out, event, parsed)
+        elif kind == "content_block_stop":
+            self._stop(out, event, parsed)
+        elif kind in ENDINGS and not self._decided and self._decide(out):
+            pass  # the reply gets the recovery, or ended malformed
+        elif kind != "message_start" or self.follows is None:  # the recovery's is dropped
+            self._other(out, event, parsed, kind)
+        return out
+
+    def end(self) -> list[bytes]:
+        """The rest of the client's stream once the upstream body ended: what the filters
+        still held (a stream that ended without its `message_delta`), or the malformed-reply
+        error (a recovery that showed nothing); nothing when the reply gets the recovery."""
+        out: list[bytes] = []
+        if self.recovering or self.ended or (not self._decided and self._decide(out)):
+            return out
+        self._close_all(out)
+        return out
+
+    def fail(self, message: str, status: int) -> list[bytes]:
+        """The end of a stream the server saw fail (the upstream cut it, or refused the
+        recovery): the `error` event, its type the one for `status`."""
+        if self.ended:
+            return []
+        self.ended = True
+        return [error_event(status, message)]
+
+    # --- the reply's end ------------------------------------------------------------------
+
+    def _decide(self, out: list[bytes]) -> bool:
+        """Judge the reply at its end: whether it gets the recovery or ended malformed (then
+        nothing more of it goes out)."""
+        self._decided = True
+        self._close_all(out)
+        if self.wants_recovery:
+            self.recovering = True
+            return True
+        if self.malformed:
+            out.append(error_event(502, MALFORMED_REPLY))
+            self.ended = True
+            return True
+        return False
+
+    # --- one kind of event each -----------------------------------------------------------
+
+    def _start(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any]) -> None:
+        key = _key(parsed)
+        announced = parsed.get("content_block")
+        text = text_of(announced)
+        block = self._blocks[key] = _Block(key)
+        if text is None:
+            self.tool_calls = self.tool_calls or is_tool_use(announced)
+            self._send(out, block, _Pending(event, parsed, False))
+            return
+        block.held = []
+        shown = self._filter(block).feed(text)
+        if shown != text:
+            cast(dict[str, Any], announced)["text"] = shown
+        self._add(out, block, _Pending(event, parsed, shown != text))
+
+    def _delta(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any]) -> None:
+        key = _key(parsed)
+        block = self._blocks.setdefault(key, _Block(key))
+        delta = parsed.get("delta")
+        text = _text_delta(delta)
+        if text is None:
+            self._release(out, block)  # another kind of content: the block shows
+            self._send(out, block, _Pending(event, parsed, False))
+            return
+        shown = self._filter(block).feed(text)
+        if not shown:
+            return  # nothing to show (held back or stripped): not sent
+        if shown != text:
+            cast(dict[str, Any], delta)["text"] = shown
+        self._add(out, block, _Pending(event, parsed, shown != text))
+
+    def _other(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], kind: str) -> None:
+        """An event of no block (a ping, an error, the message's own): in its place among a
+        held block's events, or out now (an error first lets out what was held)."""
+        self.ended = kind in ("message_stop", "error")
+        holding = [b for b in self._blocks.values() if b.held is not None]
+        if holding and not self.ended:
+            cast(list[_Pending], holding[-1].held).append(_Pending(event, parsed, False, True))
+            return
+        self._release_all(out)
+        out.append(raw_event(event.event, event.data))
+
+    def _stop(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any]) -> None:
+        block = self._blocks.get(_key(parsed))
+        if block is None:  # a block never started: not ours to judge
+            out.append(raw_event(event.event, event.data))
+            return
+        self._close(out, block)
+        if block.index is not None:  # a dropped block's stop is dropped with it
+            self._send(out, block, _Pending(event, parsed, False))
+
+    # --- blocks ---------------------------------------------------------------------------
+
+    def _filter(self, block: _Block) -> RoundFilter:
+        """The block's open filter (a fresh one for text after the block's text ended)."""
+        if block.filter is None:
+            block.filter = self.new_filter()
+            block.filters.append(block.filter)
+        return block.filter
+
+    def _close(self, out: list[bytes], block: _Block) -> None:
+        """End a block's text: what its filter held goes out as one last text delta, then
+        the block shows, or is dropped when it stripped something and showed nothing."""
+        one, block.filter = block.filter, None
+        tail = one.flush() if one is not None else ""
+        if tail:
+            fields = {"type": "text_delta", "text": tail}
+            delta = {"type": "content_block_delta", "index": block.key, "delta": fields}
+            self._add(out, block, _Pending(None, delta, True))
+        if block.held is not None and shows_nothing(block.filters):
+            held, block.held = block.held, None  # dropped: none of its own events go out
+            for pending in held:
+                if pending.foreign:
+                    self._write(out, block, pending)
+            return
+        self._release(out, block)
+
+    def _close_all(self, out: list[bytes]) -> None:
+        for block in list(self._blocks.values()):
+            if block.filter is not None or block.held is not None:
+                self._close(out, block)
+
+    def _add(self, out: list[bytes], block: _Block, pending: _Pending) -> None:
+        """Send a text event of the block, or hold it while the block shows nothing."""
+        self._send(out, block, pending)
+        if any(f.visible for f in block.filters):
+            self._release(out, block)
+
+    def _release_all(self, out: list[bytes]) -> None:
+        for block in list(self._blocks.values()):
+            self._release(out, block)
+
+    def _release(self, out: list[bytes], block: _Block) -> None:
+        held, block.held = block.held, None
+        for pending in held or ():
+            self._write(out, block, pending)
+
+    def _send(self, out: list[bytes], block: _Block, pending: _Pending) -> None:
+        if block.held is not None:
+            block.held.append(pending)
+        else:
+            self._write(out, block, pending)
+
+    def _write(self, out: list[bytes], block: _Block, pending: _Pending) -> None:
+        """One event of the block to the client, with the block's index (given now, when
+        this is the block's first event that goes out); an event held among the block's
+        goes out as it came."""
+        if pending.foreign:
+            assert pending.event is not None
+            out.append(raw_event(pending.event.event, pending.event.data))
+            return
+        if block.index is None:
+            block.index = self._next_index
+            self._next_index += 1
+        parsed, event, changed = pending.parsed, pending.event, pending.changed
+        if parsed.get("index") != block.index:
+            parsed["index"] = block.index
+            changed = True
+        if changed or event is None:
+            out.append(event_bytes(parsed))
+        else:
+            out.append(raw_event(event.event, event.data))
+
+
+def _key(parsed: dict[str, Any]) -> int:
+    index = parsed.get("index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else NO_INDEX
+
+
+def _text_delta(delta: object) -> str | None:
+    """A delta's `text` (a `text_delta`'s; None: another kind of delta)."""
+    text = cast(dict[str, Any], delta).get("text") if isinstance(delta, dict) else None
+    return text if isinstance(text, str) else None
