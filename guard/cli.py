@@ -54,7 +54,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--keepalive-s",
         type=float,
         default=15.0,
-        help="send a keep-alive comment after this many seconds of upstream silence (15)",
+        help="after this many seconds of upstream silence mid-stream, send a keep-alive (an"
+        " SSE comment; a ping event on the Messages API; none on NDJSON streams) (15)",
     )
     parser.add_argument(
         "--upstream-idle-s",
