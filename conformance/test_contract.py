@@ -359,20 +359,36 @@ def test_g12_a_round_with_a_real_tool_call_gets_no_recovery(
 # --- G13, G15: the model families' own shapes, stripped for their models and text elsewhere ------
 
 
-@pytest.mark.clause("G13")
-@pytest.mark.parametrize("flow", FAMILY_FLOWS)
-def test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family(
-    flow: str, conformance_play: PlayFlow, conformance_wired: Target
-):
-    want = expected(conformance_wired, flow)
+def family_turn(
+    clause: str, flow: str, conformance_play: PlayFlow, target: Target
+) -> tuple[Play, Expected, object]:
+    """A family flow's play, its outcome and the model the app asked for, or a skip when
+    the other clause judges it: G13 where the model's profiles cover the flow's family
+    (its markup is stripped), G15 where they do not (its markup is text)."""
+    want = expected(target, flow)
     play = conformance_play(flow)
     model = model_of(play)
-    if not want.strips_for(model):
+    covered = want.family is not None and want.strips_for(model)
+    if clause == "G13" and not covered:
         pytest.skip(
             f"the app asks the mock for model {model!r}, whose markup profiles do not cover"
             f" {want.family}'s; for it this markup is text (G15). Serve a {want.family} model"
             " name to check it (the reference app: --reference-model)"
         )
+    if clause == "G15" and covered:
+        pytest.skip(
+            f"the app asks the mock for model {model!r}, whose markup profiles cover"
+            f" {want.family}'s: G13 judges this flow"
+        )
+    return play, want, model
+
+
+@pytest.mark.clause("G13")
+@pytest.mark.parametrize("flow", FAMILY_FLOWS)
+def test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family(
+    flow: str, conformance_play: PlayFlow, conformance_wired: Target
+):
+    play, want, _ = family_turn("G13", flow, conformance_play, conformance_wired)
     assert_turn_ends_as_expected(play, want)
     assert_never_shown(play, want)
 
@@ -382,14 +398,7 @@ def test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family(
 def test_g15_another_familys_markup_is_shown_whole(
     flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
-    want = expected(conformance_wired, flow)
-    play = conformance_play(flow)
-    model = model_of(play)
-    if want.family is not None and want.strips_for(model):
-        pytest.skip(
-            f"the app asks the mock for model {model!r}, whose markup profiles cover"
-            f" {want.family}'s: G13 judges this flow"
-        )
+    play, want, model = family_turn("G15", flow, conformance_play, conformance_wired)
     whole = want.for_model(model)
     view = play.view
     assert view.state == "done", f"G15: flow {flow!r} ended in the error state: {view.error!r}"
