@@ -23,9 +23,9 @@ import pytest
 from conformance.clauses import Capability
 from conformance.page import ChatPage, TurnView
 from conformance.plays import Play, question
-from conformance.plugin import Target
+from conformance.target import Target
 from conformance.upstream import Expected
-from mock_llm import JournalRecord
+from mock_llm.client import JournalRecord
 
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 CORRECTION = (
