@@ -79,6 +79,7 @@ def conformance_target(
             upstream=upstream,
             timeout_s=kit.turn_timeout_s,
             artifacts=kit.artifacts,
+            stop_within_ms=kit.stop_within_ms,
         )
         check_reachable(target)
         register_side_calls(target)

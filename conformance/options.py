@@ -22,6 +22,9 @@ from conformance.profile import DEFAULT_PROFILE, Profile, ProfileError, resolve_
 DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
 TRACE_MODES = ("dom", "screenshots", "off")
 DEFAULT_TURN_TIMEOUT_S = 60.0
+DEFAULT_STOP_WITHIN_MS = 1000.0
+"""How long after Stop the mock may see the disconnect (G11): far more than closing a
+stream takes, far less than the `slow` flow's answer (about 12 s)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,13 @@ OPTIONS: tuple[Option, ...] = (
         f"seconds a turn may take before it fails (default {DEFAULT_TURN_TIMEOUT_S:g})",
         number=True,
     ),
+    Option(
+        "--stop-within-ms",
+        "CONFORMANCE_STOP_WITHIN_MS",
+        "milliseconds after Stop within which the mock must see the disconnect (G11;"
+        f" default {DEFAULT_STOP_WITHIN_MS:g})",
+        number=True,
+    ),
 )
 BY_FLAG = {option.flag: option for option in OPTIONS}
 
@@ -142,6 +152,7 @@ class KitConfig:
     trace: str = "dom"
     cases: tuple[CaseFile, ...] = ()
     reference_model: str | None = None
+    stop_within_ms: float = DEFAULT_STOP_WITHIN_MS
 
 
 KIT_KEY = pytest.StashKey[KitConfig]()
@@ -201,6 +212,7 @@ def kit_config(config: pytest.Config) -> KitConfig:
         trace=trace,
         cases=kit_cases(config),
         reference_model=reference_model,
+        stop_within_ms=number(config, "--stop-within-ms", DEFAULT_STOP_WITHIN_MS),
     )
 
 

@@ -24,3 +24,4 @@ class Target:
     upstream: Upstream
     timeout_s: float
     artifacts: Path
+    stop_within_ms: float  # G11: the longest the disconnect may follow Stop
