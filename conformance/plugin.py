@@ -22,7 +22,7 @@ import pytest
 from conformance.cases import case_flows
 from conformance.clauses import BY_ID
 from conformance.fixtures import CALL_REPORT
-from conformance.options import KIT_KEY, add_options, kit_cases, kit_config
+from conformance.options import KIT_KEY, add_options, kit_cases, kit_config, kit_of
 
 pytest_plugins = ["conformance.fixtures"]
 
@@ -125,7 +125,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
 
 
-def pytest_report_header(config: pytest.Config) -> list[str] | None:
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
+    """The target and the profile, once collection has resolved them (a session header is
+    printed before collection, when no kit test is known yet)."""
     if KIT_KEY not in config.stash:
         return None
     kit = config.stash[KIT_KEY]
@@ -169,13 +171,15 @@ def pytest_runtest_makereport(
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the report where the verdicts were gathered: under xdist the controller, which
+    collects nothing itself but has every kit test's verdict."""
     config = session.config
-    if hasattr(config, "workerinput") or KIT_KEY not in config.stash:
+    rows = config.stash[VERDICTS_KEY].by_clause
+    if hasattr(config, "workerinput") or (KIT_KEY not in config.stash and not rows):
         return
-    kit = config.stash[KIT_KEY]
+    kit = kit_of(config)
     if kit.report is None:
         return
     from conformance.report import write_report
 
-    rows = config.stash[VERDICTS_KEY].by_clause
     write_report(kit.report, rows, target=kit.app_url, profile=kit.profile)

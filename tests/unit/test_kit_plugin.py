@@ -520,6 +520,16 @@ def test_no_report_is_written_when_no_kit_test_is_collected(pytester: pytest.Pyt
     assert not (pytester.path / "report.md").exists()
 
 
+def test_under_xdist_the_controller_writes_the_report(pytester: pytest.Pytester):
+    """The controller collects nothing itself; the workers' verdicts still make the report."""
+    pytester.makepyfile(test_marked=MARKED)
+    result = pytester.runpytest_subprocess(*QUIET, "-n", "1", "--conformance-report", "report.md")
+    result.assert_outcomes(passed=4, failed=2, skipped=1)
+    rows = report_rows(pytester.path / "report.md")
+    assert rows["G4"] == ("failed", "1 failed")
+    assert rows["NEVER"] == ("passed", "2 passed")
+
+
 def test_each_run_reports_only_its_own_verdicts(pytester: pytest.Pytester):
     """The verdicts live in the run's config, not in the module: a second run in the same
     process starts from none."""
@@ -530,6 +540,28 @@ def test_each_run_reports_only_its_own_verdicts(pytester: pytest.Pytester):
     second = report_rows(pytester.path / "second.md")
     assert second["G1"] == ("passed", "1 passed")
     assert second["G4"] == ("not run", "none")
+
+
+# --- the header -------------------------------------------------------------------------------
+
+
+def test_the_run_names_its_target_and_profile_once_collected(pytester: pytest.Pytester):
+    pytester.makepyfile(test_marked=MARKED)
+    result = run(pytester, "--collect-only")
+    result.stdout.fnmatch_lines(
+        [
+            "collected 7 items",
+            "conformance: target the reference app (started by the kit), profile reference"
+            " (built-in (the reference app's page))",
+        ]
+    )
+
+
+def test_a_run_without_kit_tests_has_no_kit_header(pytester: pytest.Pytester):
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("conformance: target*")
 
 
 # --- the kit's own clause tests against a fake target -----------------------------------------
