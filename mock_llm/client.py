@@ -31,26 +31,14 @@ from typing import Any, Self, TypeVar, cast
 
 import httpx
 
-from mock_llm.flow_file import FlowFileError, parse_flows, read_flow_text
-from mock_llm.flows import Expect, family_covered
+# `X as X`: re-exported for kits, what they need of flows besides the endpoints.
+from mock_llm.flow_file import FlowFileError as FlowFileError
+from mock_llm.flow_file import parse_flows
+from mock_llm.flow_file import read_flow_text as read_flow_text
+from mock_llm.flows import Expect as Expect
+from mock_llm.flows import family_covered as family_covered
 from mock_llm.journal import JOURNAL_VERSION
 from mock_llm.journal_query import DEFAULT_TIMEOUT_MS
-
-__all__ = [
-    "Expect",
-    "FlowFileError",
-    "FlowSummary",
-    "FlowsAdded",
-    "Health",
-    "JournalRead",
-    "JournalRecord",
-    "MockClient",
-    "MockClientError",
-    "SideCallsAdded",
-    "family_covered",
-    "flow_outcomes",
-    "read_flow_text",
-]
 
 DEFAULT_TIMEOUT_S = 30.0
 T = TypeVar("T")
