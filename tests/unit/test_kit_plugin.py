@@ -520,10 +520,14 @@ def test_no_report_is_written_when_no_kit_test_is_collected(pytester: pytest.Pyt
     assert not (pytester.path / "report.md").exists()
 
 
+@pytest.mark.timeout(2 * DEADLINE_S)  # past the run's own deadline, which reports first
 def test_under_xdist_the_controller_writes_the_report(pytester: pytest.Pytester):
-    """The controller collects nothing itself; the workers' verdicts still make the report."""
+    """The controller collects nothing itself; the workers' verdicts still make the report.
+    (A child process: xdist starts its workers as processes anyway.)"""
     pytester.makepyfile(test_marked=MARKED)
-    result = pytester.runpytest_subprocess(*QUIET, "-n", "1", "--conformance-report", "report.md")
+    result = pytester.runpytest_subprocess(
+        *QUIET, "-n", "1", "--conformance-report", "report.md", timeout=DEADLINE_S
+    )
     result.assert_outcomes(passed=4, failed=2, skipped=1)
     rows = report_rows(pytester.path / "report.md")
     assert rows["G4"] == ("failed", "1 failed")
