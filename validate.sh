@@ -69,14 +69,20 @@ step "unit + integration" uv run --frozen pytest -n 2 tests/unit tests/integrati
 # Its tests wait on the browser and the servers much of the time: four workers keep the two
 # cores busy (measured without coverage: 140 s at -n 2, 108 s at -n 4, 73 tests).
 step "e2e (chromium)" uv run --frozen pytest -n 4 tests/e2e --cov --cov-append --cov-report= "$@"
+# Every kit run in the gate gives G11 load-proof slack: its default bound (Stop to the
+# mock's disconnect within 1000 ms) was passed once under load (1005 ms), and no verdict here
+# may depend on load. 5000 ms still fails a stream that is never closed (it ends
+# `completed`, whatever the bound) and one read to its end (the `slow` flow takes 12 s).
+KIT_SLACK=(--stop-within-ms 5000)
 # The README's kit command: the conformance kit against the mock and the reference app,
 # given the recorded leaks of tests/fixtures/cases as its own cases (CASE) too.
-step "conformance kit" uv run --frozen pytest conformance \
+step "conformance kit" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
     --cases tests/fixtures/cases/lfm2-leak.yaml --cov --cov-append --cov-report= "$@"
 # The family clauses again, with the reference app asking for a model name that names every
 # family: each family flow is then judged stripped (G13), where the run above judged most
 # of them as another model's text (G15). Only those tests: the rest is the run above.
-step "conformance kit, every family" uv run --frozen pytest conformance -k "g13 or g14 or g15" \
+step "conformance kit, every family" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
+    -k "g13 or g14 or g15" \
     --reference-model "lfm2 qwen3-coder gemma deepseek gpt-oss glm minimax seed-oss nemotron" \
     --cov --cov-append --cov-report=
 # The kit's own self-test: every broken target fails exactly the clauses it breaks, and a
@@ -95,7 +101,7 @@ step "Open WebUI install (cached)" uv run --frozen python -m tests.thirdparty.ve
 step "Open WebUI behind the guard (chromium)" uv run --frozen pytest -p no:cacheprovider -n 0 \
     "tests/thirdparty/test_openwebui_kit.py::test_behind_the_guard_proxy_every_clause_the_page_allows_passes[guard-ollama]" \
     --cov --cov-append --cov-report=
-step "kit from the wheel" scripts/check_wheel.sh
+step "kit from the wheel" scripts/check_wheel.sh "${KIT_SLACK[@]}"
 step "coverage >= 98%" uv run --frozen coverage report --fail-under=98
 
 echo

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mock_llm.flow_file import FlowFileError, parse_flows, read_flow_text
+from mock_llm.client import FlowFileError, flow_outcomes, read_flow_text
 
 
 class CasesError(ValueError):
@@ -42,10 +42,10 @@ def load_case_file(path: Path) -> CaseFile:
     except FlowFileError as exc:
         raise CasesError(f"cannot read the case file {path}: {exc.problem}") from exc
     try:
-        flows = parse_flows(text, source=str(path))
+        outcomes = flow_outcomes(text, source=str(path))
     except FlowFileError as exc:
         raise CasesError(f"the case file is not a valid flow file: {exc}") from exc
-    stated = tuple(name for name, flow in flows.items() if flow.expect is not None)
+    stated = tuple(name for name, expect in outcomes.items() if expect is not None)
     if not stated:
         raise CasesError(
             f"no flow in the case file {path} states an expected outcome: add an `expect`"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance.plugin import Target
+    from conformance.target import Target
 
 LOG_TAIL_LINES = 200
 

@@ -33,8 +33,9 @@ from conformance.evidence import page_text
 
 if TYPE_CHECKING:
     from conformance.page import TurnView
-    from conformance.plugin import BrowserSession, Target
-    from mock_llm import JournalRecord
+    from conformance.session import BrowserSession
+    from conformance.target import Target
+    from mock_llm.client import JournalRecord
 
 QUESTION = "When do backups run?"
 FOLLOW_UPS = {"scaffold-repeat": "clean"}

@@ -6,23 +6,23 @@ every clause failing with the same timeout.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import httpx
 import pytest
 
 from conformance.upstream import MockUnreachable
-from mock_llm import MockClientError
+from mock_llm.client import MockClientError
 
 if TYPE_CHECKING:
     from conformance.cases import CaseFile
     from conformance.page import ChatPage
-    from conformance.plugin import Target
+    from conformance.target import Target
 
 EXIT_PREFLIGHT = 3
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     pytest.exit(f"conformance preflight: {message}", returncode=EXIT_PREFLIGHT)
 
 

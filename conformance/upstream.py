@@ -1,6 +1,6 @@
 """What the kit reads from the mock: a turn's own requests once settled, and the flows' outcomes.
 
-A thin layer over mock_llm's typed client (`mock_llm.MockClient`), in the kit's terms.
+A thin layer over mock_llm's typed client (`mock_llm.client`), in the kit's terms.
 
 Deliberate choices:
 - A turn's requests are read by its KEY with the mock's server-side settle wait, so they
@@ -17,8 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from mock_llm import JournalRecord, MockClient, MockClientError
-from mock_llm.flows import Expect, family_covered
+from mock_llm.client import Expect, JournalRecord, MockClient, MockClientError, family_covered
 
 SETTLE_MS = 300
 """How long a turn's journal must stay unchanged before its requests are counted."""

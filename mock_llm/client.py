@@ -17,6 +17,8 @@ Deliberate choices:
   message, code and param, so a kit can report exactly what the mock refused and why.
 - A settle read's HTTP timeout covers the server-side wait (`timeout_ms`) plus the
   client's own timeout, so the server, not the transport, decides when waiting is over.
+- What a kit needs of flows besides the endpoints is here too (`flow_outcomes` of a flow
+  file, `family_covered`), so a kit imports this module and nothing else of the mock.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from typing import Any, Self, TypeVar, cast
 
 import httpx
 
-from mock_llm.flows import Expect
+# `X as X`: re-exported for kits, what they need of flows besides the endpoints.
+from mock_llm.flow_file import FlowFileError as FlowFileError
+from mock_llm.flow_file import parse_flows
+from mock_llm.flow_file import read_flow_text as read_flow_text
+from mock_llm.flows import Expect as Expect
+from mock_llm.flows import family_covered as family_covered
 from mock_llm.journal import JOURNAL_VERSION
 from mock_llm.journal_query import DEFAULT_TIMEOUT_MS
 
@@ -284,3 +291,10 @@ class MockClient:
         except (ValueError, KeyError, TypeError):
             message, code, param = response.text[:200], None, None
         raise MockClientError(response.status_code, message, code, param)
+
+
+def flow_outcomes(text: str, source: str) -> dict[str, Expect | None]:
+    """Each flow of a flow file's YAML `text`, by name, with the outcome its `expect` block
+    states (None where it states none); FlowFileError, naming `source` and the line, for an
+    invalid file."""
+    return {name: flow.expect for name, flow in parse_flows(text, source=source).items()}

@@ -29,6 +29,10 @@ from collections.abc import Mapping
 import pytest
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = [
+    "pytester"
+]  # the kit's hooks are tested in process (tests/unit/test_kit_plugin.py)
+
 # litellm (the LiteLLM guardrail's tests) fetches its model cost map from GitHub when it is
 # imported, unless told to read the copy it ships; a test never leaves loopback.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

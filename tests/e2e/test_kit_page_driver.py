@@ -19,8 +19,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from conformance.page import ChatPage
-from conformance.plugin import new_context
 from conformance.profile import Profile, load_profile
+from conformance.session import new_context
 
 from .conftest import TIMEOUT_MS
 
