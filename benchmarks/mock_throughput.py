@@ -105,20 +105,17 @@ import contextlib
 import importlib.metadata
 import itertools
 import json
-import math
 import os
 import platform
 import shlex
 import shutil
-import signal
-import socket
 import statistics
 import string
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar, cast
@@ -126,9 +123,10 @@ from typing import Any, Literal, NamedTuple, TypeVar, cast
 import httptools
 import httpx
 import yaml
+from measure import group_cpu_seconds, percentile
+from servers import RunningServer, ServerSpec, mock_llm_spec, serving
 from verdicts import FAIL, PASS, exit_status, verdict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 FLOW_NAME = "bench"
 TRIGGER = f"[[mock:{FLOW_NAME}]]"
 MODEL = "gpt-4o-mini"
@@ -143,7 +141,6 @@ MOCKLLM = "mockllm"
 AIMOCK = "aimock"
 BASELINES = (MOCKLLM, AIMOCK)
 SERVERS = (OURS, *BASELINES)
-READY_TIMEOUT_S = 180.0
 STREAM_TIMEOUT_S = 300.0
 JSON_DECODER = json.JSONDecoder()
 T = TypeVar("T")
@@ -229,31 +226,6 @@ class LevelResult:
         return self.errors == 0 and self.lost == 0 and self.ok == self.streams
 
 
-@dataclass(frozen=True)
-class ServerSpec:
-    """How to start one server and how to tell that it is ready."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    ready_path: str
-
-
-@dataclass
-class RunningServer:
-    """A started server subprocess (its own process group) and its base URL."""
-
-    spec: ServerSpec
-    proc: subprocess.Popen[bytes]
-    port: int
-    log_path: Path
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
 # ---------------------------------------------------------------------------------------
 # Fixtures: the answer text and each server's configuration
 
@@ -301,30 +273,11 @@ def write_aimock_fixture(directory: Path, text: str) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def uv_executable() -> str:
     found = os.environ.get("UV") or shutil.which("uv")
     if not found:
         raise RuntimeError("the mockllm baseline needs `uv` on PATH (or --baselines aimock)")
     return found
-
-
-def module_spec(
-    module: str, port: int, *args: str, env: dict[str, str] | None = None
-) -> ServerSpec:
-    """`python -m MODULE --host 127.0.0.1 --port PORT ARGS...` from the checkout, ready when
-    its /healthz answers."""
-    argv = [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port), *args]
-    return ServerSpec(module, argv, dict(os.environ) if env is None else env, REPO_ROOT, "/healthz")
-
-
-def ours_spec(flows: Path, port: int) -> ServerSpec:
-    return module_spec(OURS, port, "--flows", str(flows))
 
 
 def mockllm_spec(responses: Path, port: int, mode: MockllmMode) -> ServerSpec:
@@ -397,102 +350,6 @@ def node_version() -> str:
         return "none"
     done = subprocess.run([node, "--version"], capture_output=True, text=True, check=False)
     return done.stdout.strip() or "unknown"
-
-
-# ---------------------------------------------------------------------------------------
-# Server lifecycle
-
-
-def start_server(spec: ServerSpec, port: int, log_dir: Path) -> RunningServer:
-    """Start the server in its own process group, logging to a file (never a pipe)."""
-    log_path = log_dir / f"{spec.name}.log"
-    with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(
-            spec.argv,
-            cwd=spec.cwd,
-            env=spec.env,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return RunningServer(spec, proc, port, log_path)
-
-
-def stop_server(server: RunningServer) -> None:
-    """Terminate the server's process group (only the group this script created)."""
-    if server.proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.proc.pid, signal.SIGTERM)
-        try:
-            server.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.proc.pid, signal.SIGKILL)
-            server.proc.wait(timeout=10)
-    if group_stats(server.proc.pid):  # stragglers of our group (e.g. a reloader's worker)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(server.proc.pid, signal.SIGKILL)
-
-
-def log_tail(server: RunningServer, lines: int = 30) -> str:
-    text = server.log_path.read_text(encoding="utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:])
-
-
-async def wait_ready(server: RunningServer) -> None:
-    """Poll the server's readiness path until it answers 200, or fail with its log."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    url = server.base_url + server.spec.ready_path
-    async with httpx.AsyncClient(timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if server.proc.poll() is not None:
-                raise RuntimeError(
-                    f"{server.spec.name} exited with {server.proc.returncode}:\n" + log_tail(server)
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if (await client.get(url)).status_code == 200:
-                    return
-            await asyncio.sleep(0.1)
-    raise RuntimeError(
-        f"{server.spec.name} not ready after {READY_TIMEOUT_S}s:\n{log_tail(server)}"
-    )
-
-
-@contextlib.asynccontextmanager
-async def serving(
-    spec_for_port: Callable[[int], ServerSpec], log_dir: Path
-) -> AsyncGenerator[RunningServer]:
-    """Start a server on a free port, wait until ready, and always stop it afterwards."""
-    port = free_port()
-    server = start_server(spec_for_port(port), port, log_dir)
-    try:
-        await wait_ready(server)
-        yield server
-    finally:
-        stop_server(server)
-
-
-def group_stats(pgid: int) -> list[list[str]]:
-    """`/proc/PID/stat` fields (after the command name) of the live members of a group."""
-    members: list[list[str]] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid:
-            members.append(fields)
-    return members
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """User+system CPU seconds of the live processes in one process group (Linux /proc)."""
-    ticks = sum(int(fields[11]) + int(fields[12]) for fields in group_stats(pgid))
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------------------------
@@ -920,14 +777,6 @@ async def light_level(
     return await asyncio.gather(*(connected(host, port, protocol) for _ in range(streams)))
 
 
-def percentile(sorted_values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile of an ascending sequence (0.0 when empty)."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
 def gaps_ms(results: Sequence[StreamResult]) -> list[float]:
     """All inter-chunk gaps within each stream, in milliseconds, ascending."""
     gaps: list[float] = []
@@ -1221,7 +1070,7 @@ def spec_factories(
 ) -> Iterator[Callable[[int], ServerSpec]]:
     if OURS in args.servers:
         flows = write_ours_flows(workdir, text)
-        yield lambda port: ours_spec(flows, port)
+        yield lambda port: mock_llm_spec(flows, port)
     if MOCKLLM in args.servers:
         responses = write_mockllm_responses(workdir, text, args.mockllm_mode)
         yield lambda port: mockllm_spec(responses, port, args.mockllm_mode)

@@ -38,18 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
-from load import (
-    PACED_FLOW,
-    QUESTION,
-    Keys,
-    Turn,
-    measured,
-    ms,
-    post_request,
-    stream_one,
-    ttfds,
-)
-from mock_throughput import RunningServer, ServerSpec, module_spec, ours_spec, serving
+from servers import RunningServer, ServerSpec, mock_llm_spec, module_spec, serving
+from turns import PACED_FLOW, QUESTION, Keys, Turn, measured, ms, post_request, stream_one, ttfds
 from verdicts import report, verdict
 
 ADDED_TTFT_TARGET_MS = 5.0
@@ -88,7 +78,7 @@ async def run(args: argparse.Namespace) -> list[str]:
         flows = folder / "flows.yaml"
         flows.write_text(yaml.safe_dump({"flows": PACED_FLOW}), encoding="utf-8")
         async with (
-            serving(lambda port: ours_spec(flows, port), folder) as mock,
+            serving(lambda port: mock_llm_spec(flows, port), folder) as mock,
             serving(lambda port: proxy_spec(mock, port), folder) as proxy,
         ):
             await streams(proxy, "clean", args.streams, keys)  # warm-up: pools fill

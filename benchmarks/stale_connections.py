@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
-from load import QUESTION, Keys, post_request, stream_one
-from mock_throughput import REPO_ROOT, RunningServer, ServerSpec, module_spec, serving
+from servers import REPO_ROOT, RunningServer, ServerSpec, module_spec, serving
+from turns import QUESTION, Keys, post_request, stream_one
 from verdicts import report, verdict
 
 from app.errors import LLMError
