@@ -1,36 +1,14 @@
 """The notes chat under load: 200 concurrent turns through the app against the mock.
 
-What it does
-------------
-The mock (`python -m mock_llm`) and the app (`python -m app`, pointed at the mock with
-SG_LLM_BASE_URL, a fresh data folder) run as subprocesses on free loopback ports; this
-process is a light client (asyncio protocols with httptools' C parser, one connection per
-turn, the body kept as bytes and parsed only after the clock stops, so the client is not
-what is measured). Phases, in one run:
+The mock and the app (pointed at it, with a fresh data folder) run as subprocesses on free
+loopback ports (benchmarks/servers.py), driven by the light client of benchmarks/turns.py:
+a warm-up, turns one at a time, `--rounds` rounds of N concurrent clean turns next to the
+same streams straight from the mock, a round of mixed turns, then the checks (one right
+terminal frame per turn, one query-log row per `done`, no "database is locked", threads,
+descriptors and memory back to the baseline). The phases, the targets and every run:
+docs/benchmarks.md, "The app under load".
 
-1. warm-up: one round of N concurrent clean turns (the pools and caches fill), then the
-   app's baseline: resident memory, threads, open file descriptors;
-2. low load: clean turns one at a time, and the same stream straight from the mock, one at
-   a time: p50 time to first delta (app) against time to first content chunk (mock);
-3. clean load: `--rounds` rounds of N concurrent clean turns: turns/s, p50/p99 time to
-   first delta, the app's CPU per turn, the client's CPU share; and the mock's own figures
-   for N concurrent streams of the same flow straight from it;
-4. mixed load: N concurrent turns over clean, tool-then-answer (a real read tool call),
-   scaffold-recover (markup stripped, one recovery request) and a paced flow;
-5. after it all: every turn ended with exactly one terminal frame (`done` or `error`) and
-   the right one for its flow; the query log has exactly one row per `done` frame; the app's
-   log never says "database is locked"; memory, threads and file descriptors are back to
-   the baseline (threads and descriptors at most the baseline's; memory within 10%).
-
-Targets (from issue 12; this 2-core machine, the client beside the servers): at most 5 ms
-of app CPU per clean turn; at least 100 clean turns/s; p99 time to first delta under 1 s
-at 200 concurrent; at low load, the app's p50 time to first delta within 5 ms of the mock's.
-A missed target prints FAIL and the command exits 1.
-
-Reproduce
----------
-    uv run python benchmarks/load.py                       # 200 concurrent, 3 rounds
-    uv run python benchmarks/load.py --turns 200 --rounds 5 --out /tmp/load.md
+Reproduce: `uv run python benchmarks/load.py` (`--help` for the options).
 """
 
 from __future__ import annotations

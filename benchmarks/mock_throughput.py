@@ -1,100 +1,21 @@
 """Streaming throughput of `mock_llm` against `mockllm` (PyPI) and `aimock` (npm), one run.
 
-The baselines are stacklok's `mockllm` (Python) and CopilotKit's `aimock` (Node).
+N concurrent streams of an M-character answer cut one character per chunk, from each
+server as a subprocess on a free loopback port (benchmarks/servers.py), read by three
+clients in this process (`light`, `raw`, `httpx`), chat completions at each level and then
+each extra wire format. What it measures, its targets and every run: docs/benchmarks.md,
+"mock_llm throughput".
 
-What it measures
-----------------
-Each server runs as a subprocess on a free loopback port; this process is the client. At
-each level it opens N concurrent streaming chat completions (`"stream": true`) whose
-answer is the same M-character text cut one character per chunk, so every stream should
-carry exactly M content chunks. Per server, client and level it reports:
+Deliberate choices a reader might want to "fix":
+- The baselines get their best case: mockllm on the same uvicorn, uvloop and httptools as
+  ours with no reload and no access log (`--mockllm-mode tuned`), its responses file given
+  a whole-second mtime; aimock warmed up until node has compiled its hot path. Neither is
+  ever a dependency of this project (an isolated `uv tool run`; npm into a cache folder).
+- The light client only keeps each read and its time while the clock runs and parses
+  after it. A client that ran at 90% of a core or more while our server had CPU to spare
+  measured itself: its ratio is printed with NO VERDICT, not PASS or FAIL.
 
-- streams ok: no error, exactly M non-empty content chunks, joined text exact;
-- errors: streams that raised, answered non-200, carried an error payload, or ended
-  without their format's end marker (`data: [DONE]`, Ollama's `"done": true` line, the
-  Responses API's `response.completed` event, the Messages API's `message_stop`, Gemini's
-  chunk with a `finishReason`) or inside the chunked body;
-- lost chunks: the sum over all streams of `M - received` where a stream got fewer;
-- chunks/s: all content chunks received / wall time from the first request sent to the
-  last stream finished;
-- p50 and p99 gap: time between consecutive content chunks of one stream, as the client
-  saw them arrive (chunks that arrive in the same socket read have a gap of 0);
-- server and client CPU: CPU seconds of the server's process group and of this process,
-  as a share of the wall time (Linux `/proc`, in 10 ms ticks). Near 100% marks the
-  bottleneck; a throughput ratio only compares the servers when the client is not the one
-  at 100%. A node process can pass 100% (its helper threads);
-- server CPU µs/chunk: the server's CPU time per content chunk received, what a chunk
-  costs it whatever else the machine was doing (the steadiest figure on a busy machine).
-
-Three clients (`--clients`), all in this process on one event loop:
-
-- light: an asyncio protocol per stream that only keeps each socket read and its arrival
-  time while the clock runs; the HTTP parse (httptools), the de-chunking, the JSON parse
-  and the checks (chunk count, joined text, end marker) all run after the clock stops,
-  over the reads as they arrived, so its figures (gaps included) mean what the raw
-  client's do. It costs the client the least, so it leaves the most of the machine to
-  the server; the aimock target is judged with it. It ends a stream when the server
-  closes the connection, or itself once a read ends with the chunked body's last chunk
-  (aimock keeps SSE connections alive even when asked to close); a read that only looked
-  like the end leaves the body incomplete, an error the parse counts.
-- raw: asyncio protocols with httptools' C HTTP/1.1 parser, one connection per stream and
-  one JSON parse per socket read, while the clock runs. Against our server it now spends a
-  whole core before the server does, so its rows measure it (NO VERDICT).
-- httpx: one shared `httpx.AsyncClient` sized for N connections, as an application (or the
-  OpenAI SDK) would stream. It saturates a core first (h11 per chunk, and httpcore's pool
-  bookkeeping grows with N), so it shows what such a client sees, not the servers' limit.
-
-Each client's measurements run together; within them the servers are measured back to
-back at every level and repetition (`--repeat`, ratio of medians), so a noisy machine
-affects all of them alike. Every server is first warmed up, per client and format, with
-10 streams and then `--warmup` streams (default 200: node compiles aimock's hot path, our
-server builds its stream templates), so no measured run pays for a cold start.
-
-Baselines (`--baselines`, default both; never dependencies of this project):
-
-- `mockllm` from PyPI in an isolated `uv tool run` environment, lag disabled. By default
-  it gets its best configuration (`--mockllm-mode tuned`): plain `uvicorn` with the same
-  uvicorn version and extras (uvloop, httptools) as ours, no reload, no access log, and a
-  responses file whose mtime is a whole second (mockllm compares the float mtime to a
-  truncated int, so otherwise it re-reads and re-logs the YAML on every lookup).
-  `--mockllm-mode stock` runs its own `mockllm start` CLI (reload on, access log, h11 and
-  the asyncio loop). mockllm looks the answer up twice when streaming (the prompt, then
-  the answer text as if it were a prompt), so its responses file maps the trigger to the
-  text and the text to itself; without that it streams its default answer.
-- `aimock` (`@copilotkit/aimock` on npm, Node), pinned, installed with npm on first use
-  into its own folder under `~/.cache/scaffold-guard-bench/` (`$XDG_CACHE_HOME` is
-  honoured), never into this repository. It runs its `llmock` CLI (`dist/cli.js`) on node
-  with a fixture whose answer is the text, `--chunk-size 1 --latency 0` (one character per
-  chunk, unpaced) and `--log-level silent`.
-
-All input files are generated for the chosen M in a temporary directory.
-
-Formats (`--formats`): after the chat-completions levels, each listed wire format runs
-at `--format-streams` concurrent streams (default 500) with the light client, for our
-server and for each baseline that speaks it, every repetition: `ollama` (`POST /api/chat`,
-NDJSON lines), `responses` (`POST /v1/responses`, the OpenAI Responses API's SSE events),
-`anthropic` (`POST /v1/messages`, Anthropic's Messages API's SSE events), `gemini`
-(`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, Gemini's SSE chunks, as
-google-genai asks for them) and `openai` (chat completions again). Each stream's content is
-parsed after the clock and checked whole. A format is one entry of `FORMATS`.
-
-Targets (a report, not a test):
-
-- our server holds 500 concurrent streams with zero errors and zero lost chunks (every
-  run, every client, and every format level);
-- at least 2x mockllm's chunks/s at 500 streams (every client that measured the servers);
-- at least 2x aimock's chunks/s at 200 streams with the light client.
-
-A missed target prints FAIL and the command exits 1. A client that ran at 90% of a core or
-more while our server had CPU to spare measured itself, not the servers: its ratio is
-printed with NO VERDICT.
-
-Reproduce
----------
-    uv run python benchmarks/mock_throughput.py                      # every target
-    uv run python benchmarks/mock_throughput.py --streams 200 --clients light \\
-        --baselines aimock --repeat 5 --formats ollama --out /tmp/bench.md
-    uv run python benchmarks/mock_throughput.py --skip-baseline      # ours only
+Reproduce: `uv run python benchmarks/mock_throughput.py` (every target; `--help`).
 """
 
 from __future__ import annotations
