@@ -24,11 +24,20 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
 from servers import RunningServer, ServerSpec, mock_llm_spec, module_spec, serving
-from turns import PACED_FLOW, QUESTION, Keys, Turn, measured, ms, post_request, stream_one, ttfds
+from turns import (
+    QUESTION,
+    Keys,
+    Turn,
+    chat_streams,
+    measured,
+    ms,
+    post_request,
+    stream_one,
+    ttfds,
+    write_paced_flows,
+)
 from verdicts import report, verdict
 
 CPU_TARGET_MS = 5.0
@@ -49,15 +58,6 @@ async def app_turns(app: RunningServer, flows: Sequence[str], keys: Keys) -> lis
         for f in flows
     ]
     return await asyncio.gather(*(stream_one(app.port, r, b'"type":"delta"') for r in requests))
-
-
-async def mock_streams(mock: RunningServer, count: int, keys: Keys) -> list[Turn]:
-    def body() -> dict[str, Any]:
-        message = f"{QUESTION} {keys.trigger('clean')}"
-        return {"model": "m", "stream": True, "messages": [{"role": "user", "content": message}]}
-
-    requests = [post_request(mock.port, "/v1/chat/completions", body()) for _ in range(count)]
-    return await asyncio.gather(*(stream_one(mock.port, r, b'"content":"') for r in requests))
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -116,8 +116,7 @@ async def run(args: argparse.Namespace) -> list[str]:
     out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="sg-load-") as tmp:
         folder = Path(tmp)
-        flows = folder / "load_flows.yaml"
-        flows.write_text(yaml.safe_dump({"flows": PACED_FLOW}), encoding="utf-8")
+        flows = write_paced_flows(folder)
         async with (
             serving(lambda port: mock_llm_spec(flows, port), folder) as mock,
             serving(lambda port: app_spec(mock, folder / "data", port), folder) as app,
@@ -126,12 +125,17 @@ async def run(args: argparse.Namespace) -> list[str]:
             base = resources(app.proc.pid)
 
             low_app = [(await app_turns(app, ["clean"], keys))[0] for _ in range(LOW_LOAD_TURNS)]
-            low_mock = [(await mock_streams(mock, 1, keys))[0] for _ in range(LOW_LOAD_TURNS)]
+            low_mock = [
+                (await chat_streams(mock, "clean", 1, keys))[0] for _ in range(LOW_LOAD_TURNS)
+            ]
 
             clean = [
                 await measured(app, app_turns(app, ["clean"] * n, keys)) for _ in range(args.rounds)
             ]
-            direct = [await measured(mock, mock_streams(mock, n, keys)) for _ in range(args.rounds)]
+            direct = [
+                await measured(mock, chat_streams(mock, "clean", n, keys))
+                for _ in range(args.rounds)
+            ]
             mix = [MIXED[i % len(MIXED)] for i in range(n)]
             mixed = await measured(app, app_turns(app, mix, keys))
 

@@ -139,3 +139,8 @@ async def serving(
         yield server
     finally:
         stop_server(server)
+
+
+def guard_spec(upstream: RunningServer, port: int) -> ServerSpec:
+    """`python -m guard` in front of `upstream`'s OpenAI-compatible API."""
+    return module_spec("guard", port, "--upstream", f"{upstream.base_url}/v1")

@@ -14,9 +14,11 @@ import json
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import httptools
+import yaml
 from measure import group_cpu_seconds, percentile
 from servers import RunningServer
 
@@ -167,3 +169,29 @@ def ms(values: Sequence[float], pct: float) -> float:
 
 def ttfds(turns: Sequence[Turn]) -> list[float]:
     return [t for turn in turns if (t := turn.ttfd_ms) is not None]
+
+
+CONTENT = b'"content":"'
+"""What a chat-completions chunk with answer text carries: a stream's first content."""
+
+
+def chat_body(keys: Keys, flow: str) -> dict[str, object]:
+    """A streamed chat completion asking QUESTION, with a fresh trigger for `flow`."""
+    message = f"{QUESTION} {keys.trigger(flow)}"
+    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": message}]}
+
+
+async def chat_streams(server: RunningServer, flow: str, count: int, keys: Keys) -> list[Turn]:
+    """`count` concurrent streamed chat completions of `flow`, each timed to its first content."""
+    requests = [
+        post_request(server.port, "/v1/chat/completions", chat_body(keys, flow))
+        for _ in range(count)
+    ]
+    return await asyncio.gather(*(stream_one(server.port, r, CONTENT) for r in requests))
+
+
+def write_paced_flows(folder: Path) -> Path:
+    """A flows file holding PACED_FLOW, for the mock to serve next to its built-in flows."""
+    flows = folder / "paced_flows.yaml"
+    flows.write_text(yaml.safe_dump({"flows": PACED_FLOW}), encoding="utf-8")
+    return flows
