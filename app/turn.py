@@ -41,8 +41,8 @@ from app.config import Settings
 from app.errors import AppError, LLMError, NotesError, TurnTimeoutError
 from app.frames import ErrorFrame, Frame, Mode
 from app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
+from app.rag.grounding import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
-from app.rag.retrieval import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
 from app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
 from app.storage import QueryLog, ToolChip, TurnRow
 from app.turn_log import TurnStats, format_turn_line
@@ -59,7 +59,7 @@ NO_MODE = "none"
 
 
 class NotesSearch(Protocol):
-    """Retrieval as a turn uses it (app.rag.retrieval.NotesIndex in the app)."""
+    """Retrieval as a turn uses it (app.rag.index.NotesIndex in the app)."""
 
     def search(self, query: str) -> list[Hit]: ...
 

@@ -1,100 +1,21 @@
 """Streaming throughput of `mock_llm` against `mockllm` (PyPI) and `aimock` (npm), one run.
 
-The baselines are stacklok's `mockllm` (Python) and CopilotKit's `aimock` (Node).
+N concurrent streams of an M-character answer cut one character per chunk, from each
+server as a subprocess on a free loopback port (benchmarks/servers.py), read by three
+clients in this process (`light`, `raw`, `httpx`), chat completions at each level and then
+each extra wire format. What it measures, its targets and every run: docs/benchmarks.md,
+"mock_llm throughput".
 
-What it measures
-----------------
-Each server runs as a subprocess on a free loopback port; this process is the client. At
-each level it opens N concurrent streaming chat completions (`"stream": true`) whose
-answer is the same M-character text cut one character per chunk, so every stream should
-carry exactly M content chunks. Per server, client and level it reports:
+Deliberate choices a reader might want to "fix":
+- The baselines get their best case: mockllm on the same uvicorn, uvloop and httptools as
+  ours with no reload and no access log (`--mockllm-mode tuned`), its responses file given
+  a whole-second mtime; aimock warmed up until node has compiled its hot path. Neither is
+  ever a dependency of this project (an isolated `uv tool run`; npm into a cache folder).
+- The light client only keeps each read and its time while the clock runs and parses
+  after it. A client that ran at 90% of a core or more while our server had CPU to spare
+  measured itself: its ratio is printed with NO VERDICT, not PASS or FAIL.
 
-- streams ok: no error, exactly M non-empty content chunks, joined text exact;
-- errors: streams that raised, answered non-200, carried an error payload, or ended
-  without their format's end marker (`data: [DONE]`, Ollama's `"done": true` line, the
-  Responses API's `response.completed` event, the Messages API's `message_stop`, Gemini's
-  chunk with a `finishReason`) or inside the chunked body;
-- lost chunks: the sum over all streams of `M - received` where a stream got fewer;
-- chunks/s: all content chunks received / wall time from the first request sent to the
-  last stream finished;
-- p50 and p99 gap: time between consecutive content chunks of one stream, as the client
-  saw them arrive (chunks that arrive in the same socket read have a gap of 0);
-- server and client CPU: CPU seconds of the server's process group and of this process,
-  as a share of the wall time (Linux `/proc`, in 10 ms ticks). Near 100% marks the
-  bottleneck; a throughput ratio only compares the servers when the client is not the one
-  at 100%. A node process can pass 100% (its helper threads);
-- server CPU µs/chunk: the server's CPU time per content chunk received, what a chunk
-  costs it whatever else the machine was doing (the steadiest figure on a busy machine).
-
-Three clients (`--clients`), all in this process on one event loop:
-
-- light: an asyncio protocol per stream that only keeps each socket read and its arrival
-  time while the clock runs; the HTTP parse (httptools), the de-chunking, the JSON parse
-  and the checks (chunk count, joined text, end marker) all run after the clock stops,
-  over the reads as they arrived, so its figures (gaps included) mean what the raw
-  client's do. It costs the client the least, so it leaves the most of the machine to
-  the server; the aimock target is judged with it. It ends a stream when the server
-  closes the connection, or itself once a read ends with the chunked body's last chunk
-  (aimock keeps SSE connections alive even when asked to close); a read that only looked
-  like the end leaves the body incomplete, an error the parse counts.
-- raw: asyncio protocols with httptools' C HTTP/1.1 parser, one connection per stream and
-  one JSON parse per socket read, while the clock runs. Against our server it now spends a
-  whole core before the server does, so its rows measure it (NO VERDICT).
-- httpx: one shared `httpx.AsyncClient` sized for N connections, as an application (or the
-  OpenAI SDK) would stream. It saturates a core first (h11 per chunk, and httpcore's pool
-  bookkeeping grows with N), so it shows what such a client sees, not the servers' limit.
-
-Each client's measurements run together; within them the servers are measured back to
-back at every level and repetition (`--repeat`, ratio of medians), so a noisy machine
-affects all of them alike. Every server is first warmed up, per client and format, with
-10 streams and then `--warmup` streams (default 200: node compiles aimock's hot path, our
-server builds its stream templates), so no measured run pays for a cold start.
-
-Baselines (`--baselines`, default both; never dependencies of this project):
-
-- `mockllm` from PyPI in an isolated `uv tool run` environment, lag disabled. By default
-  it gets its best configuration (`--mockllm-mode tuned`): plain `uvicorn` with the same
-  uvicorn version and extras (uvloop, httptools) as ours, no reload, no access log, and a
-  responses file whose mtime is a whole second (mockllm compares the float mtime to a
-  truncated int, so otherwise it re-reads and re-logs the YAML on every lookup).
-  `--mockllm-mode stock` runs its own `mockllm start` CLI (reload on, access log, h11 and
-  the asyncio loop). mockllm looks the answer up twice when streaming (the prompt, then
-  the answer text as if it were a prompt), so its responses file maps the trigger to the
-  text and the text to itself; without that it streams its default answer.
-- `aimock` (`@copilotkit/aimock` on npm, Node), pinned, installed with npm on first use
-  into its own folder under `~/.cache/scaffold-guard-bench/` (`$XDG_CACHE_HOME` is
-  honoured), never into this repository. It runs its `llmock` CLI (`dist/cli.js`) on node
-  with a fixture whose answer is the text, `--chunk-size 1 --latency 0` (one character per
-  chunk, unpaced) and `--log-level silent`.
-
-All input files are generated for the chosen M in a temporary directory.
-
-Formats (`--formats`): after the chat-completions levels, each listed wire format runs
-at `--format-streams` concurrent streams (default 500) with the light client, for our
-server and for each baseline that speaks it, every repetition: `ollama` (`POST /api/chat`,
-NDJSON lines), `responses` (`POST /v1/responses`, the OpenAI Responses API's SSE events),
-`anthropic` (`POST /v1/messages`, Anthropic's Messages API's SSE events), `gemini`
-(`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, Gemini's SSE chunks, as
-google-genai asks for them) and `openai` (chat completions again). Each stream's content is
-parsed after the clock and checked whole. A format is one entry of `FORMATS`.
-
-Targets (a report, not a test):
-
-- our server holds 500 concurrent streams with zero errors and zero lost chunks (every
-  run, every client, and every format level);
-- at least 2x mockllm's chunks/s at 500 streams (every client that measured the servers);
-- at least 2x aimock's chunks/s at 200 streams with the light client.
-
-A missed target prints FAIL and the command exits 1. A client that ran at 90% of a core or
-more while our server had CPU to spare measured itself, not the servers: its ratio is
-printed with NO VERDICT.
-
-Reproduce
----------
-    uv run python benchmarks/mock_throughput.py                      # every target
-    uv run python benchmarks/mock_throughput.py --streams 200 --clients light \\
-        --baselines aimock --repeat 5 --formats ollama --out /tmp/bench.md
-    uv run python benchmarks/mock_throughput.py --skip-baseline      # ours only
+Reproduce: `uv run python benchmarks/mock_throughput.py` (every target; `--help`).
 """
 
 from __future__ import annotations
@@ -105,20 +26,17 @@ import contextlib
 import importlib.metadata
 import itertools
 import json
-import math
 import os
 import platform
 import shlex
 import shutil
-import signal
-import socket
 import statistics
 import string
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar, cast
@@ -126,9 +44,10 @@ from typing import Any, Literal, NamedTuple, TypeVar, cast
 import httptools
 import httpx
 import yaml
+from measure import group_cpu_seconds, percentile
+from servers import RunningServer, ServerSpec, mock_llm_spec, serving
 from verdicts import FAIL, PASS, exit_status, verdict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 FLOW_NAME = "bench"
 TRIGGER = f"[[mock:{FLOW_NAME}]]"
 MODEL = "gpt-4o-mini"
@@ -143,7 +62,6 @@ MOCKLLM = "mockllm"
 AIMOCK = "aimock"
 BASELINES = (MOCKLLM, AIMOCK)
 SERVERS = (OURS, *BASELINES)
-READY_TIMEOUT_S = 180.0
 STREAM_TIMEOUT_S = 300.0
 JSON_DECODER = json.JSONDecoder()
 T = TypeVar("T")
@@ -229,31 +147,6 @@ class LevelResult:
         return self.errors == 0 and self.lost == 0 and self.ok == self.streams
 
 
-@dataclass(frozen=True)
-class ServerSpec:
-    """How to start one server and how to tell that it is ready."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    ready_path: str
-
-
-@dataclass
-class RunningServer:
-    """A started server subprocess (its own process group) and its base URL."""
-
-    spec: ServerSpec
-    proc: subprocess.Popen[bytes]
-    port: int
-    log_path: Path
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
 # ---------------------------------------------------------------------------------------
 # Fixtures: the answer text and each server's configuration
 
@@ -301,30 +194,11 @@ def write_aimock_fixture(directory: Path, text: str) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def uv_executable() -> str:
     found = os.environ.get("UV") or shutil.which("uv")
     if not found:
         raise RuntimeError("the mockllm baseline needs `uv` on PATH (or --baselines aimock)")
     return found
-
-
-def module_spec(
-    module: str, port: int, *args: str, env: dict[str, str] | None = None
-) -> ServerSpec:
-    """`python -m MODULE --host 127.0.0.1 --port PORT ARGS...` from the checkout, ready when
-    its /healthz answers."""
-    argv = [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port), *args]
-    return ServerSpec(module, argv, dict(os.environ) if env is None else env, REPO_ROOT, "/healthz")
-
-
-def ours_spec(flows: Path, port: int) -> ServerSpec:
-    return module_spec(OURS, port, "--flows", str(flows))
 
 
 def mockllm_spec(responses: Path, port: int, mode: MockllmMode) -> ServerSpec:
@@ -397,102 +271,6 @@ def node_version() -> str:
         return "none"
     done = subprocess.run([node, "--version"], capture_output=True, text=True, check=False)
     return done.stdout.strip() or "unknown"
-
-
-# ---------------------------------------------------------------------------------------
-# Server lifecycle
-
-
-def start_server(spec: ServerSpec, port: int, log_dir: Path) -> RunningServer:
-    """Start the server in its own process group, logging to a file (never a pipe)."""
-    log_path = log_dir / f"{spec.name}.log"
-    with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(
-            spec.argv,
-            cwd=spec.cwd,
-            env=spec.env,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return RunningServer(spec, proc, port, log_path)
-
-
-def stop_server(server: RunningServer) -> None:
-    """Terminate the server's process group (only the group this script created)."""
-    if server.proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.proc.pid, signal.SIGTERM)
-        try:
-            server.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.proc.pid, signal.SIGKILL)
-            server.proc.wait(timeout=10)
-    if group_stats(server.proc.pid):  # stragglers of our group (e.g. a reloader's worker)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(server.proc.pid, signal.SIGKILL)
-
-
-def log_tail(server: RunningServer, lines: int = 30) -> str:
-    text = server.log_path.read_text(encoding="utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:])
-
-
-async def wait_ready(server: RunningServer) -> None:
-    """Poll the server's readiness path until it answers 200, or fail with its log."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    url = server.base_url + server.spec.ready_path
-    async with httpx.AsyncClient(timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if server.proc.poll() is not None:
-                raise RuntimeError(
-                    f"{server.spec.name} exited with {server.proc.returncode}:\n" + log_tail(server)
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if (await client.get(url)).status_code == 200:
-                    return
-            await asyncio.sleep(0.1)
-    raise RuntimeError(
-        f"{server.spec.name} not ready after {READY_TIMEOUT_S}s:\n{log_tail(server)}"
-    )
-
-
-@contextlib.asynccontextmanager
-async def serving(
-    spec_for_port: Callable[[int], ServerSpec], log_dir: Path
-) -> AsyncGenerator[RunningServer]:
-    """Start a server on a free port, wait until ready, and always stop it afterwards."""
-    port = free_port()
-    server = start_server(spec_for_port(port), port, log_dir)
-    try:
-        await wait_ready(server)
-        yield server
-    finally:
-        stop_server(server)
-
-
-def group_stats(pgid: int) -> list[list[str]]:
-    """`/proc/PID/stat` fields (after the command name) of the live members of a group."""
-    members: list[list[str]] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid:
-            members.append(fields)
-    return members
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """User+system CPU seconds of the live processes in one process group (Linux /proc)."""
-    ticks = sum(int(fields[11]) + int(fields[12]) for fields in group_stats(pgid))
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------------------------
@@ -920,14 +698,6 @@ async def light_level(
     return await asyncio.gather(*(connected(host, port, protocol) for _ in range(streams)))
 
 
-def percentile(sorted_values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile of an ascending sequence (0.0 when empty)."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
 def gaps_ms(results: Sequence[StreamResult]) -> list[float]:
     """All inter-chunk gaps within each stream, in milliseconds, ascending."""
     gaps: list[float] = []
@@ -1221,7 +991,7 @@ def spec_factories(
 ) -> Iterator[Callable[[int], ServerSpec]]:
     if OURS in args.servers:
         flows = write_ours_flows(workdir, text)
-        yield lambda port: ours_spec(flows, port)
+        yield lambda port: mock_llm_spec(flows, port)
     if MOCKLLM in args.servers:
         responses = write_mockllm_responses(workdir, text, args.mockllm_mode)
         yield lambda port: mockllm_spec(responses, port, args.mockllm_mode)

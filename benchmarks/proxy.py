@@ -37,39 +37,14 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
-from load import (
-    PACED_FLOW,
-    QUESTION,
-    Keys,
-    Turn,
-    measured,
-    ms,
-    post_request,
-    stream_one,
-    ttfds,
-)
-from mock_throughput import RunningServer, ServerSpec, module_spec, ours_spec, serving
+from servers import guard_spec, mock_llm_spec, serving
+from turns import CONTENT, Keys, Turn, chat_streams, measured, ms, ttfds, write_paced_flows
 from verdicts import report, verdict
 
 ADDED_TTFT_TARGET_MS = 5.0
 PACED_READS_SHARE = 0.9
 PACED_END_SLACK_MS = 5.0
 PACED_STREAMS = 5
-CONTENT = b'"content":"'
-
-
-def proxy_spec(mock: RunningServer, port: int) -> ServerSpec:
-    return module_spec("guard", port, "--upstream", f"{mock.base_url}/v1")
-
-
-async def streams(server: RunningServer, flow: str, count: int, keys: Keys) -> list[Turn]:
-    def body() -> dict[str, object]:
-        message = f"{QUESTION} {keys.trigger(flow)}"
-        return {"model": "m", "stream": True, "messages": [{"role": "user", "content": message}]}
-
-    requests = [post_request(server.port, "/v1/chat/completions", body()) for _ in range(count)]
-    return await asyncio.gather(*(stream_one(server.port, r, CONTENT) for r in requests))
 
 
 def text_reads(turn: Turn) -> list[float]:
@@ -85,31 +60,30 @@ async def run(args: argparse.Namespace) -> list[str]:
     keys = Keys()
     with tempfile.TemporaryDirectory(prefix="sg-proxy-") as tmp:
         folder = Path(tmp)
-        flows = folder / "flows.yaml"
-        flows.write_text(yaml.safe_dump({"flows": PACED_FLOW}), encoding="utf-8")
+        flows = write_paced_flows(folder)
         async with (
-            serving(lambda port: ours_spec(flows, port), folder) as mock,
-            serving(lambda port: proxy_spec(mock, port), folder) as proxy,
+            serving(lambda port: mock_llm_spec(flows, port), folder) as mock,
+            serving(lambda port: guard_spec(mock, port), folder) as proxy,
         ):
-            await streams(proxy, "clean", args.streams, keys)  # warm-up: pools fill
+            await chat_streams(proxy, "clean", args.streams, keys)  # warm-up: pools fill
             low: dict[str, list[Turn]] = {"mock": [], "proxy": []}
             for _ in range(args.requests):
-                low["mock"] += await streams(mock, "clean", 1, keys)
-                low["proxy"] += await streams(proxy, "clean", 1, keys)
+                low["mock"] += await chat_streams(mock, "clean", 1, keys)
+                low["proxy"] += await chat_streams(proxy, "clean", 1, keys)
             loaded: dict[str, list[float]] = {"mock": [], "proxy": []}
             rates: dict[str, list[float]] = {"mock": [], "proxy": []}
             proxy_cpu = 0.0
             for _ in range(args.rounds):
                 for name, server in (("mock", mock), ("proxy", proxy)):
-                    done = await measured(server, streams(server, "clean", args.streams, keys))
+                    done = await measured(server, chat_streams(server, "clean", args.streams, keys))
                     loaded[name] += ttfds(done.turns)
                     rates[name].append(len(done.turns) / done.wall_s)
                     if name == "proxy":
                         proxy_cpu += done.server_cpu_s
             paced: dict[str, list[Turn]] = {"mock": [], "proxy": []}
             for _ in range(PACED_STREAMS):
-                paced["mock"] += await streams(mock, "paced", 1, keys)
-                paced["proxy"] += await streams(proxy, "paced", 1, keys)
+                paced["mock"] += await chat_streams(mock, "paced", 1, keys)
+                paced["proxy"] += await chat_streams(proxy, "paced", 1, keys)
 
     failed = [t for turns in low.values() for t in turns if t.error or t.status != 200]
     low_p50 = {name: ms(ttfds(turns), 50) for name, turns in low.items()}

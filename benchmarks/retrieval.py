@@ -33,7 +33,9 @@ from pathlib import Path
 from verdicts import exit_status, verdict
 
 from app.config import BUNDLED_NOTES
-from app.rag.retrieval import NotesIndex, query_terms, sources
+from app.rag.grounding import sources
+from app.rag.index import NotesIndex
+from app.rag.query import query_terms
 
 TARGET_RECALL_AT_3 = 0.9
 SEARCH_LIMIT = 10

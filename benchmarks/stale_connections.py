@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
-from load import QUESTION, Keys, post_request, stream_one
-from mock_throughput import REPO_ROOT, RunningServer, ServerSpec, module_spec, serving
+from servers import REPO_ROOT, RunningServer, ServerSpec, guard_spec, serving
+from turns import QUESTION, Keys, chat_body, chat_streams
 from verdicts import report, verdict
 
 from app.errors import LLMError
@@ -98,16 +98,7 @@ def mock_spec(keep_alive_s: int, port: int) -> ServerSpec:
     )
 
 
-def guard_spec(mock: RunningServer, port: int) -> ServerSpec:
-    return module_spec("guard", port, "--upstream", f"{mock.base_url}/v1")
-
-
 # --- the clients ------------------------------------------------------------------------------
-
-
-def chat_body(keys: Keys) -> dict[str, object]:
-    message = f"{QUESTION} {keys.trigger('clean')}"
-    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": message}]}
 
 
 def plain_burst(session: aiohttp.ClientSession, mock: RunningServer, keys: Keys) -> Burst:
@@ -115,7 +106,7 @@ def plain_burst(session: aiohttp.ClientSession, mock: RunningServer, keys: Keys)
         try:
             async with asyncio.timeout(REQUEST_GUARD_S):
                 async with session.post(
-                    f"{mock.base_url}/v1/chat/completions", json=chat_body(keys)
+                    f"{mock.base_url}/v1/chat/completions", json=chat_body(keys, "clean")
                 ) as response:
                     body = await response.read()
             return response.status == 200 and b"data: [DONE]" in body
@@ -130,10 +121,7 @@ def plain_burst(session: aiohttp.ClientSession, mock: RunningServer, keys: Keys)
 
 def guard_burst(guard: RunningServer, keys: Keys) -> Burst:
     async def burst(n: int) -> int:
-        requests = [
-            post_request(guard.port, "/v1/chat/completions", chat_body(keys)) for _ in range(n)
-        ]
-        turns = await asyncio.gather(*(stream_one(guard.port, r, b'"content":"') for r in requests))
+        turns = await chat_streams(guard, "clean", n, keys)
         return sum(
             1
             for t in turns

@@ -5,8 +5,10 @@ Pure: no I/O, no network, no model, and no import of the app or the mock, so any
 same contract (docs/contract.md, G1 to G12):
 
 - `guardrail.scaffolding`: the streaming filter (`ScaffoldingFilter`), which decides
-  character by character what of a model's answer may be shown, and its registries of
-  model families' markup (`DEFAULT_REGISTRY`, `PROFILES`, `registry_with`);
+  character by character what of a model's answer may be shown;
+- `guardrail.registries`: the model families' markup it strips, as data
+  (`DEFAULT_REGISTRY`, `PROFILES`, `registry_with`), made of `guardrail.patterns`
+  (`Registry`) and `guardrail.shapes`;
 - `guardrail.model_profiles`: the registry `auto` picks from a model's name
   (`registry_for`);
 - `guardrail.policy`: the rest of the contract's rules: one request's answer through a

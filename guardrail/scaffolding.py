@@ -1,33 +1,12 @@
 """Strip a model's raw tool-call scaffolding from streamed answer text, chunk by chunk.
 
-This is the guardrail's core: a pure, incremental filter (no I/O, no model, no imports from
-the rest of the app). `feed(chunk)` returns the text that is safe to show now; `flush()`
-returns what was held back when the stream ends. Which markup counts as scaffolding is
-data: a registry of patterns (guardrail/patterns.py), LFM2's by default, the other
-families' as profiles (guardrail/registries.py).
-
-Semantics (docs/contract.md states them for users; tests pin them):
-- An opener (a span's start marker or a standalone token) is matched exactly, wherever it
-  falls across chunks. It counts where its pattern allows it to begin (anywhere, at a word
-  start, or only at the answer's start), outside code (a fenced block, or an inline code
-  span on its line) for a plain-text marker, and
-  only when what follows fits its hint, if it has one (guardrail/shapes.py). Inside a span
-  only that span's end markers matter (for a braced body: its braces and quotes): a start
-  marker quoted inside a span is data. A span whose end never comes is stripped to the end
-  of the stream. Look-alikes are text: an unknown `<|token|>`, a lone end marker, `a < b`.
-- Minimal hold-back: after every feed, exactly the text that could still become markup is
-  held back: outside a span, the longest suffix that is a proper prefix of an opener, or an
-  opener whose hint is still undecided with what follows it, or the blanks and partial
-  trailer after a span that may still end with one; inside, a prefix of an end marker (or
-  of a quote). Nothing is held when no marker could start there: clean text is never
-  delayed.
-- At stream end held text is read once more as final: a partial opener, an undecided hint
-  and a partial trailer are text after all; an open span is stripped.
-- Cost is linear in the stream: openers are found with one compiled regex per registry,
-  the hold-back check only looks at the last (longest marker - 1) characters, and hints and
-  trailers are bounded shapes. Memory is bounded by the longest marker plus its hint, plus
-  the 200-character preview of the first stripped span, whatever the input: spans are
-  counted, never buffered or listed.
+The guardrail's core: a pure, incremental filter (no I/O, no model, no imports from the
+rest of the app). `feed(chunk)` returns the text that is safe to show now; `flush()`
+returns what was held back when the stream ends. Which markup counts is data: a registry
+of patterns (guardrail/patterns.py), LFM2's by default, the other families' as profiles
+(guardrail/registries.py); whether text sits in markdown code is guardrail/code_context.py.
+The rules (exact markers at any chunking, minimal hold-back, the final read at stream end,
+bounded memory, linear work) are docs/contract.md's "The streaming filter"; tests pin them.
 
 Deliberate choices a reader might want to "fix":
 - Text on both sides of a stripped region is not re-joined and re-scanned. A marker that
@@ -47,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from guardrail.code_context import CodeContext
 from guardrail.patterns import TRAILER_SPACE, Pattern, Registry
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.shapes import Chars, Compiled, Lit, alt, compiled, seq
@@ -131,85 +111,6 @@ def _trailer(pattern: Pattern) -> Compiled:
     return compiled(seq(Chars(r"[ \t\r\n]", 0, TRAILER_SPACE), options))
 
 
-class _Code:
-    """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
-    inline code span on the current line (a run of backticks up to the next run of the
-    same length). A run of backticks at the end of the text counts as ended: what comes next
-    is read after it."""
-
-    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
-
-    def __init__(self) -> None:
-        self.fenced = False
-        self.char = ""
-        self.head = ""
-        self.decided = False
-        self.fence_line = False  # the current line opens or closes a fenced block
-        self.tick = 0  # the backtick run that opened the line's inline code span, if any
-        self.run = 0  # a backtick run at the end of the text, not ended yet
-
-    def copy(self) -> _Code:
-        twin = _Code()
-        for name in _Code.__slots__:
-            setattr(twin, name, getattr(self, name))
-        return twin
-
-    @property
-    def open(self) -> bool:
-        return self.fenced or _ticked(self.tick, self.run) > 0
-
-    def feed(self, text: str) -> None:
-        lines = text.split("\n")
-        for index, piece in enumerate(lines):
-            if index:
-                self.head, self.decided, self.fence_line = "", False, False
-                self.tick, self.run = 0, 0
-            if not self.decided:
-                self.head = (self.head + piece)[:8]
-                self._decide(complete=index < len(lines) - 1)
-            if self.fence_line:
-                continue  # a fence line's backticks open or close a block, not a span
-            if "`" in piece:
-                self._ticks(piece)
-            elif piece and self.run:
-                self.tick, self.run = _ticked(self.tick, self.run), 0
-
-    def _ticks(self, piece: str) -> None:
-        for run in _BACKTICKS.finditer(piece):
-            if run.start() or not self.run:  # text came between: the pending run ended
-                self.tick, self.run = _ticked(self.tick, self.run), 0
-            self.run += run.end() - run.start()
-            if run.end() < len(piece):
-                self.tick, self.run = _ticked(self.tick, self.run), 0
-
-    def _decide(self, complete: bool) -> None:
-        body = self.head.lstrip(" ")
-        if len(self.head) - len(body) > 3:
-            self.decided = True
-            return
-        run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
-        if run >= 3:
-            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
-            if not self.fenced:
-                self.fenced, self.char = True, body[0]
-            elif body[0] == self.char:
-                self.fenced = False
-        elif complete or len(body) > run:
-            self.decided = True
-
-
-_BACKTICKS = re.compile("`+")
-
-
-def _ticked(tick: int, run: int) -> int:
-    """The inline code span's opening run after a run of `run` backticks ended."""
-    if not run:
-        return tick
-    if not tick:
-        return run
-    return 0 if run == tick else tick
-
-
 class ScaffoldingFilter:
     """Incremental scaffolding stripper for one stream. Not reusable after flush()."""
 
@@ -246,7 +147,7 @@ class ScaffoldingFilter:
         self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
         plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
-        self._fences = _Code() if plain else None
+        self._fences = CodeContext() if plain else None
         self._track = bool(self._matcher.bounded)  # keep _last and _at_start up to date
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text

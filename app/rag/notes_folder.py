@@ -1,6 +1,6 @@
 """The notes folder as the app sees it: the virtual root /homelab/ and one walk over its notes.
 
-The index (`app.rag.retrieval`) and the agent's tools (`app.rag.tools`) both show the
+The index (`app.rag.index`) and the agent's tools (`app.rag.tools`) both show the
 notes folder as `/homelab/`. This module is the one place that decides what is in it, so
 the two cannot drift apart: the virtual root, which names are visible, where a symlink may
 lead, the walk over the notes (used by indexing and grep) and the entries of one folder

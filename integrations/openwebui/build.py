@@ -7,8 +7,8 @@ gate with the command to run). `--out PATH` writes elsewhere.
 
 The file is assembled, never edited: Open WebUI's frontmatter docstring, the imports the
 code below it uses, the filter's modules after their imports (all of them: guardrail/
-shapes.py, patterns.py, registries.py, model_profiles.py and scaffolding.py: the filter,
-its registries and `auto`'s choice of them),
+shapes.py, patterns.py, registries.py, model_profiles.py, code_context.py and
+scaffolding.py: the filter, its registries and `auto`'s choice of them),
 the statements of guardrail/policy.py that the template imports and the
 ones those use (MALFORMED_REPLY, RoundFilter, needs_recovery: not the recovery request,
 which a filter cannot send), and the template (filter_template.py) after its imports. The
@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import guardrail.code_context
 import guardrail.model_profiles
 import guardrail.patterns
 import guardrail.policy
@@ -130,6 +131,7 @@ LIBRARY = (
     guardrail.patterns,
     guardrail.registries,
     guardrail.model_profiles,
+    guardrail.code_context,
     guardrail.scaffolding,
 )
 """The library modules pasted whole, each after the ones it imports."""

@@ -715,6 +715,88 @@ def parse_profiles(text: str) -> ProfileChoice:
     return ProfileChoice(auto=False, names=words)
 
 
+# ---- guardrail/code_context.py: the whole module after its imports ----
+
+
+class CodeContext:
+    """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
+    inline code span on the current line (a run of backticks up to the next run of the
+    same length). A run of backticks at the end of the text counts as ended: what comes next
+    is read after it."""
+
+    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
+
+    def __init__(self) -> None:
+        self.fenced = False
+        self.char = ""
+        self.head = ""
+        self.decided = False
+        self.fence_line = False  # the current line opens or closes a fenced block
+        self.tick = 0  # the backtick run that opened the line's inline code span, if any
+        self.run = 0  # a backtick run at the end of the text, not ended yet
+
+    def copy(self) -> CodeContext:
+        twin = CodeContext()
+        for name in CodeContext.__slots__:
+            setattr(twin, name, getattr(self, name))
+        return twin
+
+    @property
+    def open(self) -> bool:
+        return self.fenced or _ticked(self.tick, self.run) > 0
+
+    def feed(self, text: str) -> None:
+        lines = text.split("\n")
+        for index, piece in enumerate(lines):
+            if index:
+                self.head, self.decided, self.fence_line = "", False, False
+                self.tick, self.run = 0, 0
+            if not self.decided:
+                self.head = (self.head + piece)[:8]
+                self._decide(complete=index < len(lines) - 1)
+            if self.fence_line:
+                continue  # a fence line's backticks open or close a block, not a span
+            if "`" in piece:
+                self._ticks(piece)
+            elif piece and self.run:
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+
+    def _ticks(self, piece: str) -> None:
+        for run in _BACKTICKS.finditer(piece):
+            if run.start() or not self.run:  # text came between: the pending run ended
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+            self.run += run.end() - run.start()
+            if run.end() < len(piece):
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+
+    def _decide(self, complete: bool) -> None:
+        body = self.head.lstrip(" ")
+        if len(self.head) - len(body) > 3:
+            self.decided = True
+            return
+        run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
+        if run >= 3:
+            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
+            if not self.fenced:
+                self.fenced, self.char = True, body[0]
+            elif body[0] == self.char:
+                self.fenced = False
+        elif complete or len(body) > run:
+            self.decided = True
+
+
+_BACKTICKS = re.compile("`+")
+
+
+def _ticked(tick: int, run: int) -> int:
+    """The inline code span's opening run after a run of `run` backticks ended."""
+    if not run:
+        return tick
+    if not tick:
+        return run
+    return 0 if run == tick else tick
+
+
 # ---- guardrail/scaffolding.py: the whole module after its imports ----
 
 
@@ -798,85 +880,6 @@ def _trailer(pattern: Pattern) -> Compiled:
     return compiled(seq(Chars(r"[ \t\r\n]", 0, TRAILER_SPACE), options))
 
 
-class _Code:
-    """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
-    inline code span on the current line (a run of backticks up to the next run of the
-    same length). A run of backticks at the end of the text counts as ended: what comes next
-    is read after it."""
-
-    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
-
-    def __init__(self) -> None:
-        self.fenced = False
-        self.char = ""
-        self.head = ""
-        self.decided = False
-        self.fence_line = False  # the current line opens or closes a fenced block
-        self.tick = 0  # the backtick run that opened the line's inline code span, if any
-        self.run = 0  # a backtick run at the end of the text, not ended yet
-
-    def copy(self) -> _Code:
-        twin = _Code()
-        for name in _Code.__slots__:
-            setattr(twin, name, getattr(self, name))
-        return twin
-
-    @property
-    def open(self) -> bool:
-        return self.fenced or _ticked(self.tick, self.run) > 0
-
-    def feed(self, text: str) -> None:
-        lines = text.split("\n")
-        for index, piece in enumerate(lines):
-            if index:
-                self.head, self.decided, self.fence_line = "", False, False
-                self.tick, self.run = 0, 0
-            if not self.decided:
-                self.head = (self.head + piece)[:8]
-                self._decide(complete=index < len(lines) - 1)
-            if self.fence_line:
-                continue  # a fence line's backticks open or close a block, not a span
-            if "`" in piece:
-                self._ticks(piece)
-            elif piece and self.run:
-                self.tick, self.run = _ticked(self.tick, self.run), 0
-
-    def _ticks(self, piece: str) -> None:
-        for run in _BACKTICKS.finditer(piece):
-            if run.start() or not self.run:  # text came between: the pending run ended
-                self.tick, self.run = _ticked(self.tick, self.run), 0
-            self.run += run.end() - run.start()
-            if run.end() < len(piece):
-                self.tick, self.run = _ticked(self.tick, self.run), 0
-
-    def _decide(self, complete: bool) -> None:
-        body = self.head.lstrip(" ")
-        if len(self.head) - len(body) > 3:
-            self.decided = True
-            return
-        run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
-        if run >= 3:
-            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
-            if not self.fenced:
-                self.fenced, self.char = True, body[0]
-            elif body[0] == self.char:
-                self.fenced = False
-        elif complete or len(body) > run:
-            self.decided = True
-
-
-_BACKTICKS = re.compile("`+")
-
-
-def _ticked(tick: int, run: int) -> int:
-    """The inline code span's opening run after a run of `run` backticks ended."""
-    if not run:
-        return tick
-    if not tick:
-        return run
-    return 0 if run == tick else tick
-
-
 class ScaffoldingFilter:
     """Incremental scaffolding stripper for one stream. Not reusable after flush()."""
 
@@ -913,7 +916,7 @@ class ScaffoldingFilter:
         self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
         plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
-        self._fences = _Code() if plain else None
+        self._fences = CodeContext() if plain else None
         self._track = bool(self._matcher.bounded)  # keep _last and _at_start up to date
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text

@@ -1,13 +1,18 @@
-"""Unit layer: pure modules only, no sockets. Shared builders for steps and plans."""
+"""Unit layer: pure modules only, no sockets. Shared builders for steps and plans, and the
+bundled sample notes' index."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import TypeAdapter
 
+import app
+from app.rag.index import NotesIndex
 from mock_llm import wire
 from mock_llm.flows import Step, ToolCall
 from mock_llm.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
@@ -75,3 +80,13 @@ def sent_body(p: ResponsePlan) -> dict[str, Any]:
 @pytest.fixture
 def meta() -> wire.CompletionMeta:
     return META
+
+
+SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
+
+
+@pytest.fixture(scope="module")
+def sample_index() -> Iterator[NotesIndex]:
+    """The bundled sample notes, indexed in memory once per test module."""
+    with NotesIndex(SAMPLE_NOTES, ":memory:", refresh_interval_s=3600) as idx:
+        yield idx

@@ -14,8 +14,9 @@ import pytest
 
 from app.cli import DEMO_FLOWS
 from app.config import BUNDLED_NOTES
+from app.rag.grounding import is_grounded
+from app.rag.index import NotesIndex
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
-from app.rag.retrieval import NotesIndex, is_grounded
 from mock_llm.flow_file import load_flow_file
 from mock_llm.response_plan import RequestShape, plan_response
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from app.rag.grounding import sources
+from app.rag.index import NotesIndex
 from app.rag.notes_folder import (
     FOLDER_UNREADABLE,
     LEADS_OUT,
@@ -29,7 +31,6 @@ from app.rag.notes_folder import (
     virtual_path,
     walk_notes,
 )
-from app.rag.retrieval import NotesIndex, sources
 from app.rag.tools import NotesTools
 from app.rag.types import ToolOutcome
 

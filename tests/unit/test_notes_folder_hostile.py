@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from app.rag.retrieval import NotesIndex, SkippedFile, sources
+from app.rag.grounding import sources
+from app.rag.index import NotesIndex, SkippedFile
 from app.rag.tools import MAX_FULL_READ_BYTES, MAX_GREP_FILE_BYTES, NotesTools
 
 from .fakes import patient_tools

@@ -1,4 +1,4 @@
-"""NotesIndex: heading chunking, incremental refresh, safe FTS5 queries, BM25 ranking, grounding."""
+"""NotesIndex: BM25 search over heading sections, incremental refresh, skipped notes."""
 
 from __future__ import annotations
 
@@ -10,30 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-import app
-from app.rag import retrieval
-from app.rag.retrieval import (
-    MAX_QUERY_TERMS,
-    NotesIndex,
-    RefreshReport,
-    Section,
-    SkippedFile,
-    alias_words,
-    is_grounded,
-    match_expression,
-    query_terms,
-    require_fts5,
-    sources,
-    split_sections,
-)
+from app.rag import index as index_module
+from app.rag.grounding import sources
+from app.rag.index import NotesIndex, RefreshReport, SkippedFile, require_fts5
 from app.rag.types import Hit
 
+from .conftest import SAMPLE_NOTES
 from .files import NOT_UTF8, refuse_open_of, write
-
-SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
 
 
 @pytest.fixture
@@ -49,221 +33,8 @@ def index(notes: Path, tmp_path: Path) -> Iterator[NotesIndex]:
         yield idx
 
 
-@pytest.fixture(scope="module")
-def sample_index() -> Iterator[NotesIndex]:
-    with NotesIndex(SAMPLE_NOTES, ":memory:", refresh_interval_s=3600) as idx:
-        yield idx
-
-
 def paths(hits: list[Hit]) -> list[str]:
     return [h.path for h in hits]
-
-
-# --- chunking ----------------------------------------------------------------------------
-
-
-def test_each_heading_starts_a_section_that_runs_to_the_next_heading():
-    text = "# Backups\nintro\n## Schedule\nnightly at 02:00\n\nand more\n## Restore\nsteps\n"
-    assert [(s.heading, s.body) for s in split_sections(text, "stem")] == [
-        ("Backups", "intro"),
-        ("Schedule", "nightly at 02:00\n\nand more"),
-        ("Restore", "steps"),
-    ]
-
-
-def test_text_before_the_first_heading_is_titled_with_the_first_heading():
-    sections = split_sections("lead paragraph\n\n# Real title\nbody\n", "stem")
-    assert sections[0] == Section(heading="Real title", trail="Real title", body="lead paragraph")
-
-
-def test_a_note_without_headings_is_one_section_titled_with_the_file_stem():
-    assert split_sections("just text\n", "dns") == [Section("dns", "dns", "just text")]
-
-
-def test_the_trail_holds_the_open_parent_headings():
-    text = "# Backups\n## Schedule\nx\n### Weekly\ny\n## Restore\nz\n# Other\nw\n"
-    assert [s.trail for s in split_sections(text, "stem")] == [
-        "Backups / Schedule",
-        "Backups / Schedule / Weekly",
-        "Backups / Restore",
-        "Other",
-    ]
-
-
-def test_headings_without_body_are_left_out():
-    assert [s.heading for s in split_sections("# A\n## B\n\n## C\ntext\n", "stem")] == ["C"]
-
-
-@pytest.mark.parametrize(
-    ("line", "heading"),
-    [
-        ("# Title", "Title"),
-        ("###### Six", "Six"),
-        ("## Closed ##", "Closed"),
-        ("   ## Indented three", "Indented three"),
-        ("## C# notes", "C# notes"),
-        ("#hashtag", None),
-        ("####### seven", None),
-        ("    # four spaces is code", None),
-    ],
-)
-def test_atx_heading_lines_are_recognised(line: str, heading: str | None):
-    sections = split_sections(f"{line}\nbody\n", "stem")
-    assert sections[0].heading == (heading if heading is not None else "stem")
-
-
-@pytest.mark.parametrize("fence", ["```", "~~~", "````"])
-def test_hash_lines_inside_fenced_code_are_not_headings(fence: str):
-    text = f"# Runbook\n{fence}bash\n# stop the service\nsystemctl stop x\n{fence}\nafter\n"
-    sections = split_sections(text, "stem")
-    assert [s.heading for s in sections] == ["Runbook"]
-    assert "# stop the service" in sections[0].body
-
-
-def test_a_shorter_or_other_fence_does_not_close_a_code_block():
-    text = "# T\n````\n```\n~~~\n# not a heading\n````\n## Real\nx\n"
-    assert [s.heading for s in split_sections(text, "stem")] == ["T", "Real"]
-
-
-def test_crlf_line_endings_are_handled():
-    assert split_sections("# A\r\nbody\r\n## B\r\nmore\r\n", "s")[1] == Section(
-        "B", "A / B", "more"
-    )
-
-
-def test_long_sections_split_on_paragraph_boundaries_within_the_cap():
-    paragraphs = [f"paragraph {n} " + "word " * 30 for n in range(20)]
-    text = "# Big\n" + "\n\n".join(p.strip() for p in paragraphs)
-    sections = split_sections(text, "stem", max_chars=400)
-    assert len(sections) > 1
-    assert all(len(s.body) <= 400 for s in sections)
-    assert all(s.heading == "Big" for s in sections)
-    # no paragraph is cut: each one is whole in exactly one piece
-    for p in paragraphs:
-        assert sum(p.strip() in s.body for s in sections) == 1
-
-
-def test_a_paragraph_longer_than_the_cap_is_split_by_lines_then_cut():
-    long_line = "x" * 250
-    text = "# Big\n" + "\n".join(["short line"] * 5 + [long_line])
-    sections = split_sections(text, "stem", max_chars=100)
-    assert all(len(s.body) <= 100 for s in sections)
-    assert "".join(s.body for s in sections).count("x") == 250
-    assert sections[0].body.startswith("short line\nshort line")
-
-
-# --- queries -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("query", "terms"),
-    [
-        ("When do backups run?", ["backups", "run"]),
-        ("How do I restore THE backup, the BACKUP?", ["restore", "backup"]),
-        ("what's the deal", ["deal"]),
-        ("restic_backup.service", ["restic", "backup", "service"]),
-        ("at 02:00", ["02", "00"]),
-        ("x" * 65 + " dns", ["dns"]),
-        ("", []),
-        ("how do I do the what", []),
-    ],
-)
-def test_query_terms_are_the_meaningful_words(query: str, terms: list[str]):
-    assert query_terms(query) == terms
-
-
-@pytest.mark.parametrize(
-    "trigger",
-    [
-        "[[mock:tool-then-answer#t1a2b3c4d5e6]]",
-        "[[mock:clean]]",
-        "[[MOCK:slow#k_1-2]]",
-        "[[mock:clean#typo[1]]",
-        "[[mock:unclosed",
-    ],
-)
-def test_a_mock_trigger_is_not_part_of_the_question(sample_index: NotesIndex, trigger: str):
-    question = "When do the backups run and how are they verified?"
-    assert query_terms(f"{question} {trigger}") == query_terms(question)
-    assert sample_index.search(f"{trigger}{question}") == sample_index.search(question)
-
-
-def test_other_double_brackets_are_words():
-    assert query_terms("what does [[backups]] say") == ["backups", "say"]
-
-
-def test_query_terms_are_capped():
-    words = " ".join(f"word{n}" for n in range(100))
-    assert len(query_terms(words)) == MAX_QUERY_TERMS
-
-
-@pytest.mark.parametrize(
-    ("text", "aliases"),
-    [
-        ("`nas01` (10.10.20.20)", ["ip", "nas"]),
-        ("pve1 / pve2 on X11SCH-F boards", ["pve", "pve", "x", "sch"]),
-        ("nas01.lab.home.arpa", ["nas"]),
-        ("https://10.10.10.1:8443 and 10.10.20.0/24, 10.10.20.11-13.", ["ip", "ip", "ip"]),
-        ("fd00::20 and 2001:db8::/32", ["ip", "ip"]),
-        ("plain words, 2026 and 02:00:00", []),
-        ("300.1.1.1 1.2.3.4.5 aa:bb:cc:dd:ee:ff bad::cafe Upgrade::Origins", []),
-    ],
-)
-def test_alias_words_split_mixed_words_and_name_written_addresses(text: str, aliases: list[str]):
-    assert alias_words(text) == aliases
-
-
-def test_match_expression_quotes_and_ors_each_term():
-    expression = match_expression('backup" NEAR(restic* AND zfs) -x')
-    assert expression == '"backup" OR "near" OR "restic" OR "zfs"'
-
-
-@pytest.mark.parametrize("query", ["", "   ", "the a how do I", "?!.,;:", "'s"])
-def test_empty_or_stop_word_only_queries_find_nothing(sample_index: NotesIndex, query: str):
-    assert match_expression(query) is None
-    assert sample_index.search(query) == []
-
-
-HOSTILE = [
-    '"',
-    '""',
-    "'",
-    "*",
-    "backup*",
-    '"backup',
-    "NEAR(backup restic)",
-    "NEAR/2",
-    "backup AND",
-    "AND OR NOT",
-    "(",
-    ")",
-    "-backup",
-    "+restic",
-    "^backup",
-    "trail:backup",
-    "{trail body}: backup",
-    "'; DROP TABLE notes_sections; --",
-    "backup\x00restic",
-    "🔥 backup 🔥",
-    "e\u0301",
-    "_",
-    "backup OR",
-    ":::",
-]
-
-
-@pytest.mark.parametrize("query", HOSTILE)
-def test_hostile_queries_never_break_the_fts_syntax(sample_index: NotesIndex, query: str):
-    assert isinstance(sample_index.search(query), list)
-
-
-@given(st.text(max_size=200))
-def test_any_text_is_a_valid_query(sample_index: NotesIndex, query: str):
-    hits = sample_index.search(query)
-    assert all(h.path.startswith("/homelab/") for h in hits)
-
-
-# --- search ------------------------------------------------------------------------------
 
 
 def test_search_returns_hits_with_virtual_paths_best_first(notes: Path, index: NotesIndex):
@@ -394,14 +165,11 @@ def test_scores_follow_a_refresh_by_another_process_on_the_same_file(notes: Path
 def test_the_kept_word_counts_are_bounded(
     notes: Path, index: NotesIndex, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(retrieval, "MAX_CACHED_COUNTS", 8)
+    monkeypatch.setattr(index_module, "MAX_CACHED_COUNTS", 8)
     write(notes / "a.md", "# Words\n" + " ".join(f"word{n}" for n in range(40)) + "\n")
     for n in range(40):
         assert index.search(f"word{n} word{n + 1}")
         assert len(index._counts) <= 8  # pyright: ignore[reportPrivateUsage]
-
-
-# --- refresh -----------------------------------------------------------------------------
 
 
 def test_first_refresh_adds_every_note_and_the_next_changes_nothing(notes: Path, index: NotesIndex):
@@ -693,71 +461,9 @@ def test_the_index_does_not_open_without_fts5(monkeypatch: pytest.MonkeyPatch, t
     def no_fts5(conn: sqlite3.Connection) -> None:
         raise RuntimeError("without FTS5")
 
-    monkeypatch.setattr(retrieval, "require_fts5", no_fts5)
+    monkeypatch.setattr(index_module, "require_fts5", no_fts5)
     with pytest.raises(RuntimeError, match="without FTS5"):
         NotesIndex(tmp_path, tmp_path / "i.db")
-
-
-# --- grounding and sources ---------------------------------------------------------------
-
-
-def hit(path: str, score: float) -> Hit:
-    return Hit(path=path, heading="h", text="t", score=score)
-
-
-@pytest.mark.parametrize(
-    ("scores", "threshold", "grounded"),
-    [
-        ([], 0.5, False),
-        ([0.49], 0.5, False),
-        ([0.5], 0.5, True),
-        ([1.7, 0.2], 0.5, True),
-        ([0.2, 0.1], 0.5, False),
-    ],
-)
-def test_is_grounded_when_the_best_score_reaches_the_threshold(
-    scores: list[float], threshold: float, grounded: bool
-):
-    assert is_grounded([hit("/homelab/a.md", s) for s in scores], threshold) is grounded
-
-
-def test_sources_are_distinct_paths_in_rank_order():
-    hits = [hit(p, 1.0) for p in ["/homelab/b.md", "/homelab/a.md", "/homelab/b.md"]]
-    assert sources(hits) == ["/homelab/b.md", "/homelab/a.md"]
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "When do backups run?",
-        "How do I restore a file from a backup?",
-        "how is DNS set up for the local zone",
-        "how are certificates renewed",
-        "how do I add a VPN peer",
-        "which VMs run on the Proxmox cluster",
-        "when are ZFS scrubs",
-        "How do I check the UPS battery?",
-        "what is the retention policy for backups",
-        "how do I restore the nextcloud database",
-    ],
-)
-def test_questions_the_sample_notes_answer_are_grounded(sample_index: NotesIndex, question: str):
-    assert is_grounded(sample_index.search(question))
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "What is the capital of France?",
-        "Write me a poem about cats",
-        "best pizza recipe for dinner",
-        "who won the world cup in 2018",
-        "how do I change a car tire",
-        "what time is it in Tokyo",
-    ],
-)
-def test_off_topic_questions_are_not_grounded(sample_index: NotesIndex, question: str):
-    assert not is_grounded(sample_index.search(question))
 
 
 def test_the_backup_question_finds_the_backup_runbook(sample_index: NotesIndex):

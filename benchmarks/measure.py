@@ -1,0 +1,38 @@
+"""How the benchmarks measure: a process group's CPU time, a nearest-rank percentile."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def group_stats(pgid: int) -> list[list[str]]:
+    """`/proc/PID/stat` fields (after the command name) of the live members of a group."""
+    members: list[list[str]] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid:
+            members.append(fields)
+    return members
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """User+system CPU seconds of the live processes in one process group (Linux /proc)."""
+    ticks = sum(int(fields[11]) + int(fields[12]) for fields in group_stats(pgid))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of an ascending sequence (0.0 when empty)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]

@@ -1,0 +1,94 @@
+"""Whether a streamed answer so far ends inside markdown code. Pure.
+
+The filter leaves plain-text markers (`<tool_call>`, `[TOOL_CALLS]`) alone inside code, so a
+markdown example of a format is not eaten (docs/contract.md, the streaming filter, rule 6).
+`CodeContext.feed(text)` reads the answer piece by piece; `open` says whether what came
+last is inside a fenced block (``` or ~~~ lines) or an inline code span on its line.
+
+Deliberate choice a reader might want to "fix": inline code is read one line at a time, and
+a backtick run with no closing run keeps the rest of its line inside code, so a stray
+backtick lets a plain-text leak on that line through rather than risk eating an example.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class CodeContext:
+    """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
+    inline code span on the current line (a run of backticks up to the next run of the
+    same length). A run of backticks at the end of the text counts as ended: what comes next
+    is read after it."""
+
+    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
+
+    def __init__(self) -> None:
+        self.fenced = False
+        self.char = ""
+        self.head = ""
+        self.decided = False
+        self.fence_line = False  # the current line opens or closes a fenced block
+        self.tick = 0  # the backtick run that opened the line's inline code span, if any
+        self.run = 0  # a backtick run at the end of the text, not ended yet
+
+    def copy(self) -> CodeContext:
+        twin = CodeContext()
+        for name in CodeContext.__slots__:
+            setattr(twin, name, getattr(self, name))
+        return twin
+
+    @property
+    def open(self) -> bool:
+        return self.fenced or _ticked(self.tick, self.run) > 0
+
+    def feed(self, text: str) -> None:
+        lines = text.split("\n")
+        for index, piece in enumerate(lines):
+            if index:
+                self.head, self.decided, self.fence_line = "", False, False
+                self.tick, self.run = 0, 0
+            if not self.decided:
+                self.head = (self.head + piece)[:8]
+                self._decide(complete=index < len(lines) - 1)
+            if self.fence_line:
+                continue  # a fence line's backticks open or close a block, not a span
+            if "`" in piece:
+                self._ticks(piece)
+            elif piece and self.run:
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+
+    def _ticks(self, piece: str) -> None:
+        for run in _BACKTICKS.finditer(piece):
+            if run.start() or not self.run:  # text came between: the pending run ended
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+            self.run += run.end() - run.start()
+            if run.end() < len(piece):
+                self.tick, self.run = _ticked(self.tick, self.run), 0
+
+    def _decide(self, complete: bool) -> None:
+        body = self.head.lstrip(" ")
+        if len(self.head) - len(body) > 3:
+            self.decided = True
+            return
+        run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
+        if run >= 3:
+            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
+            if not self.fenced:
+                self.fenced, self.char = True, body[0]
+            elif body[0] == self.char:
+                self.fenced = False
+        elif complete or len(body) > run:
+            self.decided = True
+
+
+_BACKTICKS = re.compile("`+")
+
+
+def _ticked(tick: int, run: int) -> int:
+    """The inline code span's opening run after a run of `run` backticks ended."""
+    if not run:
+        return tick
+    if not tick:
+        return run
+    return 0 if run == tick else tick
