@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.monotonic() - started
             report = Path(scratch) / route / "report.md"
             table = report.read_text(encoding="utf-8") if report.exists() else "(no report)\n"
-            problem = expected_verdicts(route, result.verdicts, result.returncode)
+            problem = expected_verdicts(route, result.report, result.returncode)
             verdict = "as expected" if problem is None else f"NOT as expected: {problem}"
             print(f"openwebui_report: {route}: {verdict} ({wall:.0f} s)", flush=True)
             if problem is not None:

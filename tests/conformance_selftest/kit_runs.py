@@ -1,14 +1,17 @@
-"""The whole conformance kit run against an app, as a user runs it, and its verdicts read.
+"""The whole conformance kit run against an app, as a user runs it, and its results read.
 
-`run_kit` starts `python -m pytest --pyargs conformance` in a subprocess against an app and
-a mock that are already served, bounded by KIT_DEADLINE_S as a hang guard, and reads each
-test's outcome and clause from its JUnit XML and each clause's verdict from its report.
+`run_kit` starts `python -m pytest --pyargs conformance` in a subprocess (its own process
+group, so its browser goes with it) against an app and a mock that are already served,
+bounded by KIT_DEADLINE_S as a hang guard, and reads each test's outcome, clause and
+message from its JUnit XML and each clause's verdict from its markdown report. Results are
+read from the files the run wrote, never from its timing.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
+import signal
 import subprocess
 import sys
 import time
@@ -18,15 +21,19 @@ from pathlib import Path
 
 import pytest
 
+from conformance.clauses import BY_ID
+
+from ..processes import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 KIT_DEADLINE_S = 600.0
 """The longest a whole kit run may take, a hang guard (a healthy run takes 15 s to two
-minutes)."""
+minutes), never a claim about how fast it is."""
 CASES = ROOT / "tests" / "fixtures" / "cases" / "lfm2-leak.yaml"
 """Two LFM2 leaks with their expected outcomes (one recovered, one ending in the malformed-reply
 error), for the kit's CASE clause (`--cases`)."""
 KEPT_ENV = ("CONFORMANCE_CHROMIUM", "CONFORMANCE_TURN_TIMEOUT")
-"""The kit's environment variables passed on; the others would override this run's target."""
+"""The kit's environment variables a run inherits; the others would override its target."""
 STOP_SLACK = ("--stop-within-ms", "5000")
 """G11's bound in every self-test kit run, as in validate.sh: load-proof slack over the
 default 1000 ms, so no verdict depends on machine load. The target that breaks G11
@@ -35,88 +42,126 @@ default 1000 ms, so no verdict depends on machine load. The target that breaks G
 
 
 @dataclass(frozen=True)
-class KitResult:
+class Case:
+    """One conformance test as the run's JUnit file has it."""
+
+    name: str
+    clause: str
+    flow: str
+    outcome: str  # passed | failed | error | skipped | xfailed
+    message: str  # the failure's whole text ('' unless failed or error)
+    verdict: str  # the kit's own verdict property (passed, failed, skipped, ...)
+
+
+@dataclass(frozen=True)
+class KitRun:
     returncode: int
     output: str
     wall_s: float
-    cases: dict[str, str]  # test name -> passed | failed | error | skipped
-    clauses: dict[str, str]  # test name -> its clause
-    verdicts: dict[str, str]  # clause -> the report's verdict
+    cases: list[Case]
+    report: dict[str, str]  # clause id -> its verdict in the markdown report
+    artifacts: Path  # where the run's failing tests left their evidence
+    traced: bool  # whether the run kept Playwright traces of its failures
 
-    def explain(self) -> str:
-        return f"kit exit {self.returncode} after {self.wall_s:.0f} s:\n{self.output[-6000:]}"
+    def failing(self) -> set[str]:
+        return {case.clause for case in self.cases if case.outcome in ("failed", "error")}
+
+    def with_verdict(self, verdict: str) -> set[str]:
+        """The clauses the report gives `verdict`."""
+        return {clause for clause, v in self.report.items() if v == verdict}
+
+    def describe(self) -> str:
+        """The exit and the run's summary (the tail of its output when it has none), for
+        an assertion message."""
+        lines = self.output.splitlines()
+        summary = [i for i, line in enumerate(lines) if "short test summary info" in line]
+        tail = lines[summary[-1] :] if summary else lines[-80:]
+        return f"kit exit {self.returncode} after {self.wall_s:.0f} s:\n" + "\n".join(tail)
 
 
-def run_kit(
-    app_url: str | None, mock_url: str | None, profile: Path | None, out: Path, *extra: str
-) -> KitResult:
+def kit_command(*args: str) -> list[str]:
+    """The kit's command line, with G11's load-proof slack (STOP_SLACK)."""
+    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q", *STOP_SLACK]
+    command += ["-p", "no:cacheprovider", "-p", "no:randomly"]
+    if importlib.util.find_spec("xdist") is not None:
+        command += ["-n", "0"]
+    return [*command, *args]
+
+
+def run_kit(app_url: str | None, mock_url: str | None, profile: Path | None, out: Path,
+            *extra: str, trace: str = "dom") -> KitRun:  # fmt: skip
     """The kit against an app and its mock, or (all three None) against the reference app
-    it starts itself."""
+    it starts itself; what it wrote to `out`, read back."""
+    out.mkdir(parents=True, exist_ok=True)
     junit, report = out / "junit.xml", out / "report.md"
     target: list[str] = []
     if app_url is not None and mock_url is not None:
         target = ["--app-url", f"{app_url}/", "--mock-url", mock_url]
     if profile is not None:
         target += ["--profile", str(profile)]
-    command = [
-        sys.executable, "-m", "pytest", "--pyargs", "conformance", *target,
-        "--conformance-report", str(report),
-        "--junitxml", str(junit), "--conformance-artifacts", str(out / "artifacts"),
-        *STOP_SLACK, "-p", "no:cacheprovider", "-n", "0", "-q", *extra,
-    ]  # fmt: skip
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("CONFORMANCE_") or name in KEPT_ENV
-    }
+    command = kit_command(
+        *target, "--junitxml", str(junit), "--conformance-report", str(report),
+        "--conformance-artifacts", str(out / "artifacts"), "--conformance-trace", trace,
+        *extra,
+    )  # fmt: skip
+    home = out / "home"
+    home.mkdir(exist_ok=True)
     started = time.monotonic()
-    try:
-        done = subprocess.run(
+    with (out / "output.txt").open("w+", encoding="utf-8") as output:
+        process = subprocess.Popen(
             command,
             cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=KIT_DEADLINE_S,
-            check=False,
+            env=child_env(home, **{k: v for k, v in os.environ.items() if k in KEPT_ENV}),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the browser goes with it
         )
-    except subprocess.TimeoutExpired as exc:
-        output = (exc.stdout or b"").decode(errors="replace")  # bytes, even with text=True
-        pytest.fail(f"the kit run did not end within {KIT_DEADLINE_S:g} s:\n{output[-6000:]}")
-    cases, clauses = read_junit(junit) if junit.exists() else ({}, {})
-    verdicts = read_report(report) if report.exists() else {}
-    return KitResult(
-        done.returncode,
-        done.stdout + done.stderr,
-        time.monotonic() - started,
-        cases,
-        clauses,
-        verdicts,
-    )
+        try:
+            returncode = process.wait(timeout=KIT_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            output.seek(0)
+            pytest.fail(f"the kit run did not end within {KIT_DEADLINE_S:g} s:\n{output.read()}")
+        output.seek(0)
+        text = output.read()
+    assert junit.is_file(), f"the kit run (exit {returncode}) wrote no JUnit file:\n{text}"
+    return KitRun(returncode, text, time.monotonic() - started, read_junit(junit),
+                  read_report(report), out / "artifacts", traced=trace != "off")  # fmt: skip
 
 
-def read_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """Each test's outcome, and its clause (from the kit's JUnit properties)."""
-    cases: dict[str, str] = {}
-    clauses: dict[str, str] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        name = case.get("name", "")
-        outcome = "passed"
-        for tag in ("failure", "error", "skipped"):
-            if case.find(tag) is not None:
-                outcome = "failed" if tag == "failure" else tag
-        cases[name] = outcome
-        for prop in case.iter("property"):
-            if prop.get("name") == "conformance_clause":
-                clauses[name] = prop.get("value", "")
-    return cases, clauses
+def read_junit(path: Path) -> list[Case]:
+    cases: list[Case] = []
+    for testcase in ET.parse(path).getroot().iter("testcase"):
+        properties = {p.get("name"): p.get("value") or "" for p in testcase.iter("property")}
+        outcome, message = "passed", ""
+        for child in testcase:
+            if child.tag in ("failure", "error"):
+                outcome = "failed" if child.tag == "failure" else "error"
+                message = f"{child.get('message', '')}\n{child.text or ''}"
+                break
+            if child.tag == "skipped":
+                outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+        cases.append(
+            Case(
+                name=testcase.get("name", ""),
+                clause=properties.get("conformance_clause", ""),
+                flow=properties.get("conformance_flow", ""),
+                outcome=outcome,
+                message=message,
+                verdict=properties.get("conformance_verdict", ""),
+            )
+        )
+    return cases
 
 
 def read_report(path: Path) -> dict[str, str]:
-    """Clause -> verdict, from the report's table (`| id | title | verdict | tests |`)."""
-    verdicts: dict[str, str] = {}
+    """The verdict column of the markdown report, by clause id ({} if none was written)."""
+    if not path.is_file():
+        return {}
+    rows: dict[str, str] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-        if len(cells) == 4 and cells[0] != "clause" and not set(cells[0]) <= set("-: "):
-            verdicts[cells[0]] = cells[2]  # a clause's row, not the header or its rule
-    return verdicts
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if len(cells) == 4 and cells[0] in BY_ID:
+            rows[cells[0]] = cells[2]
+    return rows

@@ -27,7 +27,7 @@ from mock_llm import JournalRecord, MockClient, serve_mock
 
 from ..deadlines import DEADLINE_S
 from .foreign import PROFILE, TITLE_PROMPT, serve_foreign
-from .kit_runs import CASES, KIT_DEADLINE_S, KitResult, run_kit
+from .kit_runs import CASES, KIT_DEADLINE_S, KitRun, run_kit
 
 SETTLE_MS = 300
 
@@ -35,17 +35,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLIN
 
 
 @dataclass(frozen=True)
-class KitRun:
-    run: KitResult
+class ForeignRun:
+    run: KitRun
     journal: dict[str, list[JournalRecord]]  # KEY -> its entries, settled
     expected: dict[str, Expected]  # flow -> the outcome its expect block states
 
-    def explain(self) -> str:
-        return self.run.explain()
-
 
 @pytest.fixture(scope="module")
-def kit(tmp_path_factory: pytest.TempPathFactory) -> KitRun:
+def kit(tmp_path_factory: pytest.TempPathFactory) -> ForeignRun:
     out = tmp_path_factory.mktemp("foreign-kit")
     log = out / "foreign.log"
     with serve_mock() as mock_url, serve_foreign(mock_url, log) as app_url:
@@ -65,28 +62,28 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> KitRun:
                 for f in mock.flows()
                 if f.expect is not None
             }
-    return KitRun(run, journal, expected)
+    return ForeignRun(run, journal, expected)
 
 
-def test_the_kit_passes_foreign_chat_on_every_clause(kit: KitRun) -> None:
-    assert kit.run.cases, f"the kit wrote no JUnit results; {kit.explain()}"
+def test_the_kit_passes_foreign_chat_on_every_clause(kit: ForeignRun) -> None:
+    assert kit.run.cases, f"the kit wrote no JUnit results; {kit.run.describe()}"
     not_passed = {
-        name: outcome
-        for name, outcome in kit.run.cases.items()
-        if outcome != "passed"
-        and not (outcome == "skipped" and BY_ID[kit.run.clauses[name]].by_model)
+        case.name: case.outcome
+        for case in kit.run.cases
+        if case.outcome != "passed"
+        and not (case.outcome == "skipped" and BY_ID[case.clause].by_model)
     }  # a family flow the app's model does not take is judged by the other clause: skipped
-    assert not not_passed, f"{not_passed}; {kit.explain()}"
-    assert kit.run.returncode == 0, kit.explain()
+    assert not not_passed, f"{not_passed}; {kit.run.describe()}"
+    assert kit.run.returncode == 0, kit.run.describe()
     # The profile declares every capability, so no clause may skip, and every one was run
     # (CASE too: the run is given a recorded leak).
-    assert {clause.id: kit.run.verdicts.get(clause.id) for clause in CLAUSES} == {
+    assert {clause.id: kit.run.report.get(clause.id) for clause in CLAUSES} == {
         clause.id: "passed" for clause in CLAUSES
-    }, kit.explain()
-    assert set(kit.run.clauses.values()) == {clause.id for clause in CLAUSES}
+    }, kit.run.describe()
+    assert {case.clause for case in kit.run.cases} == {clause.id for clause in CLAUSES}
 
 
-def test_every_title_call_was_a_side_call_the_kit_did_not_count(kit: KitRun) -> None:
+def test_every_title_call_was_a_side_call_the_kit_did_not_count(kit: ForeignRun) -> None:
     assert kit.journal, "the mock journalled nothing"
     checked = 0
     for key, entries in kit.journal.items():

@@ -17,21 +17,15 @@ baseline (`--expected-failures`) end to end against a broken target.
 
 The kit runs in a subprocess, never in-process: it keeps session state (its run id, its
 verdicts) and drives its own sync Playwright, which the pytest that runs this module must
-not share. Each run is bounded by KIT_RUN_DEADLINE_S, a hang guard; results are read from
+not share. Each run is bounded by kit_runs.KIT_DEADLINE_S, a hang guard; results are read from
 the files the run wrote, never from its timing. Needs chromium (the kit's default path), so
 this module is not part of the unit and integration run; see docs/conformance.md.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,19 +40,13 @@ from conformance.profile import load_profile
 from mock_llm import serve_mock
 
 from ..deadlines import DEADLINE_S
-from ..processes import child_env
-from .kit_runs import STOP_SLACK
+from .kit_runs import KIT_DEADLINE_S, Case, KitRun, run_kit
 from .targets import ALSO_FAILS, BREAKS, MODES, PROFILES, serve_target
 
 ROOT = Path(__file__).resolve().parents[2]
-KIT_RUN_DEADLINE_S = 300.0
-"""The longest one whole kit run (22 tests, two or three turns each) may take: a hang
-guard for a run that stopped making progress, never a claim about how fast it is."""
-TEST_TIMEOUT_S = KIT_RUN_DEADLINE_S + 2 * DEADLINE_S
+TEST_TIMEOUT_S = KIT_DEADLINE_S + 2 * DEADLINE_S
 """pytest-timeout for a test with one kit run: past the run's own deadline, so that one
 reports first, with the run's output."""
-KEPT_ENV = ("CONFORMANCE_CHROMIUM", "CONFORMANCE_TURN_TIMEOUT")
-"""The kit's environment variables a run inherits; the others would override its target."""
 MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
 VERDICT_OF = {"passed": "passed", "failed": "failed", "error": "failed", "skipped": "skipped",
               "xfailed": "expected failure"}  # fmt: skip
@@ -72,125 +60,6 @@ CLAUSE_FAILED = re.compile(r"conformance clause (?P<clause>\w+) failed: (?P<titl
 
 class KitMissed(AssertionError):
     """The kit passed a clause the target breaks (or failed one it keeps)."""
-
-
-# --- one kit run ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Case:
-    """One conformance test as the run's JUnit file has it."""
-
-    name: str
-    clause: str
-    flow: str
-    outcome: str  # passed | failed | error | skipped | xfailed
-    message: str  # the failure's whole text ('' unless failed or error)
-    verdict: str  # the kit's own verdict property (passed, failed, skipped, ...)
-
-
-@dataclass(frozen=True)
-class KitRun:
-    returncode: int
-    output: str
-    cases: list[Case]
-    report: dict[str, str]  # clause id -> its verdict in the markdown report
-    artifacts: Path  # where the run's failing tests left their evidence
-    traced: bool  # whether the run kept Playwright traces of its failures
-
-    def failing(self) -> set[str]:
-        return {case.clause for case in self.cases if case.outcome in ("failed", "error")}
-
-    def describe(self) -> str:
-        """The run's summary (its whole output when it has none), for an assertion message."""
-        lines = self.output.splitlines()
-        summary = [i for i, line in enumerate(lines) if "short test summary info" in line]
-        return "\n".join(lines[summary[-1] :] if summary else lines[-80:])
-
-
-def kit_command(*args: str) -> list[str]:
-    """The kit's command line, with G11's load-proof slack (kit_runs.STOP_SLACK: `no-stop`
-    fails G11 on the stream's outcome, not on the bound)."""
-    command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q", *STOP_SLACK]
-    command += ["-p", "no:cacheprovider", "-p", "no:randomly"]
-    if importlib.util.find_spec("xdist") is not None:
-        command += ["-n", "0"]
-    return [*command, *args]
-
-
-def run_kit(out: Path, target_url: str, mock_url: str, log_file: Path, profile: Path,
-            *extra: str, trace: str = "dom") -> KitRun:  # fmt: skip
-    """Run the whole kit against a served target; what it wrote to `out`, read back."""
-    out.mkdir(parents=True, exist_ok=True)
-    junit, report = out / "junit.xml", out / "report.md"
-    command = kit_command(
-        "--app-url", f"{target_url}/", "--mock-url", mock_url, "--app-log", str(log_file),
-        "--profile", str(profile), "--junitxml", str(junit),
-        "--conformance-report", str(report), "--conformance-artifacts", str(out / "artifacts"),
-        "--conformance-trace", trace, *extra,
-    )  # fmt: skip
-    home = out / "home"
-    home.mkdir(exist_ok=True)
-    with (out / "output.txt").open("w+", encoding="utf-8") as output:
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=child_env(home, **{k: v for k, v in os.environ.items() if k in KEPT_ENV}),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the browser goes with it
-        )
-        try:
-            returncode = process.wait(timeout=KIT_RUN_DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            output.seek(0)
-            pytest.fail(
-                f"the kit run did not end within {KIT_RUN_DEADLINE_S:g} s:\n{output.read()}"
-            )
-        output.seek(0)
-        text = output.read()
-    assert junit.is_file(), f"the kit run (exit {returncode}) wrote no JUnit file:\n{text}"
-    return KitRun(returncode, text, read_junit(junit), read_report(report), out / "artifacts",
-                  traced=trace != "off")  # fmt: skip
-
-
-def read_junit(path: Path) -> list[Case]:
-    cases: list[Case] = []
-    for testcase in ET.parse(path).getroot().iter("testcase"):
-        properties = {p.get("name"): p.get("value") or "" for p in testcase.iter("property")}
-        outcome, message = "passed", ""
-        for child in testcase:
-            if child.tag in ("failure", "error"):
-                outcome = "failed" if child.tag == "failure" else "error"
-                message = f"{child.get('message', '')}\n{child.text or ''}"
-                break
-            if child.tag == "skipped":
-                outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
-        cases.append(
-            Case(
-                name=testcase.get("name", ""),
-                clause=properties.get("conformance_clause", ""),
-                flow=properties.get("conformance_flow", ""),
-                outcome=outcome,
-                message=message,
-                verdict=properties.get("conformance_verdict", ""),
-            )
-        )
-    return cases
-
-
-def read_report(path: Path) -> dict[str, str]:
-    """The verdict column of the markdown report, by clause id ({} if none was written)."""
-    if not path.is_file():
-        return {}
-    rows: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
-        if len(cells) == 4 and cells[0] in BY_ID:
-            rows[cells[0]] = cells[2]
-    return rows
 
 
 # --- the mock and the targets -----------------------------------------------------------------
@@ -214,8 +83,8 @@ def kit_on(mode: str, mock: Mock, tmp_path: Path, *extra: str) -> KitRun:
     log_file = tmp_path / f"{mode}.log"
     trace = "dom" if mode == TRACED_MODE else "off"
     with serve_target(mode, mock.url, log_file) as url:
-        return run_kit(tmp_path / "kit", url, mock.url, log_file, PROFILES[mode], *extra,
-                       trace=trace)  # fmt: skip
+        return run_kit(url, mock.url, PROFILES[mode], tmp_path / "kit",
+                       "--app-log", str(log_file), *extra, trace=trace)  # fmt: skip
 
 
 # --- the evidence of a failure ----------------------------------------------------------------

@@ -19,7 +19,7 @@ from mock_llm import serve_mock
 
 from ..deadlines import DEADLINE_S
 from ..servers import serve_guard
-from .kit_runs import CASES, KIT_DEADLINE_S, KitResult, run_kit
+from .kit_runs import CASES, KIT_DEADLINE_S, KitRun, run_kit
 from .relay import PROFILE, serve_relay
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * KIT_DEADLINE_S + 4 * DEADLINE_S)]
@@ -31,8 +31,8 @@ NOT_RELAY_CHATS = {"G9", "G10", "G12", "G14"}
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitResult]:
-    results: dict[str, KitResult] = {}
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitRun]:
+    results: dict[str, KitRun] = {}
     with serve_mock() as mock_url, serve_guard(mock_url) as proxy_url:
         for name, model in (("direct", mock_url), ("behind the proxy", proxy_url)):
             with serve_relay(f"{model}/v1") as app_url:
@@ -42,23 +42,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitResult]:
 
 
 def test_without_the_proxy_the_kit_fails_the_app_on_the_guardrails_clauses(
-    runs: dict[str, KitResult],
+    runs: dict[str, KitRun],
 ) -> None:
     direct = runs["direct"]
-    assert direct.cases, f"the kit wrote no JUnit results; {direct.explain()}"
+    assert direct.cases, f"the kit wrote no JUnit results; {direct.describe()}"
     assert direct.returncode != 0
-    failed = {clause for clause, verdict in direct.verdicts.items() if verdict == "failed"}
-    assert failed == GUARDRAIL_CLAUSES | {"CASE"}, direct.explain()  # the recorded leak too
+    failed = direct.with_verdict("failed")
+    assert failed == GUARDRAIL_CLAUSES | {"CASE"}, direct.describe()  # the recorded leak too
 
 
 def test_behind_the_proxy_the_kit_passes_every_clause_it_can_run(
-    runs: dict[str, KitResult],
+    runs: dict[str, KitRun],
 ) -> None:
     proxied = runs["behind the proxy"]
-    assert proxied.cases, f"the kit wrote no JUnit results; {proxied.explain()}"
-    assert proxied.returncode == 0, proxied.explain()
-    skipped = {clause for clause, verdict in proxied.verdicts.items() if verdict == "skipped"}
-    passed = {clause for clause, verdict in proxied.verdicts.items() if verdict == "passed"}
-    assert skipped == NOT_RELAY_CHATS, proxied.explain()
-    assert passed == set(proxied.verdicts) - NOT_RELAY_CHATS
+    assert proxied.cases, f"the kit wrote no JUnit results; {proxied.describe()}"
+    assert proxied.returncode == 0, proxied.describe()
+    skipped = proxied.with_verdict("skipped")
+    passed = proxied.with_verdict("passed")
+    assert skipped == NOT_RELAY_CHATS, proxied.describe()
+    assert passed == set(proxied.report) - NOT_RELAY_CHATS
     assert GUARDRAIL_CLAUSES | {"G1", "G7", "G11", "CASE"} <= passed

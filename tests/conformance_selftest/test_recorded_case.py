@@ -78,6 +78,8 @@ def test_a_recorded_leak_with_its_expected_outcome_is_a_case_the_kit_passes(tmp_
     recording.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
 
     run = run_kit(None, None, None, tmp_path / "kit", "--cases", str(recording), "-k", "case")
-    assert run.returncode == 0, run.explain()
-    assert run.cases == {"test_a_recorded_case_ends_as_its_flow_expects[lfm2-leak]": "passed"}
-    assert run.verdicts["CASE"] == "passed"
+    assert run.returncode == 0, run.describe()
+    assert [(c.name, c.outcome) for c in run.cases] == [
+        ("test_a_recorded_case_ends_as_its_flow_expects[lfm2-leak]", "passed")
+    ]
+    assert run.report["CASE"] == "passed"

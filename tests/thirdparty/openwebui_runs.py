@@ -25,7 +25,7 @@ from pathlib import Path
 
 from mock_llm import serve_mock
 
-from ..conformance_selftest.kit_runs import CASES, ROOT, KitResult, run_kit
+from ..conformance_selftest.kit_runs import CASES, ROOT, KitRun, run_kit
 from ..servers import serve_guard
 from .openwebui import Connection, install_function, serve_open_webui
 
@@ -48,7 +48,7 @@ FILTER_FILE = ROOT / "integrations" / "openwebui" / "scaffold_guard_filter.py"
 FILTER_BASELINE = ROOT / "integrations" / "openwebui" / "expected-failures.txt"
 
 
-def run_route(route: str, out: Path) -> KitResult:
+def run_route(route: str, out: Path) -> KitRun:
     """The whole kit against Open WebUI wired by `route` (see the module docstring)."""
     with serve_mock() as mock_url, serve_guard(mock_url) as guard_url:
         connection = {
