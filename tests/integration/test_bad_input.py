@@ -13,13 +13,7 @@ from mock_llm import build_settings, serve_mock
 from ..deadlines import DEADLINE_S, POLL_S
 from ..journal import settled_journal
 from ..sse import chat_body, read_sse
-
-
-def assert_openai_error(response: httpx.Response, status: int, fragment: str) -> None:
-    assert response.status_code == status
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert fragment in error["message"]
+from .helpers import assert_openai_error
 
 
 @pytest.mark.parametrize(

@@ -15,20 +15,13 @@ from mock_llm import build_settings, serve_mock
 
 from ..deadlines import DEADLINE_S
 from ..sse import chat_body, read_sse
+from .helpers import assert_openai_error
 
 EXPECT = "{shown: hi there, recovery: false, stripped_chars: 0, error: null, requests: 1}"
 
 
 def flow_yaml(name: str, content: str = "hi there") -> str:
     return f"flows:\n  {name}:\n    expect: {EXPECT}\n    steps:\n      - content: {content}\n"
-
-
-def assert_openai_error(response: httpx.Response, status: int, code: str, fragment: str) -> None:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert error["code"] == code
-    assert fragment in error["message"]
 
 
 async def listed(http: httpx.AsyncClient, name: str) -> dict:
@@ -73,14 +66,14 @@ async def test_a_different_flow_under_a_taken_name_is_409_and_the_first_stays(
 ):
     await http.post("/_mock/flows", content=flow_yaml(f"rt-{key}"))
     response = await http.post("/_mock/flows", content=flow_yaml(f"rt-{key}", "changed"))
-    assert_openai_error(response, 409, "flow_conflict", f"'rt-{key}' (from runtime)")
+    assert_openai_error(response, 409, f"'rt-{key}' (from runtime)", code="flow_conflict")
     result = await read_sse(http, chat_body(f"[[mock:rt-{key}#{key}]]"))
     assert result.joined("content") == "hi there"
 
 
 async def test_a_builtin_cannot_be_replaced_at_run_time(http: httpx.AsyncClient):
     response = await http.post("/_mock/flows", content=flow_yaml("clean", "not clean"))
-    assert_openai_error(response, 409, "flow_conflict", "'clean' (from builtin)")
+    assert_openai_error(response, 409, "'clean' (from builtin)", code="flow_conflict")
 
 
 async def test_a_json_body_is_read_as_the_same_schema(http: httpx.AsyncClient, key: str):
@@ -119,7 +112,7 @@ async def test_bad_flows_are_400_naming_the_line_and_problem(
     http: httpx.AsyncClient, body: bytes, fragment: str
 ):
     response = await http.post("/_mock/flows", content=body)
-    assert_openai_error(response, 400, "invalid_flows", fragment)
+    assert_openai_error(response, 400, fragment, code="invalid_flows")
     assert (await http.get("/healthz")).status_code == 200
 
 
@@ -145,14 +138,14 @@ async def small(small_mock: str) -> AsyncIterator[httpx.AsyncClient]:
 async def test_a_body_over_the_limit_is_413(small: httpx.AsyncClient):
     body = flow_yaml("big", "x" * 2000)
     assert_openai_error(
-        await small.post("/_mock/flows", content=body), 413, "flows_too_large", "1024 bytes"
+        await small.post("/_mock/flows", content=body), 413, "1024 bytes", code="flows_too_large"
     )
 
 
 async def test_aliases_expanding_past_the_limit_are_413(small: httpx.AsyncClient):
     body = "x-a: &a {content: " + "y" * 200 + "}\nflows:\n  amp: {steps: [" + "*a, " * 20 + "]}\n"
     response = await small.post("/_mock/flows", content=body)
-    assert_openai_error(response, 413, "flows_too_large", "once YAML aliases are expanded")
+    assert_openai_error(response, 413, "once YAML aliases are expanded", code="flows_too_large")
 
 
 async def test_flows_past_the_runtime_limit_are_409(small: httpx.AsyncClient, key: str):
@@ -161,7 +154,7 @@ async def test_flows_past_the_runtime_limit_are_409(small: httpx.AsyncClient, ke
 
     assert (await small.post("/_mock/flows", content=body("a"))).status_code == 200
     response = await small.post("/_mock/flows", content=body("a", "b", "c"))
-    assert_openai_error(response, 409, "runtime_flow_limit", "would make 3 flows")
+    assert_openai_error(response, 409, "would make 3 flows", code="runtime_flow_limit")
 
 
 async def test_an_extract_flow_answers_from_the_context_the_request_carried(

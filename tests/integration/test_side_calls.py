@@ -23,6 +23,7 @@ from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
 from ..processes import mock_process
 from ..sse import chat_body, read_sse
+from .helpers import assert_openai_error
 
 TITLE_RULE = r"^### Task:"
 FLOWS = builtin_flows()
@@ -58,14 +59,6 @@ async def turn_with_a_title_call(http: httpx.AsyncClient, key: str) -> list[str]
     second = await read_sse(http, chat_body(question(key)))
     assert [first.done, title.done, second.done] == [True, True, True]
     return [first.joined("content"), title.joined("content"), second.joined("content")]
-
-
-def assert_openai_error(response: httpx.Response, status: int, code: str, fragment: str) -> None:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert error["code"] == code
-    assert fragment in error["message"]
 
 
 async def patterns(http: httpx.AsyncClient) -> list[str]:
@@ -202,14 +195,14 @@ async def test_a_bad_body_is_400_naming_the_problem(
     http: httpx.AsyncClient, body: bytes, fragment: str
 ):
     response = await http.post("/_mock/side-calls", content=body)
-    assert_openai_error(response, 400, "invalid_side_calls", fragment)
+    assert_openai_error(response, 400, fragment, code="invalid_side_calls")
 
 
 async def test_a_bad_regex_is_400_naming_it_and_adds_none_of_the_good_ones_beside_it(
     http: httpx.AsyncClient, key: str
 ):
     response = await http.post("/_mock/side-calls", json={"patterns": [f"ok {key}", "(oops"]})
-    assert_openai_error(response, 400, "invalid_side_calls", "'(oops' is not a valid regular")
+    assert_openai_error(response, 400, "'(oops' is not a valid regular", code="invalid_side_calls")
     assert response.json()["error"]["param"] == "patterns[1]"
     assert f"ok {key}" not in await patterns(http)
 
@@ -217,7 +210,7 @@ async def test_a_bad_regex_is_400_naming_it_and_adds_none_of_the_good_ones_besid
 async def test_a_body_over_the_limit_is_413(http: httpx.AsyncClient):
     body = b'{"patterns": ["' + b"x" * MAX_BODY_BYTES + b'"]}'
     response = await http.post("/_mock/side-calls", content=body)
-    assert_openai_error(response, 413, "side_calls_too_large", f"{MAX_BODY_BYTES} bytes")
+    assert_openai_error(response, 413, f"{MAX_BODY_BYTES} bytes", code="side_calls_too_large")
 
 
 async def test_rules_past_the_limit_are_409_and_rules_in_force_are_still_unchanged():
@@ -226,7 +219,7 @@ async def test_rules_past_the_limit_are_409_and_rules_in_force_are_still_unchang
         async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
             refused = await client.post("/_mock/side-calls", json={"patterns": ["^more$"]})
             again = await client.post("/_mock/side-calls", json={"patterns": ["^rule-0$"]})
-    assert_openai_error(refused, 409, "side_call_limit", f"the limit is {MAX_PATTERNS}")
+    assert_openai_error(refused, 409, f"the limit is {MAX_PATTERNS}", code="side_call_limit")
     assert again.json()["unchanged"] == ["^rule-0$"]
 
 
