@@ -70,7 +70,7 @@ from guard.upstream import (
 )
 from guardrail.policy import MALFORMED_REPLY, with_correction
 from guardrail.sse_events import LineTooLong, SseDecoder
-from mock_llm.http_limits import RequestLimits
+from servekit.limits import RequestLimits
 
 __all__ = ["MAX_BODY_BYTES", "GuardSettings", "create_app"]
 

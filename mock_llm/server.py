@@ -26,8 +26,8 @@ Deliberate choices:
 - Every error message is at most `MAX_ERROR_MESSAGE_CHARS` characters (`error_response`):
   some name what the client sent (a role, a flow, a query parameter, the path), and a
   100 KB role or flow name came back whole (issue 12).
-- Every response carries the security headers of a data-only server
-  (`security_headers.API_POLICY`, nosniff, no referrer, no framing).
+- Every response carries the security headers of a data-only server (`API_POLICY`,
+  nosniff, no referrer, no framing).
 - A journal read with `settle_ms` waits on the journal's change signal (`settle.py`), never
   by polling, and for no longer than its `timeout_ms`.
 """
@@ -66,7 +66,6 @@ from mock_llm.chat_request import ChatRequest, RequestError, offered_tools, pars
 from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
 from mock_llm.gemini_request import parse_gemini_request
-from mock_llm.http_limits import RequestLimits
 from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
 from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
 from mock_llm.journal_query import QueryError, parse_journal_query
@@ -81,7 +80,6 @@ from mock_llm.response_plan import (
 from mock_llm.response_plan import Send as SendBytes
 from mock_llm.responses_request import parse_responses_request
 from mock_llm.routing import Destination, route_request
-from mock_llm.security_headers import API_POLICY, SecurityHeaders, security_headers
 from mock_llm.settle import ChangeSignal, wait_settled
 from mock_llm.side_calls import MAX_BODY_BYTES as MAX_SIDE_CALLS_BODY_BYTES
 from mock_llm.side_calls import (
@@ -94,6 +92,8 @@ from mock_llm.side_calls import (
 from mock_llm.stream_template import plan_stream_response
 from mock_llm.trigger import TriggerError
 from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
+from servekit.limits import RequestLimits
+from servekit.security_headers import SecurityHeaders, security_headers
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_FLOWS_BODY_BYTES = 1024 * 1024
@@ -101,6 +101,9 @@ MAX_ERROR_MESSAGE_CHARS = 1000
 """The longest error message: the known flows of a long catalog are cut, never the point."""
 ABORT_LOG_LINE = "ASGI callable returned without completing response."
 MODEL_ID = "mock-llm"
+API_POLICY = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+"""The mock's Content-Security-Policy: it serves data (JSON, event streams), never a page, so
+nothing may load at all and nothing may frame it."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,12 @@
+"""The neutral home for what every server here shares: the mock (`mock_llm/`), the notes app
+(`app/`) and the guard proxy (`guard/`) each import it, and it imports none of them.
+
+One module per concept:
+
+- `servekit.limits`: `RequestLimits`, the ASGI middleware that bounds a request's headers,
+  target and body before a route sees it;
+- `servekit.security_headers`: `SecurityHeaders`, the middleware that puts the security
+  headers (each server's own Content-Security-Policy among them) on every response.
+
+The dependency rule: guardrail <- servekit <- mock_llm, app, guard.
+"""
