@@ -17,9 +17,11 @@ from mock_llm.client import (
 )
 from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
 from mock_llm.flows import Expect, Flow, Step
-from mock_llm.runner import bind_socket, build_settings, serve_in_thread, serve_mock, socket_url
+from mock_llm.runner import build_settings, serve_mock
 from mock_llm.server import MockSettings, create_app
 from mock_llm.side_calls import SideCallsRefused
+from servekit.in_thread import serve_in_thread
+from servekit.listen import bind_socket, socket_url
 
 __all__ = [
     "Expect",

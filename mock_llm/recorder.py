@@ -67,8 +67,8 @@ from mock_llm.recorded_step import LineReader, error_step, json_object, read_jso
 from mock_llm.recording import Recording, description, turn_of
 from mock_llm.redaction import Redactor
 from mock_llm.response_plan import describe_fault
-from mock_llm.runner import serve_in_thread
 from mock_llm.server import quiet_abort_logs
+from servekit.in_thread import serve_in_thread
 from sg_http.httpx_pool import HttpxPool
 from sg_http.pool import POOL_IDLE_S, RequestFailed
 

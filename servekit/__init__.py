@@ -6,7 +6,10 @@ One module per concept:
 - `servekit.limits`: `RequestLimits`, the ASGI middleware that bounds a request's headers,
   target and body before a route sees it;
 - `servekit.security_headers`: `SecurityHeaders`, the middleware that puts the security
-  headers (each server's own Content-Security-Policy among them) on every response.
+  headers (each server's own Content-Security-Policy among them) on every response;
+- `servekit.listen`: a command line's listening socket (loopback by default, a warning
+  otherwise) and its URL;
+- `servekit.in_thread`: any ASGI app served by uvicorn in a background thread on a free port.
 
 The dependency rule: guardrail <- servekit <- mock_llm, app, guard.
 """
