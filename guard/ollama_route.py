@@ -52,7 +52,7 @@ from guard.ollama import (
     error_line,
     upstream_error_text,
 )
-from guard.reply import WholeReply, json_object
+from guard.reply import WholeReply
 from guard.upstream import (
     CUT_OFF,
     METHODS,
@@ -67,6 +67,7 @@ from guard.upstream import (
     response_headers,
 )
 from guardrail.sse_events import LineTooLong
+from servekit.json_codec import json_object
 from sg_http.pool import Pool
 
 __all__ = ["ollama_routes"]

@@ -22,8 +22,8 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from guard.reply import json_object
 from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_whole, response_headers
+from servekit.json_codec import json_object
 from sg_http.pool import Pool
 
 KEEPALIVE = b": keep-alive\n\n"

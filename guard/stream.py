@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guard.reply import Reply, choices_of, json_object
+from guard.reply import Reply, choices_of
 from guardrail.policy import RoundFilter
-from mock_llm.wire import dumps
+from servekit.json_codec import dumps, json_object
 
 DONE = b"data: [DONE]\n\n"
 

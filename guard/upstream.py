@@ -42,10 +42,11 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from guard.reply import WholeReply, json_object
+from guard.reply import WholeReply
 from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
+from servekit.json_codec import json_object
 from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 log = logging.getLogger("guard")

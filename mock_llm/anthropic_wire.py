@@ -48,7 +48,8 @@ from collections.abc import Sequence
 
 from mock_llm.chunking import Part, TimedFrames, step_parts, ttft_s
 from mock_llm.flows import ErrorEventFault, HttpFault, Step
-from mock_llm.wire import JSON, CompletionMeta, dumps, json_object, tool_call_id, usage
+from mock_llm.wire import JSON, CompletionMeta, tool_call_id, usage
+from servekit.json_codec import dumps, json_object
 
 STOP_REASONS = {
     "stop": "end_turn",

@@ -69,6 +69,7 @@ from mock_llm.redaction import Redactor
 from mock_llm.response_plan import describe_fault
 from mock_llm.server import quiet_abort_logs
 from servekit.in_thread import serve_in_thread
+from servekit.json_codec import dumps
 from sg_http.httpx_pool import HttpxPool
 from sg_http.pool import POOL_IDLE_S, RequestFailed
 
@@ -515,7 +516,7 @@ def _response_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes
 
 
 async def _answer_error(send: Send, status: int, message: str) -> None:
-    body = wire.dumps(
+    body = dumps(
         wire.error_body(message, "server_error" if status >= 500 else "invalid_request_error")
     )
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

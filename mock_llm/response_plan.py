@@ -49,6 +49,7 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
+from servekit.json_codec import dumps
 
 Ending = Literal["complete", "eof", "abort"]
 Api = Literal["openai", "ollama", "responses", "anthropic", "gemini"]
@@ -142,7 +143,7 @@ def _http_fault(step: Step, fault: HttpFault, api: Api) -> ResponsePlan:
     headers = JSON_HEADERS
     if fault.retry_after is not None:
         headers += (("retry-after", f"{fault.retry_after:g}"),)
-    body = wire.dumps(_error_body(fault, api))
+    body = dumps(_error_body(fault, api))
     actions = [*_pause(answer_delay_s(step)), FaultFired(describe_fault(fault)), Send(body)]
     return ResponsePlan(status=fault.status, headers=headers, actions=actions)
 
@@ -152,15 +153,15 @@ def _completion(
 ) -> ResponsePlan:
     plan = ResponsePlan(headers=JSON_HEADERS, actions=[*_pause(answer_delay_s(step))])
     if request.api == "ollama":
-        body = wire.dumps(ollama_wire.chat_response(step, meta, request.messages))
+        body = dumps(ollama_wire.chat_response(step, meta, request.messages))
     elif request.api == "responses":
-        body = wire.dumps(responses_wire.response(step, meta, request.messages))
+        body = dumps(responses_wire.response(step, meta, request.messages))
     elif request.api == "anthropic":
-        body = wire.dumps(anthropic_wire.message(step, meta, request.messages))
+        body = dumps(anthropic_wire.message(step, meta, request.messages))
     elif request.api == "gemini":
-        body = wire.dumps(gemini_wire.response(step, meta, request.messages))
+        body = dumps(gemini_wire.response(step, meta, request.messages))
     else:
-        body = wire.dumps(wire.completion(step, meta, field, request.messages))
+        body = dumps(wire.completion(step, meta, field, request.messages))
     fault = step.fault
     if fault is not None:
         plan.actions.append(FaultFired(describe_fault(fault)))
@@ -174,7 +175,7 @@ def _completion(
         body = fault.line.encode()
     elif isinstance(fault, ErrorEventFault):
         plan.status = 500
-        body = wire.dumps(_error_body(fault, request.api))
+        body = dumps(_error_body(fault, request.api))
     plan.actions.append(Send(body))
     return plan
 

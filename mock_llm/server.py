@@ -92,6 +92,7 @@ from mock_llm.side_calls import (
 from mock_llm.stream_template import plan_stream_response
 from mock_llm.trigger import TriggerError
 from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
+from servekit.json_codec import dumps
 from servekit.limits import RequestLimits
 from servekit.security_headers import SecurityHeaders, security_headers
 
@@ -461,11 +462,11 @@ def _side_calls_json(rules: SideCallRules) -> dict[str, Any]:
 
 
 class JSONResponse(StarletteJSONResponse):
-    """Starlette's JSON response, written by `wire.dumps` (a lone surrogate in what a
+    """Starlette's JSON response, written by `servekit.json_codec.dumps` (a lone surrogate in what a
     client sent, kept in the journal, is written as its escape instead of failing)."""
 
     def render(self, content: object) -> bytes:
-        return wire.dumps(content)
+        return dumps(content)
 
 
 def _reject(
@@ -510,7 +511,7 @@ def _body_timeout_message(settings: MockSettings) -> str:
 def _limit_error(status: int, message: str) -> bytes:
     """A refusal of `RequestLimits` (headers too large) in the OpenAI error shape."""
     del status  # the status line says it; the body is the OpenAI error shape
-    return wire.dumps(wire.error_body(message, "invalid_request_error"))
+    return dumps(wire.error_body(message, "invalid_request_error"))
 
 
 def _preview(raw: bytes, limit: int = 2000) -> str:

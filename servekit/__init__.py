@@ -9,7 +9,9 @@ One module per concept:
   headers (each server's own Content-Security-Policy among them) on every response;
 - `servekit.listen`: a command line's listening socket (loopback by default, a warning
   otherwise) and its URL;
-- `servekit.in_thread`: any ASGI app served by uvicorn in a background thread on a free port.
+- `servekit.in_thread`: any ASGI app served by uvicorn in a background thread on a free port;
+- `servekit.json_codec`: JSON bytes as the servers write them (`dumps`) and a body read as
+  the JSON object it should be (`json_object`).
 
 The dependency rule: guardrail <- servekit <- mock_llm, app, guard.
 """

@@ -22,6 +22,7 @@ from mock_llm.flows import (
     ToolCall,
 )
 from mock_llm.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
+from servekit.json_codec import dumps
 
 from .conftest import META, plan, sent_body, sent_chunks, sent_events
 
@@ -391,7 +392,7 @@ def test_an_extract_step_with_read_answers_when_the_tool_is_not_offered():
 
 def test_a_lone_surrogate_is_written_as_its_json_escape_and_reads_back_the_same():
     obj = {"content": "hi \ud800 and é"}
-    written = wire.dumps(obj)
+    written = dumps(obj)
     assert b"\\ud800" in written
     assert "é".encode() in written  # everything else stays plain UTF-8
     assert json.loads(written) == obj
