@@ -57,7 +57,6 @@ import httpx
 import uvicorn
 from starlette.types import Message, Receive, Scope, Send
 
-from mock_llm import wire
 from mock_llm.content_coding import READABLE_CODINGS, BodyDecoder
 from mock_llm.flow_file import load_flow_file
 from mock_llm.flow_writer import dump_flows
@@ -68,6 +67,7 @@ from mock_llm.recording import Recording, description, turn_of
 from mock_llm.redaction import Redactor
 from mock_llm.response_plan import describe_fault
 from mock_llm.server import quiet_abort_logs
+from servekit.error_bodies import openai_error_body
 from servekit.in_thread import serve_in_thread
 from servekit.json_codec import dumps
 from sg_http.httpx_pool import HttpxPool
@@ -517,7 +517,7 @@ def _response_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes
 
 async def _answer_error(send: Send, status: int, message: str) -> None:
     body = dumps(
-        wire.error_body(message, "server_error" if status >= 500 else "invalid_request_error")
+        openai_error_body(message, "server_error" if status >= 500 else "invalid_request_error")
     )
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -49,6 +49,7 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
+from servekit.error_bodies import openai_error_body
 from servekit.json_codec import dumps
 
 Ending = Literal["complete", "eof", "abort"]
@@ -273,7 +274,7 @@ def _error_body(fault: HttpFault | ErrorEventFault, api: Api) -> wire.JSON:
                 fault.status, fault.message, retry_after=fault.retry_after
             )
         return gemini_wire.in_band_error(fault.message)
-    return wire.error_body(fault.message, fault.type, fault.code)
+    return openai_error_body(fault.message, fault.type, fault.code)
 
 
 def _malformed(line: str, request: RequestShape) -> bytes:

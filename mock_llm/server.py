@@ -52,7 +52,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mock_llm import anthropic_wire, gemini_wire, ollama_wire, wire
+from mock_llm import gemini_wire, ollama_wire, wire
 from mock_llm.anthropic_request import parse_anthropic_request
 from mock_llm.catalog import (
     DEFAULT_MAX_RUNTIME_FLOWS,
@@ -92,6 +92,7 @@ from mock_llm.side_calls import (
 from mock_llm.stream_template import plan_stream_response
 from mock_llm.trigger import TriggerError
 from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
+from servekit.error_bodies import anthropic_error_body, openai_error_body
 from servekit.json_codec import dumps
 from servekit.limits import RequestLimits
 from servekit.security_headers import SecurityHeaders, security_headers
@@ -166,7 +167,7 @@ def error_response(
         message = message[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
     if param is not None:
         param = _cut(param)
-    return JSONResponse(wire.error_body(message, type, code, param), status_code=status)
+    return JSONResponse(openai_error_body(message, type, code, param), status_code=status)
 
 
 class PlayedResponse:
@@ -483,7 +484,7 @@ def _reject(
     if api == "ollama":
         return JSONResponse(ollama_wire.error_body(_cut(message, MAX_ERROR_MESSAGE_CHARS)), status)
     if api == "anthropic":
-        body = anthropic_wire.error_body(status, _cut(message, MAX_ERROR_MESSAGE_CHARS))
+        body = anthropic_error_body(status, _cut(message, MAX_ERROR_MESSAGE_CHARS))
         return JSONResponse(body, status)
     if api == "gemini":
         field = None if param is None else _cut(param)
@@ -511,7 +512,7 @@ def _body_timeout_message(settings: MockSettings) -> str:
 def _limit_error(status: int, message: str) -> bytes:
     """A refusal of `RequestLimits` (headers too large) in the OpenAI error shape."""
     del status  # the status line says it; the body is the OpenAI error shape
-    return dumps(wire.error_body(message, "invalid_request_error"))
+    return dumps(openai_error_body(message, "invalid_request_error"))
 
 
 def _preview(raw: bytes, limit: int = 2000) -> str:

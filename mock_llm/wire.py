@@ -43,11 +43,6 @@ def sse_frame(obj: object) -> bytes:
     return b"data: " + dumps(obj) + b"\n\n"
 
 
-def error_body(message: str, type: str, code: str | None = None, param: str | None = None) -> JSON:
-    """The OpenAI error body: {"error": {"message", "type", "param", "code"}}."""
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
-
-
 def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 

@@ -11,7 +11,9 @@ One module per concept:
   otherwise) and its URL;
 - `servekit.in_thread`: any ASGI app served by uvicorn in a background thread on a free port;
 - `servekit.json_codec`: JSON bytes as the servers write them (`dumps`) and a body read as
-  the JSON object it should be (`json_object`).
+  the JSON object it should be (`json_object`);
+- `servekit.error_bodies`: OpenAI's and Anthropic's error bodies, which the mock plays and
+  the guard proxy answers with.
 
 The dependency rule: guardrail <- servekit <- mock_llm, app, guard.
 """
