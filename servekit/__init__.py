@@ -13,7 +13,9 @@ One module per concept:
 - `servekit.json_codec`: JSON bytes as the servers write them (`dumps`) and a body read as
   the JSON object it should be (`json_object`);
 - `servekit.error_bodies`: OpenAI's and Anthropic's error bodies, which the mock plays and
-  the guard proxy answers with.
+  the guard proxy answers with;
+- `servekit.trigger_grammar`: the mock's trigger grammar, which the mock reads and an app
+  that searches its users' text strips (`strip_triggers`).
 
 The dependency rule: guardrail <- servekit <- mock_llm, app, guard.
 """

@@ -19,8 +19,9 @@ Deliberate choices:
 - A mock_llm trigger (`[[mock:FLOW#KEY]]`) in a question is not part of it: its words
   would count as words the notes never use and pull a real question under the grounding
   threshold, so tests and the conformance kit would see other modes than users do.
-  `mock_llm.trigger.strip_triggers` decides what a trigger is (typos, unclosed ones and any
-  case included), on the mock's own constants, so the two sides cannot disagree.
+  `servekit.trigger_grammar.strip_triggers` decides what a trigger is (typos, unclosed ones
+  and any case included), on the grammar the mock reads too, so the two sides cannot
+  disagree.
 - The porter stemmer is on, so "backups" finds "backup" and "renewing" finds "renewal".
 - Each section also indexes alias words (`alias_words`), words it means without writing
   them on their own, in a column of their own weighted like the body and never shown
@@ -70,7 +71,7 @@ from types import TracebackType
 
 from app.rag.notes_folder import VIRTUAL_ROOT, real_root, walk_notes
 from app.rag.types import Hit
-from mock_llm.trigger import strip_triggers
+from servekit.trigger_grammar import strip_triggers
 
 DEFAULT_GROUNDING_THRESHOLD = 0.55
 """The score the best hit needs for a question to count as grounded in the notes.
