@@ -6,7 +6,7 @@ object per line, `{"model", "created_at", "message": {"role", "content", "thinki
 its thinking `thinking`), then a last line with `"done": true`, `done_reason` and the
 counters; an error is a line `{"error": "..."}`. A whole answer is one such object.
 
-- `NdjsonLines` (guardrail.ndjson_lines, shared with the mock's recorder) cuts a body, in
+- `NdjsonLines` (servekit.ndjson, shared with the mock's recorder) cuts a body, in
   whatever pieces it arrives, into its lines, each with its own line end, as the bytes came.
 - `OllamaStreamGuard` takes those lines in order and says what the client gets for each:
   the line as it came when the filter changed nothing in it (so a clean stream reaches the
@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from guard.reply import Reply, WholeReply
-from guardrail.ndjson_lines import NdjsonLines
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
 from servekit.json_codec import dumps, json_object
+from servekit.ndjson import NdjsonLines
 
 __all__ = [
     "CHAT",

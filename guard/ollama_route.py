@@ -66,8 +66,8 @@ from guard.upstream import (
     read_whole,
     response_headers,
 )
-from guardrail.sse_events import LineTooLong
 from servekit.json_codec import json_object
+from servekit.sse import LineTooLong
 from sg_http.pool import Pool
 
 __all__ = ["ollama_routes"]

@@ -29,19 +29,14 @@ from typing import Any, cast
 
 from guard.reply import Reply, choices_of
 from guardrail.policy import RoundFilter
-from servekit.json_codec import dumps, json_object
+from servekit.json_codec import json_object
+from servekit.sse import json_event
 
 DONE = b"data: [DONE]\n\n"
 
 
 def sse(data: str) -> bytes:
     return b"data: " + data.encode() + b"\n\n"
-
-
-def sse_json(value: object) -> bytes:
-    """A `data:` event of compact JSON; a lone surrogate (JSON can say `"\\ud800"`) is
-    written as its escape."""
-    return b"data: " + dumps(value) + b"\n\n"
 
 
 @dataclass
@@ -69,7 +64,7 @@ class StreamGuard(Reply):
             return []
         if not changed:
             return [sse(data)]
-        return [sse_json(chunk)] if _carries_anything(chunk) else []
+        return [json_event(chunk)] if _carries_anything(chunk) else []
 
     def end(self, *, done: bool) -> list[bytes] | None:
         """The rest of the client's stream once the upstream stream ended (`done`: with
@@ -122,7 +117,7 @@ class StreamGuard(Reply):
         return changed
 
     def _content_chunk(self, index: int, text: str) -> bytes:
-        return sse_json(
+        return json_event(
             {
                 **self.identity,
                 "object": "chat.completion.chunk",

@@ -6,7 +6,7 @@ completion through and hands the bytes here, with the time each read arrived; th
 turns them into a `Step` the mock replays the same way (mock_llm.recorded_step gathers the
 pieces; Ollama's and the Responses API's answers have readers of their own):
 
-- A stream (`StreamParser`) is read as SSE (`guardrail.sse_events.SseDecoder`, the SDK's
+- A stream (`StreamParser`) is read as SSE (`servekit.sse.SseDecoder`, the SDK's
   rules): every `data:` event is a chunk, `[DONE]`, an in-band `{"error": ...}` event, or a
   line that is not JSON. Each chunk's delta becomes recorded chunks: a piece of reasoning
   (`reasoning_content` or `reasoning`), of content, or of a tool call's arguments, the
@@ -43,7 +43,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from guardrail.sse_events import SseDecoder
 from mock_llm.flows import (
     ErrorEventFault,
     Flow,
@@ -65,6 +64,7 @@ from mock_llm.recorded_step import (
     whole_step,
 )
 from mock_llm.trigger import TriggerError, find_trigger, last_user_text
+from servekit.sse import SseDecoder
 
 __all__ = [
     "Recording",

@@ -51,6 +51,7 @@ from mock_llm.flows import (
 )
 from servekit.error_bodies import openai_error_body
 from servekit.json_codec import dumps
+from servekit.sse import json_event
 
 Ending = Literal["complete", "eof", "abort"]
 Api = Literal["openai", "ollama", "responses", "anthropic", "gemini"]
@@ -316,7 +317,7 @@ def _inject(
         plan.actions.append(Send(anthropic_wire.error_event(fault)))
     else:
         body = _error_body(fault, api)
-        frame = ollama_wire.line(body) if api == "ollama" else wire.sse_frame(body)
+        frame = ollama_wire.line(body) if api == "ollama" else json_event(body)
         plan.actions.append(Send(frame))
     plan.ending = "eof"
     return True

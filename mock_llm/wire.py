@@ -24,6 +24,7 @@ from mock_llm.chunking import pieces
 from mock_llm.flows import ReasoningField, Step, ToolCall
 from mock_llm.trigger import message_text
 from servekit.json_codec import dumps, json_object
+from servekit.sse import json_event
 
 JSON = dict[str, Any]
 DONE_FRAME = b"data: [DONE]\n\n"
@@ -36,11 +37,6 @@ class CompletionMeta:
     id: str
     created: int
     model: str
-
-
-def sse_frame(obj: object) -> bytes:
-    """One SSE event carrying `obj` as JSON. JSON never contains a raw newline, so one line."""
-    return b"data: " + dumps(obj) + b"\n\n"
 
 
 def estimate_tokens(text: str) -> int:
@@ -133,7 +129,7 @@ class ChunkEncoder:
         )
 
     def usage_frame(self, usage: JSON) -> bytes:
-        return sse_frame(
+        return json_event(
             {
                 "id": self.meta.id,
                 "object": "chat.completion.chunk",

@@ -14,6 +14,9 @@ One module per concept:
   the JSON object it should be (`json_object`);
 - `servekit.error_bodies`: OpenAI's and Anthropic's error bodies, which the mock plays and
   the guard proxy answers with;
+- `servekit.sse`: an upstream body's server-sent events, read as the openai SDK reads them
+  (`SseDecoder`), and a JSON `data:` event written (`json_event`);
+- `servekit.ndjson`: an upstream body's NDJSON lines (Ollama's streams);
 - `servekit.trigger_grammar`: the mock's trigger grammar, which the mock reads and an app
   that searches its users' text strips (`strip_triggers`).
 

@@ -6,7 +6,7 @@ the tool calls materialized. `chat_stream_retried` wraps it in the only retry lo
 
 Deliberate choices:
 
-- The request is plain aiohttp, and the body is read by `guardrail.sse_events` with one
+- The request is plain aiohttp, and the body is read by `servekit.sse` with one
   `json.loads` per chunk, following the official openai SDK's rules (its SSE decoder, its
   `[DONE]`, its in-band `error` payload). Neither the SDK nor httpx is used here, both
   measured (docs/benchmarks.md, load): the SDK's typed model per chunk cost about 70% of
@@ -39,7 +39,7 @@ Deliberate choices:
   never cancel the consumer's own work.
 - A hostile or broken server cannot make the client hold unbounded data: an error body is
   read up to `MAX_ERROR_BODY_BYTES`, and one event-stream line up to the decoder's
-  8 MiB (`sse_events.DEFAULT_MAX_LINE_BYTES`; longer is a malformed reply).
+  8 MiB (`servekit.sse.DEFAULT_MAX_LINE_BYTES`; longer is a malformed reply).
 - Reasoning is read from `delta.reasoning_content` or `delta.reasoning`; a server that
   sends both with the same text gets it once. Fields of the wrong type are ignored, as the
   SDK's lenient models would pass them on unchecked.
@@ -74,7 +74,7 @@ from yarl import URL
 
 from app.errors import LLMError, one_line
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
-from guardrail.sse_events import LineTooLong, SseDecoder, SseEvent
+from servekit.sse import LineTooLong, SseDecoder, SseEvent
 from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 __all__ = [

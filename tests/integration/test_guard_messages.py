@@ -22,11 +22,11 @@ import httpx
 import pytest
 
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
-from guardrail.sse_events import SseDecoder
 from mock_llm import wire
 from mock_llm.anthropic_wire import stream_events
 from mock_llm.flows import Step
 from servekit.json_codec import json_object
+from servekit.sse import SseDecoder
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal

@@ -23,12 +23,12 @@ import openai
 import pytest
 
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
-from guardrail.sse_events import SseDecoder
 from mock_llm import wire
 from mock_llm.flows import Chunking, Step
 from mock_llm.responses_wire import response as mock_response
 from mock_llm.responses_wire import stream_events
 from servekit.json_codec import dumps
+from servekit.sse import SseDecoder
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal

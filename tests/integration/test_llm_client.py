@@ -44,8 +44,8 @@ from app.rag.llm import (
     retry_delay,
 )
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
-from guardrail.sse_events import LineTooLong
 from mock_llm import build_settings, serve_mock
+from servekit.sse import LineTooLong
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm import wire
 from mock_llm.flows import (
     Chunking,
     CutFault,
@@ -23,6 +22,7 @@ from mock_llm.flows import (
 )
 from mock_llm.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
 from servekit.json_codec import dumps
+from servekit.sse import json_event
 
 from .conftest import META, plan, sent_body, sent_chunks, sent_events
 
@@ -344,8 +344,8 @@ def test_non_streaming_response_is_the_assembled_stream(step: Step):
     assert folded["finish_reason"] == choice["finish_reason"]
 
 
-def test_sse_frame_is_one_data_line():
-    assert wire.sse_frame({"a": "é"}) == 'data: {"a":"é"}\n\n'.encode()
+def test_json_event_is_one_data_line():
+    assert json_event({"a": "é"}) == 'data: {"a":"é"}\n\n'.encode()
 
 
 EXCERPT_REQUEST = [
