@@ -68,6 +68,7 @@ from mock_llm.redaction import Redactor
 from mock_llm.response_plan import describe_fault
 from mock_llm.server import quiet_abort_logs
 from servekit.error_bodies import openai_error_body
+from servekit.hop_by_hop import end_to_end
 from servekit.in_thread import serve_in_thread
 from servekit.json_codec import dumps
 from sg_http.httpx_pool import HttpxPool
@@ -77,19 +78,6 @@ DEFAULT_PORT = 8097
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_RECORDED_BODY_BYTES = 16 * 1024 * 1024
 """The most of a non-streamed answer kept to parse; a longer one passes through unrecorded."""
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
 SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
 """Headers whose values are redacted from whatever is recorded (no header is written)."""
 COMMENT = (
@@ -482,37 +470,16 @@ async def _watch_disconnect(
 
 def _upstream_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The client's headers as they go upstream: hop-by-hop ones (and those `Connection`
-    names), `Host` and `Content-Length` left to the client library, `Accept-Encoding`
-    narrowed to what the recorder reads."""
-    named = {
-        token.strip().lower()
-        for name, value in headers
-        if name.lower() == "connection"
-        for token in value.split(",")
-    }
-    out: list[tuple[str, str]] = []
-    for name, value in headers:
-        lower = name.lower()
-        if lower in HOP_BY_HOP or lower in named or lower in ("host", "content-length"):
-            continue
-        if lower == "accept-encoding":
-            value = narrow_accept_encoding(value)
-        out.append((name, value))
-    return out
+    names) dropped, `Host` and `Content-Length` left to the client library,
+    `Accept-Encoding` narrowed to what the recorder reads."""
+    return [
+        (name, narrow_accept_encoding(value) if name.lower() == "accept-encoding" else value)
+        for name, value in end_to_end(headers, also=("host", "content-length"))
+    ]
 
 
 def _response_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    named = {
-        token.strip().lower()
-        for name, value in raw
-        if name.lower() == b"connection"
-        for token in value.split(b",")
-    }
-    return [
-        (name, value)
-        for name, value in raw
-        if name.lower().decode("latin-1") not in HOP_BY_HOP and name.lower() not in named
-    ]
+    return end_to_end(raw)
 
 
 async def _answer_error(send: Send, status: int, message: str) -> None:
