@@ -14,7 +14,7 @@ guard, as the routes' shared whole-answer flow (`guard.upstream.GuardedCall`) dr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from guardrail.patterns import Registry
 from guardrail.policy import RoundFilter, needs_recovery, recovery_failed
@@ -93,12 +93,3 @@ class WholeReply(Reply):
 
     def filter(self, answer: dict[str, Any], /) -> bool:
         raise NotImplementedError
-
-
-def choices_of(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """The choices of a chunk or completion that are objects (none when `choices` is not a
-    list: vLLM's usage chunk has null)."""
-    choices = message.get("choices")
-    if not isinstance(choices, list):
-        return []
-    return [cast(dict[str, Any], c) for c in cast(list[object], choices) if isinstance(c, dict)]

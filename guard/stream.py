@@ -25,14 +25,13 @@ Deliberate choices:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from guard.reply import Reply, choices_of
+from guard.reply import Reply
 from guardrail.policy import RoundFilter
 from servekit.json_codec import json_object
+from servekit.openai_chunks import DONE_EVENT, choices_of, delta_of
 from servekit.sse import json_event
-
-DONE = b"data: [DONE]\n\n"
 
 
 def sse(data: str) -> bytes:
@@ -80,7 +79,7 @@ class StreamGuard(Reply):
             if (tail := filter_.flush())
         ]
         if done:
-            out.append(DONE)
+            out.append(DONE_EVENT)
         return out
 
     # --- inside ---------------------------------------------------------------------------
@@ -90,8 +89,8 @@ class StreamGuard(Reply):
         filter held); whether any changed."""
         changed = False
         for choice in choices_of(chunk):
-            delta = choice.get("delta")
-            delta = cast(dict[str, Any], delta) if isinstance(delta, dict) else {}
+            delta = delta_of(choice)
+            delta = {} if delta is None else delta
             if delta.get("tool_calls"):
                 self.tool_calls = True
             content = delta.get("content")
@@ -130,9 +129,9 @@ def _drop_role(chunk: dict[str, Any]) -> bool:
     """A recovery's chunk loses its role (the client saw the first stream's); whether any did."""
     changed = False
     for choice in choices_of(chunk):
-        delta = choice.get("delta")
-        if isinstance(delta, dict) and "role" in delta:
-            del cast(dict[str, Any], delta)["role"]
+        delta = delta_of(choice)
+        if delta is not None and "role" in delta:
+            del delta["role"]
             changed = True
     return changed
 
@@ -148,9 +147,7 @@ def _carries_anything(chunk: dict[str, Any]) -> bool:
     for choice in choices_of(chunk):
         if choice.get("finish_reason") is not None or choice.get("logprobs"):
             return True
-        delta = choice.get("delta")
-        if isinstance(delta, dict) and any(
-            value not in (None, "") for value in cast(dict[str, Any], delta).values()
-        ):
+        delta = delta_of(choice)
+        if delta is not None and any(value not in (None, "") for value in delta.values()):
             return True
     return False

@@ -51,6 +51,7 @@ from mock_llm.flows import (
 )
 from servekit.error_bodies import openai_error_body
 from servekit.json_codec import dumps
+from servekit.openai_chunks import DONE_EVENT
 from servekit.sse import json_event
 
 Ending = Literal["complete", "eof", "abort"]
@@ -211,7 +212,7 @@ def _stream(
     if fault is not None and fire_at == len(frames):
         ended = _inject(plan, fault, request, meta, len(frames))
     if not ended and request.api == "openai":  # the other formats send no [DONE]
-        plan.actions.append(Send(wire.DONE_FRAME))
+        plan.actions.append(Send(DONE_EVENT))
     if not ended and _json_array(request):  # Gemini's JSON array ends with its `]`
         plan.actions.append(Send(gemini_wire.closing(json_array=True)))
     plan.actions = coalesce(plan.actions)

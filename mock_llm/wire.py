@@ -27,7 +27,6 @@ from servekit.json_codec import dumps, json_object
 from servekit.sse import json_event
 
 JSON = dict[str, Any]
-DONE_FRAME = b"data: [DONE]\n\n"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ One module per concept:
 - `servekit.sse`: an upstream body's server-sent events, read as the openai SDK reads them
   (`SseDecoder`), and a JSON `data:` event written (`json_event`);
 - `servekit.ndjson`: an upstream body's NDJSON lines (Ollama's streams);
+- `servekit.openai_chunks`: the parts of an OpenAI chat completion or stream chunk, read
+  leniently, for the app's model client, the guard proxy and the mock's recorder;
 - `servekit.hop_by_hop`: which headers a proxy passes on (RFC 9110's hop-by-hop rule), for
   the guard proxy and the mock's recorder;
 - `servekit.trigger_grammar`: the mock's trigger grammar, which the mock reads and an app

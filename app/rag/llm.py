@@ -74,6 +74,7 @@ from yarl import URL
 
 from app.errors import LLMError, one_line
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
+from servekit.openai_chunks import choices_of, delta_of, reasoning_texts, tool_call_items
 from servekit.sse import LineTooLong, SseDecoder, SseEvent
 from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
@@ -289,26 +290,19 @@ class _Accumulator:
         """The thinking and answer text of one chunk (choice 0 only); tool-call pieces and
         the finish reason are kept. `choices` may be null (vLLM's usage chunk)."""
         out: list[StreamPiece] = []
-        choices = chunk.get("choices")
-        for choice in cast(list[object], choices) if isinstance(choices, list) else ():
-            if not isinstance(choice, dict):
-                continue
-            fields = cast(dict[str, Any], choice)
+        for fields in choices_of(chunk):
             if fields.get("index", 0) != 0:
                 continue
-            delta = fields.get("delta")
-            if isinstance(delta, dict):
-                delta = cast(dict[str, Any], delta)
+            delta = delta_of(fields)
+            if delta is not None:
                 thinking = _reasoning_text(delta)
                 if thinking:
                     out.append(StreamPiece("thinking", thinking))
                 content = _text(delta.get("content"))
                 if content:
                     out.append(StreamPiece("content", content))
-                tool_calls = delta.get("tool_calls")
-                for tc in cast(list[object], tool_calls) if isinstance(tool_calls, list) else ():
-                    if isinstance(tc, dict):
-                        self._tool_call_piece(cast(dict[str, Any], tc))
+                for _, tc in tool_call_items(delta):
+                    self._tool_call_piece(tc)
             finish = fields.get("finish_reason")
             if isinstance(finish, str):
                 self.finish_reason = finish
@@ -369,8 +363,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def _reasoning_text(delta: Mapping[str, Any]) -> str:
     if "reasoning_content" not in delta and "reasoning" not in delta:
         return ""  # an answer's delta: the common case
-    texts = [_text(t) for t in (delta.get("reasoning_content"), delta.get("reasoning")) if t]
-    texts = [t for t in texts if t]
+    texts = [_text(t) or "" for t in reasoning_texts(delta).values()]
     if len(texts) == 2 and texts[0] == texts[1]:
         return texts[0]
     return "".join(texts)
