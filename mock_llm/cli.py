@@ -21,8 +21,7 @@ import uvicorn
 from mock_llm.chunking import REAL_PACING, parse_pacing
 from mock_llm.flow_file import FlowFileError
 from mock_llm.flows import REASONING_FIELDS, ReasoningField
-from mock_llm.journal import DEFAULT_CAPACITY
-from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
+from mock_llm.journal import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
 from mock_llm.recorder import DEFAULT_PORT as RECORDER_PORT
 from mock_llm.recorder import (
     Recorder,
@@ -34,9 +33,9 @@ from mock_llm.recorder import (
 )
 from mock_llm.redaction import RedactionError, Redactor, compile_patterns
 from mock_llm.runner import build_settings, uvicorn_config
-from mock_llm.server import DEFAULT_MAX_BODY_BYTES
 from mock_llm.side_calls import SideCallsRefused
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
+from servekit.limits import DEFAULT_MAX_BODY_BYTES
 from servekit.listen import listen, socket_url
 
 
@@ -63,7 +62,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--journal-bytes",
         type=int,
-        default=DEFAULT_JOURNAL_BYTES,
+        default=DEFAULT_MAX_HELD_BYTES,
         help="request-body bytes the journal keeps in all",
     )
     parser.add_argument(

@@ -75,7 +75,9 @@ from sg_http.httpx_pool import HttpxPool
 from sg_http.pool import POOL_IDLE_S, RequestFailed
 
 DEFAULT_PORT = 8097
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The largest request the recorder passes on: its own limit, above servekit's default, for
+the requests a real upstream takes (long conversations, images as data URLs)."""
 MAX_RECORDED_BODY_BYTES = 16 * 1024 * 1024
 """The most of a non-streamed answer kept to parse; a longer one passes through unrecorded."""
 SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
@@ -127,7 +129,7 @@ class RecorderSettings:
     upstream: Upstream
     out: Path
     redactor: Redactor = field(default_factory=Redactor)
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_body_bytes: int = MAX_BODY_BYTES
     connect_timeout_s: float = 30.0
     upstream_idle_s: float = POOL_IDLE_S
     """How long an idle connection to the upstream is kept for reuse."""

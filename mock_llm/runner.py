@@ -18,10 +18,8 @@ import uvicorn
 from mock_llm.catalog import DEFAULT_MAX_RUNTIME_FLOWS, load_catalog
 from mock_llm.chunking import REAL_PACING
 from mock_llm.flows import ReasoningField
-from mock_llm.journal import DEFAULT_CAPACITY
-from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
+from mock_llm.journal import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
 from mock_llm.server import (
-    DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_FLOWS_BODY_BYTES,
     MockSettings,
     create_app,
@@ -30,6 +28,7 @@ from mock_llm.server import (
 from mock_llm.side_calls import SideCallRules
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
 from servekit.in_thread import serve_in_thread
+from servekit.limits import DEFAULT_MAX_BODY_BYTES
 
 
 def build_settings(
@@ -37,7 +36,7 @@ def build_settings(
     reasoning_field: ReasoningField = "reasoning_content",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     journal_capacity: int = DEFAULT_CAPACITY,
-    journal_max_body_bytes: int = DEFAULT_JOURNAL_BYTES,
+    journal_max_body_bytes: int = DEFAULT_MAX_HELD_BYTES,
     quiet_reset_s: float = DEFAULT_QUIET_RESET_S,
     max_runtime_flows: int = DEFAULT_MAX_RUNTIME_FLOWS,
     max_flows_body_bytes: int = DEFAULT_MAX_FLOWS_BODY_BYTES,

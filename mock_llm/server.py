@@ -66,8 +66,7 @@ from mock_llm.chat_request import ChatRequest, RequestError, offered_tools, pars
 from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
 from mock_llm.gemini_request import parse_gemini_request
-from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
-from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
+from mock_llm.journal import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES, Journal, JournalEntry
 from mock_llm.journal_query import QueryError, parse_journal_query
 from mock_llm.response_plan import (
     Api,
@@ -94,10 +93,9 @@ from mock_llm.trigger import TriggerError
 from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
 from servekit.error_bodies import anthropic_error_body, openai_error_body
 from servekit.json_codec import dumps
-from servekit.limits import RequestLimits
+from servekit.limits import DEFAULT_MAX_BODY_BYTES, RequestLimits
 from servekit.security_headers import SecurityHeaders, security_headers
 
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_FLOWS_BODY_BYTES = 1024 * 1024
 MAX_ERROR_MESSAGE_CHARS = 1000
 """The longest error message: the known flows of a long catalog are cut, never the point."""
@@ -114,7 +112,7 @@ class MockSettings:
     reasoning_field: ReasoningField = "reasoning_content"
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     journal_capacity: int = DEFAULT_CAPACITY
-    journal_max_body_bytes: int = DEFAULT_JOURNAL_BYTES
+    journal_max_body_bytes: int = DEFAULT_MAX_HELD_BYTES
     quiet_reset_s: float = DEFAULT_QUIET_RESET_S
     max_runtime_flows: int = DEFAULT_MAX_RUNTIME_FLOWS
     max_flows_body_bytes: int = DEFAULT_MAX_FLOWS_BODY_BYTES

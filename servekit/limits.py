@@ -12,6 +12,8 @@
   body; the original `receive` takes over after it, so the app still hears the client leave.
 
 `error_body(status, message)` renders each refusal in the server's own error shape.
+`DEFAULT_MAX_BODY_BYTES` is the one default body limit: the mock's. The app, the guard
+proxy and the recorder each pass a limit of their own (their requests differ in size).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_TARGET_BYTES",
     "RequestLimits",
@@ -33,6 +36,8 @@ __all__ = [
 DEFAULT_MAX_HEADER_BYTES = 32 * 1024
 DEFAULT_MAX_TARGET_BYTES = 8 * 1024
 DEFAULT_BODY_TIMEOUT_S = 10.0
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest request body of a server that names no limit of its own."""
 
 _HOST = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?")
 """RFC 3986's host (an IP literal in brackets, an IPv4 address or a registered name) and
