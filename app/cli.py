@@ -25,8 +25,8 @@ import uvicorn
 from app.api.sse import OpenStreams
 from app.config import SettingsError, load_settings
 from app.main import create_app
-from mock_llm import bind_socket, build_settings, serve_mock, socket_url
-from mock_llm.cli import exposure_warning
+from mock_llm import build_settings, serve_mock
+from servekit.listen import bind_socket, exposure_warning, socket_url
 
 DEMO_FLOWS = Path(__file__).with_name("demo_flows.yaml")
 

@@ -32,8 +32,8 @@ from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolS
 from app.storage import QueryLog
 from app.turn import TurnDeps
 from app.turn_log import TurnLog
-from mock_llm.http_limits import RequestLimits
-from mock_llm.security_headers import PAGE_POLICY, SecurityHeaders, security_headers
+from servekit.limits import RequestLimits
+from servekit.security_headers import SecurityHeaders, security_headers
 
 _HERE = Path(__file__).resolve().parent
 # The page: frontend/ next to app/ in a checkout; the wheel ships a copy as app/frontend/.
@@ -46,7 +46,18 @@ FRONTEND = next(
 MAX_BODY_BYTES = 64 * 1024
 """The largest request body: a question is at most 4000 characters, 24 KB as JSON escapes."""
 BODY_TIMEOUT_S = 10.0
-"""How long a request body may take to arrive whole (mock_llm.http_limits.RequestLimits)."""
+"""How long a request body may take to arrive whole (servekit.limits.RequestLimits)."""
+PAGE_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
+    " connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self';"
+    " frame-ancestors 'none'"
+)
+"""The app's Content-Security-Policy. The page (frontend/index.html) loads one stylesheet and
+one ES module from /static, which imports the rest (the vendored marked and DOMPurify
+included) from /static, and talks only to its own origin. So everything is `'self'` and
+nothing is inline: no inline script or style, no `eval`, no outside image (a markdown image
+in a model's answer cannot carry notes to another host, faults.md 1b), no plugin, no
+`<base>` rewrite, no framing."""
 
 
 def _limit_error(status: int, message: str) -> bytes:

@@ -28,8 +28,7 @@ from starlette.types import ASGIApp
 from guard.server import GuardSettings, create_app
 from guardrail.model_profiles import parse_profiles
 from guardrail.registries import PROFILES
-from mock_llm import socket_url
-from mock_llm.cli import listen
+from servekit.listen import listen, socket_url
 from sg_http.pool import POOL_IDLE_S
 
 

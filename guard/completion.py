@@ -13,9 +13,10 @@ says whether it stayed empty (`malformed`, contract G3); those rules are `guard.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from guard.reply import WholeReply, choices_of
+from guard.reply import WholeReply
+from servekit.openai_chunks import choices_of, message_of
 
 
 @dataclass
@@ -24,10 +25,9 @@ class CompletionGuard(WholeReply):
         """Filter `completion`'s answer text in place; whether anything changed."""
         changed = self.take_identity(completion)
         for choice in choices_of(completion):
-            message = choice.get("message")
-            if not isinstance(message, dict):
+            message = message_of(choice)
+            if message is None:
                 continue
-            message = cast(dict[str, Any], message)
             if message.get("tool_calls"):
                 self.tool_calls = True
             content = message.get("content")

@@ -32,7 +32,7 @@ import aiohttp
 
 from guard.openai_http import KEEPALIVE, SseCall, error_message, next_piece
 from guard.upstream import CUT_OFF, UPSTREAM_ERRORS
-from guardrail.sse_events import LineTooLong, SseDecoder, SseEvent
+from servekit.sse import LineTooLong, SseDecoder, SseEvent
 
 __all__ = ["EventStreamCall", "EventStreamGuard"]
 

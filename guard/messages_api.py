@@ -9,11 +9,9 @@ Shared by the streamed guard (`guard.messages_stream`) and the route
 - `MessageGuard`: a whole (not streamed) message through the guardrail: each `text`
   block's `text` through a filter of its own, in place;
 - `recovery_body`: the one recovery request (G2);
-- `error_body` and `error_event`: Anthropic's error body (`{"type": "error", "error":
-  {"type", "message"}}`), and the in-band `error` event that carries it in a stream (the
-  anthropic SDK raises `APIStatusError` on it). An error's `type` is the one the API gives
-  for its status (`mock_llm.anthropic_wire.error_type`: 429 `rate_limit_error`, 529
-  `overloaded_error`, another 5xx `api_error`).
+- `error_event`: the in-band `error` event that carries Anthropic's error body
+  (`servekit.error_bodies.anthropic_error_body`) in a stream (the anthropic SDK raises
+  `APIStatusError` on it).
 
 Deliberate choices:
 - Every content block that is neither `text` nor `thinking` nor `redacted_thinking` counts
@@ -40,11 +38,10 @@ from typing import Any, cast
 from guard.reply import WholeReply
 from guard.responses_api import event_bytes
 from guardrail.policy import RoundFilter, system_with_correction
-from mock_llm.anthropic_wire import error_body
+from servekit.error_bodies import anthropic_error_body
 
 __all__ = [
     "MessageGuard",
-    "error_body",
     "error_event",
     "is_tool_use",
     "recovery_body",
@@ -117,4 +114,4 @@ def recovery_body(body: dict[str, Any]) -> dict[str, Any]:
 
 def error_event(status: int, message: str) -> bytes:
     """The in-band `error` event that ends a stream, its type the one for `status`."""
-    return event_bytes(error_body(status, message))
+    return event_bytes(anthropic_error_body(status, message))

@@ -45,7 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from guard.event_stream import EventStreamCall
-from guard.messages_api import MessageGuard, error_body, recovery_body
+from guard.messages_api import MessageGuard, recovery_body
 from guard.messages_stream import MessagesStreamGuard
 from guard.reply import WholeReply
 from guard.responses_api import event_bytes
@@ -55,6 +55,7 @@ from guard.upstream import (
     UpstreamSession,
     guarded,
 )
+from servekit.error_bodies import anthropic_error_body
 
 __all__ = ["messages_routes"]
 
@@ -98,7 +99,7 @@ class _MessagesCall(EventStreamCall[MessagesStreamGuard]):
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse(error_body(status, message), status_code=status)
+    return JSONResponse(anthropic_error_body(status, message), status_code=status)
 
 
 def _unreachable() -> Response:

@@ -55,7 +55,7 @@ from guard.messages_api import error_event, is_tool_use, shows_nothing, text_of
 from guard.reply import Reply
 from guard.responses_api import event_bytes, raw_event, typed
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
-from guardrail.sse_events import SseEvent
+from servekit.sse import SseEvent
 
 __all__ = ["MessagesStreamGuard"]
 

@@ -6,7 +6,7 @@ object per line, `{"model", "created_at", "message": {"role", "content", "thinki
 its thinking `thinking`), then a last line with `"done": true`, `done_reason` and the
 counters; an error is a line `{"error": "..."}`. A whole answer is one such object.
 
-- `NdjsonLines` (guardrail.ndjson_lines, shared with the mock's recorder) cuts a body, in
+- `NdjsonLines` (servekit.ndjson, shared with the mock's recorder) cuts a body, in
   whatever pieces it arrives, into its lines, each with its own line end, as the bytes came.
 - `OllamaStreamGuard` takes those lines in order and says what the client gets for each:
   the line as it came when the filter changed nothing in it (so a clean stream reaches the
@@ -36,7 +36,7 @@ Deliberate choices:
 - A line that is not a JSON object (not JSON, an array, nested past the parser's limit, a
   blank line) is not ours to judge: it goes out as it came.
 - A line the guard writes itself (a changed line, the tail, an error) is compact JSON, a
-  lone surrogate written as its escape (`mock_llm.wire.dumps`); the rest are the
+  lone surrogate written as its escape (`servekit.json_codec.dumps`); the rest are the
   upstream's own bytes.
 - /api/generate's recovery puts the correction into `system` (the request's own system
   text gets it after a blank line, exactly as `with_correction` extends a system message:
@@ -50,10 +50,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guard.reply import Reply, WholeReply, json_object
-from guardrail.ndjson_lines import NdjsonLines
+from guard.reply import Reply, WholeReply
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
-from mock_llm.wire import dumps
+from servekit.json_codec import dumps, json_object
+from servekit.ndjson import NdjsonLines
 
 __all__ = [
     "CHAT",

@@ -52,7 +52,7 @@ from guard.ollama import (
     error_line,
     upstream_error_text,
 )
-from guard.reply import WholeReply, json_object
+from guard.reply import WholeReply
 from guard.upstream import (
     CUT_OFF,
     METHODS,
@@ -66,7 +66,8 @@ from guard.upstream import (
     read_whole,
     response_headers,
 )
-from guardrail.sse_events import LineTooLong
+from servekit.json_codec import json_object
+from servekit.sse import LineTooLong
 from sg_http.pool import Pool
 
 __all__ = ["ollama_routes"]

@@ -22,8 +22,9 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from guard.reply import json_object
 from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_whole, response_headers
+from servekit.error_bodies import openai_error_body
+from servekit.json_codec import json_object
 from sg_http.pool import Pool
 
 KEEPALIVE = b": keep-alive\n\n"
@@ -31,7 +32,8 @@ KEEPALIVE = b": keep-alive\n\n"
 
 
 def error_body(message: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "guard_error", "param": None, "code": code}}
+    """The OpenAI error body of the proxy's own errors (its type `guard_error`)."""
+    return openai_error_body(message, "guard_error", code)
 
 
 def error_response(status: int, message: str, code: str | None = None) -> JSONResponse:

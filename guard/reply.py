@@ -9,15 +9,12 @@ the two decisions of the contract: the one recovery (`wants_recovery`: G2, never
 calls, G12; only for a single-choice reply) and the recovery that showed nothing
 (`malformed`, G3), both taken from `guardrail.policy`. `WholeReply` is a whole answer's
 guard, as the routes' shared whole-answer flow (`guard.upstream.GuardedCall`) drives it.
-`json_object` reads an upstream body or line as the JSON object it should be, or says it is
-not one.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from guardrail.patterns import Registry
 from guardrail.policy import RoundFilter, needs_recovery, recovery_failed
@@ -96,22 +93,3 @@ class WholeReply(Reply):
 
     def filter(self, answer: dict[str, Any], /) -> bool:
         raise NotImplementedError
-
-
-def choices_of(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """The choices of a chunk or completion that are objects (none when `choices` is not a
-    list: vLLM's usage chunk has null)."""
-    choices = message.get("choices")
-    if not isinstance(choices, list):
-        return []
-    return [cast(dict[str, Any], c) for c in cast(list[object], choices) if isinstance(c, dict)]
-
-
-def json_object(raw: bytes | str) -> dict[str, Any] | None:
-    """`raw` as a JSON object, or None when it is not one (not JSON, nested past the
-    parser's limit, an array, a number)."""
-    try:
-        value: object = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None

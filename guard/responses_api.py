@@ -32,10 +32,10 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from guard.reply import json_object
 from guardrail.patterns import Registry
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
-from guardrail.sse_events import SseEvent
+from servekit.json_codec import json_object
+from servekit.sse import SseEvent
 
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 ANSWER_ITEMS = ("message", "reasoning")

@@ -66,7 +66,7 @@ from guard.responses_api import (
     typed,
 )
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
-from guardrail.sse_events import SseEvent
+from servekit.sse import SseEvent
 
 OPENING = frozenset({"response.created", "response.queued", "response.in_progress"})
 COMPLETION = frozenset({"response.completed", "response.incomplete"})

@@ -59,7 +59,7 @@ from guard.openai_http import (
 )
 from guard.reply import WholeReply
 from guard.responses_route import responses_routes
-from guard.stream import StreamGuard, sse_json
+from guard.stream import StreamGuard
 from guard.upstream import (
     CUT_OFF,
     METHODS,
@@ -69,8 +69,8 @@ from guard.upstream import (
     guarded,
 )
 from guardrail.policy import MALFORMED_REPLY, with_correction
-from guardrail.sse_events import LineTooLong, SseDecoder
-from mock_llm.http_limits import RequestLimits
+from servekit.limits import RequestLimits
+from servekit.sse import LineTooLong, SseDecoder, json_event
 
 __all__ = ["MAX_BODY_BYTES", "GuardSettings", "create_app"]
 
@@ -215,7 +215,7 @@ def _recovery_body(body: dict[str, Any]) -> dict[str, Any]:
 def _error_event(message: str, status: int) -> bytes:
     """The OpenAI in-band error event that ends a stream (an SDK raises APIError on it)."""
     code = "malformed_reply" if message == MALFORMED_REPLY else f"upstream_{status}"
-    return sse_json(error_body(message, code))
+    return json_event(error_body(message, code))
 
 
 def _limit_error(status: int, message: str) -> bytes:

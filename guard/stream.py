@@ -25,23 +25,17 @@ Deliberate choices:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from guard.reply import Reply, choices_of, json_object
+from guard.reply import Reply
 from guardrail.policy import RoundFilter
-from mock_llm.wire import dumps
-
-DONE = b"data: [DONE]\n\n"
+from servekit.json_codec import json_object
+from servekit.openai_chunks import DONE_EVENT, choices_of, delta_of
+from servekit.sse import json_event
 
 
 def sse(data: str) -> bytes:
     return b"data: " + data.encode() + b"\n\n"
-
-
-def sse_json(value: object) -> bytes:
-    """A `data:` event of compact JSON; a lone surrogate (JSON can say `"\\ud800"`) is
-    written as its escape."""
-    return b"data: " + dumps(value) + b"\n\n"
 
 
 @dataclass
@@ -69,7 +63,7 @@ class StreamGuard(Reply):
             return []
         if not changed:
             return [sse(data)]
-        return [sse_json(chunk)] if _carries_anything(chunk) else []
+        return [json_event(chunk)] if _carries_anything(chunk) else []
 
     def end(self, *, done: bool) -> list[bytes] | None:
         """The rest of the client's stream once the upstream stream ended (`done`: with
@@ -85,7 +79,7 @@ class StreamGuard(Reply):
             if (tail := filter_.flush())
         ]
         if done:
-            out.append(DONE)
+            out.append(DONE_EVENT)
         return out
 
     # --- inside ---------------------------------------------------------------------------
@@ -95,8 +89,8 @@ class StreamGuard(Reply):
         filter held); whether any changed."""
         changed = False
         for choice in choices_of(chunk):
-            delta = choice.get("delta")
-            delta = cast(dict[str, Any], delta) if isinstance(delta, dict) else {}
+            delta = delta_of(choice)
+            delta = {} if delta is None else delta
             if delta.get("tool_calls"):
                 self.tool_calls = True
             content = delta.get("content")
@@ -122,7 +116,7 @@ class StreamGuard(Reply):
         return changed
 
     def _content_chunk(self, index: int, text: str) -> bytes:
-        return sse_json(
+        return json_event(
             {
                 **self.identity,
                 "object": "chat.completion.chunk",
@@ -135,9 +129,9 @@ def _drop_role(chunk: dict[str, Any]) -> bool:
     """A recovery's chunk loses its role (the client saw the first stream's); whether any did."""
     changed = False
     for choice in choices_of(chunk):
-        delta = choice.get("delta")
-        if isinstance(delta, dict) and "role" in delta:
-            del cast(dict[str, Any], delta)["role"]
+        delta = delta_of(choice)
+        if delta is not None and "role" in delta:
+            del delta["role"]
             changed = True
     return changed
 
@@ -153,9 +147,7 @@ def _carries_anything(chunk: dict[str, Any]) -> bool:
     for choice in choices_of(chunk):
         if choice.get("finish_reason") is not None or choice.get("logprobs"):
             return True
-        delta = choice.get("delta")
-        if isinstance(delta, dict) and any(
-            value not in (None, "") for value in cast(dict[str, Any], delta).values()
-        ):
+        delta = delta_of(choice)
+        if delta is not None and any(value not in (None, "") for value in delta.values()):
             return True
     return False

@@ -14,9 +14,10 @@ what is its own: its log name, whether a body asks for a stream, its error shape
 streamed answer, its whole-answer guard and its recovery request.
 
 Deliberate choices:
-- The client's headers go upstream, Authorization included, except hop-by-hop ones and
-  Host; no header is ever logged. A guarded answer is asked for uncompressed (the proxy
-  reads it); a passed-on request keeps the client's Accept-Encoding, its bytes untouched.
+- The client's headers go upstream, Authorization included, except hop-by-hop ones (and
+  those `Connection` names: servekit.hop_by_hop) and Host; no header is ever logged. A
+  guarded answer is asked for uncompressed (the proxy reads it); a passed-on request keeps
+  the client's Accept-Encoding, its bytes untouched.
 - What a fault looks like to the client is each route's own (the OpenAI error body, or
   Ollama's `{"error": ...}`): the helpers here say that a fault happened (None, an
   exception) or take the route's error response (`GuardedCall.error`), and never write an
@@ -42,10 +43,12 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from guard.reply import WholeReply, json_object
+from guard.reply import WholeReply
 from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
+from servekit.hop_by_hop import end_to_end
+from servekit.json_codec import json_object
 from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 log = logging.getLogger("guard")
@@ -54,23 +57,9 @@ CUT_OFF = "The model's reply was cut off."
 UNREACHABLE = "The model server could not be reached."
 UPSTREAM_ERRORS = (RequestFailed, aiohttp.ClientError, OSError, TimeoutError)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-        "accept-encoding",  # set per request (`upstream_headers`)
-        "date",  # the server adds its own date and server headers
-        "server",
-    }
-)
+OWN_HEADERS = ("host", "content-length", "accept-encoding", "date", "server")
+"""Headers the proxy drops besides the hop-by-hop ones (servekit.hop_by_hop): its HTTP client
+and its server write their own, and Accept-Encoding is set per request (`upstream_headers`)."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +270,7 @@ async def guarded(
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
     """The client's headers for the upstream request (see the module docstring)."""
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers = dict(end_to_end(request.headers.items(), also=OWN_HEADERS))
     headers["Accept-Encoding"] = (
         accept_encoding or request.headers.get("accept-encoding") or "identity"
     )
@@ -289,7 +278,7 @@ def upstream_headers(request: Request, *, accept_encoding: str | None = None) ->
 
 
 def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+    return dict(end_to_end(headers.items(), also=OWN_HEADERS))
 
 
 async def read_whole(response: aiohttp.ClientResponse) -> bytes | None:

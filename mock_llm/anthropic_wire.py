@@ -30,11 +30,9 @@ Deliberate choices:
   as `APIStatusError`. A malformed line goes out with an `event: content_block_delta` line
   before it: the SDK skips a data line without an event name, so a bare one would be no
   fault at all.
-- An error's `type` is the one the API gives for its status (429 `rate_limit_error`, 529
-  `overloaded_error`, another 5xx `api_error`, ...), unless the fault names another of
-  Anthropic's error types (`overloaded_error` for a 500, say). `invalid_request_error`
-  does not count: it is OpenAI's type for every 4xx, which flow files give a 401 or a 404
-  by default, where Anthropic's API says `authentication_error` or `not_found_error`.
+- An error's `type` is the one the API gives for its status, unless the fault names another
+  of Anthropic's error types (`overloaded_error` for a 500, say): the body and its rule are
+  `servekit.error_bodies.anthropic_error_body`, which the guard proxy answers with too.
 
 Ids come from the completion's: `msg_mock7` for `chatcmpl-mock7`, tool uses
 `toolu_mock7_0` by tool call (a call's own id when the flow gives one). Usage counts are
@@ -48,7 +46,9 @@ from collections.abc import Sequence
 
 from mock_llm.chunking import Part, TimedFrames, step_parts, ttft_s
 from mock_llm.flows import ErrorEventFault, HttpFault, Step
-from mock_llm.wire import JSON, CompletionMeta, dumps, json_object, tool_call_id, usage
+from mock_llm.wire import JSON, CompletionMeta, tool_call_id, usage
+from servekit.error_bodies import anthropic_error_body
+from servekit.json_codec import dumps, json_object
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -57,20 +57,6 @@ STOP_REASONS = {
     "content_filter": "refusal",
 }
 """A step's finish reason as the Messages API's `stop_reason`."""
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
-"""The error type Anthropic's API gives with each status."""
-KNOWN_ERROR_TYPES = frozenset(ERROR_TYPES.values())
 IN_BAND_STATUS = 500
 """The status an in-band error stands for (a whole answer's, and its error type's)."""
 MALFORMED_EVENT = "content_block_delta"
@@ -86,22 +72,10 @@ def message_id(meta: CompletionMeta) -> str:
     return "msg_" + meta.id.removeprefix("chatcmpl-")
 
 
-def error_type(status: int, given: str | None = None) -> str:
-    """The error's `type`: the status's, unless `given` is another of Anthropic's."""
-    if given in KNOWN_ERROR_TYPES and given != "invalid_request_error":
-        return given
-    return ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-
-
-def error_body(status: int, message: str, given_type: str | None = None) -> JSON:
-    """Anthropic's error body: `{"type": "error", "error": {"type", "message"}}`."""
-    return {"type": "error", "error": {"type": error_type(status, given_type), "message": message}}
-
-
 def fault_body(fault: HttpFault | ErrorEventFault) -> JSON:
     """A fault's error body: its status's type (an in-band error's as a 500's)."""
     status = fault.status if isinstance(fault, HttpFault) else IN_BAND_STATUS
-    return error_body(status, fault.message, fault.type)
+    return anthropic_error_body(status, fault.message, fault.type)
 
 
 def error_event(fault: ErrorEventFault) -> bytes:

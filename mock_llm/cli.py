@@ -1,6 +1,6 @@
 """`python -m mock_llm`: the command line. Loopback by default, with a warning on stderr when
-told to listen anywhere else (`exposure_warning`, shared with `python -m app`); a bad flow
-file or side-call rule stops the start.
+told to listen anywhere else (`servekit.listen`, shared with `python -m app` and `python -m
+guard`); a bad flow file or side-call rule stops the start.
 
 `python -m mock_llm record --upstream URL --out FILE` (the first word `record`) runs the
 recording proxy instead (mock_llm/recorder.py); a bad upstream URL, `--redact` pattern or
@@ -10,9 +10,7 @@ existing recording stops its start the same way.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,8 +21,7 @@ import uvicorn
 from mock_llm.chunking import REAL_PACING, parse_pacing
 from mock_llm.flow_file import FlowFileError
 from mock_llm.flows import REASONING_FIELDS, ReasoningField
-from mock_llm.journal import DEFAULT_CAPACITY
-from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
+from mock_llm.journal import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
 from mock_llm.recorder import DEFAULT_PORT as RECORDER_PORT
 from mock_llm.recorder import (
     Recorder,
@@ -35,50 +32,11 @@ from mock_llm.recorder import (
     recorder_config,
 )
 from mock_llm.redaction import RedactionError, Redactor, compile_patterns
-from mock_llm.runner import bind_socket, build_settings, socket_url, uvicorn_config
-from mock_llm.server import DEFAULT_MAX_BODY_BYTES
+from mock_llm.runner import build_settings, uvicorn_config
 from mock_llm.side_calls import SideCallsRefused
 from mock_llm.turns import DEFAULT_QUIET_RESET_S
-
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names this machine's loopback interface only (127.0.0.0/8, ::1,
-    localhost). Any other name is not, whatever it resolves to today."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def exposure_warning(program: str, host: str, what: str) -> str | None:
-    """The warning for listening on `host`, or None when it is loopback."""
-    if is_loopback(host):
-        return None
-    where = host
-    if host in ("", "0.0.0.0", "::", "[::]"):
-        where = f"every interface ({host or 'all'})"
-    return (
-        f"{program}: warning: listening on {where}, not on loopback only: "
-        f"anyone who can reach this machine can {what}; there is no login. "
-        "Use --host 127.0.0.1 unless that is what you want."
-    )
-
-
-def listen(program: str, host: str, port: int, what: str) -> socket.socket | None:
-    """The listening socket, after the exposure warning when `host` is not loopback (anyone
-    there can `what`); None, with the reason on stderr, when it cannot be bound."""
-    warning = exposure_warning(program, host, what)
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
-    try:
-        return bind_socket(host, port)
-    except OSError as exc:
-        print(f"{program}: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
-        return None
+from servekit.limits import DEFAULT_MAX_BODY_BYTES
+from servekit.listen import listen, socket_url
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -104,7 +62,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--journal-bytes",
         type=int,
-        default=DEFAULT_JOURNAL_BYTES,
+        default=DEFAULT_MAX_HELD_BYTES,
         help="request-body bytes the journal keeps in all",
     )
     parser.add_argument(

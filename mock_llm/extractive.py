@@ -50,7 +50,8 @@ from pathlib import PurePosixPath
 from typing import Any, cast
 
 from mock_llm.flows import Extract
-from mock_llm.trigger import last_user_text, message_text, strip_triggers
+from mock_llm.trigger import last_user_text, message_text
+from servekit.trigger_grammar import strip_triggers
 
 MAX_CONTEXT_CHARS = 200_000
 MAX_QUESTION_CHARS = 2_000

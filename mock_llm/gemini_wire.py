@@ -39,7 +39,8 @@ from collections.abc import Sequence
 
 from mock_llm.chunking import pieces, ttft_s, whole_calls_pauses
 from mock_llm.flows import Step, ToolCall
-from mock_llm.wire import JSON, CompletionMeta, arguments_object, dumps, usage
+from mock_llm.wire import JSON, CompletionMeta, arguments_object, usage
+from servekit.json_codec import dumps
 
 FINISH_REASONS = {
     "stop": "STOP",

@@ -37,7 +37,8 @@ from mock_llm.journal_query import SideCallsFilter
 
 Outcome = Literal["in_progress", "completed", "client_disconnected", "fault", "rejected"]
 DEFAULT_CAPACITY = 1000
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_HELD_BYTES = 64 * 1024 * 1024
+"""The request-body bytes the journal holds in all (not a limit on one request)."""
 JOURNAL_VERSION = 2
 
 
@@ -156,7 +157,7 @@ class Journal:
     def __init__(
         self,
         capacity: int = DEFAULT_CAPACITY,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_body_bytes: int = DEFAULT_MAX_HELD_BYTES,
         clock: MockClock | None = None,
     ) -> None:
         self._entries: deque[JournalEntry] = deque()

@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 
 from mock_llm.chunking import pieces, ttft_s, whole_calls_pauses
 from mock_llm.flows import Step
-from mock_llm.wire import JSON, CompletionMeta, arguments_object, dumps, usage
+from mock_llm.wire import JSON, CompletionMeta, arguments_object, usage
+from servekit.json_codec import dumps
 
 MEDIA_TYPE = "application/x-ndjson"
 NS_PER_TOKEN = 10_000_000

@@ -17,7 +17,7 @@ says so.
 Also here, for every reader: the text a flow can hold (`clean_text`), JSON that may be
 hostile (`read_json`), an error body's fields, `Retry-After`, the step of an upstream's
 error status (`error_step`), and `LineReader`, the shape of a stream reader: a line too long
-for the line buffer (`guardrail.sse_events.LineTooLong`, 8 MiB) ends its reading with a
+for the line buffer (`servekit.sse.LineTooLong`, 8 MiB) ends its reading with a
 `problem`, and the exchange is not recorded.
 """
 
@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guardrail.sse_events import LineTooLong
 from mock_llm.flows import (
     FINISH_REASONS,
     ChunkPart,
@@ -46,6 +45,7 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
+from servekit.sse import LineTooLong
 
 JSON = dict[str, Any]
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -57,7 +57,6 @@ import httpx
 import uvicorn
 from starlette.types import Message, Receive, Scope, Send
 
-from mock_llm import wire
 from mock_llm.content_coding import READABLE_CODINGS, BodyDecoder
 from mock_llm.flow_file import load_flow_file
 from mock_llm.flow_writer import dump_flows
@@ -67,28 +66,20 @@ from mock_llm.recorded_step import LineReader, error_step, json_object, read_jso
 from mock_llm.recording import Recording, description, turn_of
 from mock_llm.redaction import Redactor
 from mock_llm.response_plan import describe_fault
-from mock_llm.runner import serve_in_thread
 from mock_llm.server import quiet_abort_logs
+from servekit.error_bodies import openai_error_body
+from servekit.hop_by_hop import end_to_end
+from servekit.in_thread import serve_in_thread
+from servekit.json_codec import dumps
 from sg_http.httpx_pool import HttpxPool
 from sg_http.pool import POOL_IDLE_S, RequestFailed
 
 DEFAULT_PORT = 8097
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The largest request the recorder passes on: its own limit, above servekit's default, for
+the requests a real upstream takes (long conversations, images as data URLs)."""
 MAX_RECORDED_BODY_BYTES = 16 * 1024 * 1024
 """The most of a non-streamed answer kept to parse; a longer one passes through unrecorded."""
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
 SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
 """Headers whose values are redacted from whatever is recorded (no header is written)."""
 COMMENT = (
@@ -138,7 +129,7 @@ class RecorderSettings:
     upstream: Upstream
     out: Path
     redactor: Redactor = field(default_factory=Redactor)
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_body_bytes: int = MAX_BODY_BYTES
     connect_timeout_s: float = 30.0
     upstream_idle_s: float = POOL_IDLE_S
     """How long an idle connection to the upstream is kept for reuse."""
@@ -481,42 +472,21 @@ async def _watch_disconnect(
 
 def _upstream_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The client's headers as they go upstream: hop-by-hop ones (and those `Connection`
-    names), `Host` and `Content-Length` left to the client library, `Accept-Encoding`
-    narrowed to what the recorder reads."""
-    named = {
-        token.strip().lower()
-        for name, value in headers
-        if name.lower() == "connection"
-        for token in value.split(",")
-    }
-    out: list[tuple[str, str]] = []
-    for name, value in headers:
-        lower = name.lower()
-        if lower in HOP_BY_HOP or lower in named or lower in ("host", "content-length"):
-            continue
-        if lower == "accept-encoding":
-            value = narrow_accept_encoding(value)
-        out.append((name, value))
-    return out
-
-
-def _response_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    named = {
-        token.strip().lower()
-        for name, value in raw
-        if name.lower() == b"connection"
-        for token in value.split(b",")
-    }
+    names) dropped, `Host` and `Content-Length` left to the client library,
+    `Accept-Encoding` narrowed to what the recorder reads."""
     return [
-        (name, value)
-        for name, value in raw
-        if name.lower().decode("latin-1") not in HOP_BY_HOP and name.lower() not in named
+        (name, narrow_accept_encoding(value) if name.lower() == "accept-encoding" else value)
+        for name, value in end_to_end(headers, also=("host", "content-length"))
     ]
 
 
+def _response_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    return end_to_end(raw)
+
+
 async def _answer_error(send: Send, status: int, message: str) -> None:
-    body = wire.dumps(
-        wire.error_body(message, "server_error" if status >= 500 else "invalid_request_error")
+    body = dumps(
+        openai_error_body(message, "server_error" if status >= 500 else "invalid_request_error")
     )
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -6,7 +6,7 @@ completion through and hands the bytes here, with the time each read arrived; th
 turns them into a `Step` the mock replays the same way (mock_llm.recorded_step gathers the
 pieces; Ollama's and the Responses API's answers have readers of their own):
 
-- A stream (`StreamParser`) is read as SSE (`guardrail.sse_events.SseDecoder`, the SDK's
+- A stream (`StreamParser`) is read as SSE (`servekit.sse.SseDecoder`, the SDK's
   rules): every `data:` event is a chunk, `[DONE]`, an in-band `{"error": ...}` event, or a
   line that is not JSON. Each chunk's delta becomes recorded chunks: a piece of reasoning
   (`reasoning_content` or `reasoning`), of content, or of a tool call's arguments, the
@@ -43,7 +43,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from guardrail.sse_events import SseDecoder
 from mock_llm.flows import (
     ErrorEventFault,
     Flow,
@@ -65,6 +64,15 @@ from mock_llm.recorded_step import (
     whole_step,
 )
 from mock_llm.trigger import TriggerError, find_trigger, last_user_text
+from servekit.openai_chunks import (
+    choices_of,
+    delta_of,
+    first_choice,
+    message_of,
+    reasoning_texts,
+    tool_call_items,
+)
+from servekit.sse import SseDecoder
 
 __all__ = [
     "Recording",
@@ -130,8 +138,8 @@ class StreamParser(LineReader):
             if obj.get("usage") is not None and not first:
                 self._usage_seen = True
             return
-        choice = _first_choice(cast(list[object], choices))
-        delta = json_object(choice.get("delta"))
+        choice = first_choice(choices_of(obj))  # the mock plays one choice of `n > 1`
+        delta = delta_of(choice)
         if delta is not None:
             self._delta(delta, at_ms)
         finish = choice.get("finish_reason")
@@ -140,11 +148,7 @@ class StreamParser(LineReader):
             self._finish_seen = True
 
     def _delta(self, delta: JSON, at_ms: float) -> None:
-        named = {
-            name: text
-            for name in ("reasoning_content", "reasoning")
-            if isinstance(text := delta.get(name), str) and text
-        }
+        named = reasoning_texts(delta)
         if named:  # both fields with one text is one piece (`--reasoning-field both`)
             text = named.get("reasoning_content") or named["reasoning"]
             self._pieces.reasoning_names.update(n for n, t in named.items() if t == text)
@@ -152,11 +156,8 @@ class StreamParser(LineReader):
         content = delta.get("content")
         if isinstance(content, str) and content:
             self._pieces.content(content, at_ms)
-        calls = delta.get("tool_calls")
-        if isinstance(calls, list):
-            for position, item in enumerate(cast(list[object], calls)):
-                if isinstance(item, dict):
-                    self._tool_call(cast(JSON, item), position, at_ms)
+        for position, item in tool_call_items(delta):
+            self._tool_call(item, position, at_ms)
 
     def _tool_call(self, item: JSON, position: int, at_ms: float) -> None:
         key = item.get("index", position)
@@ -168,15 +169,6 @@ class StreamParser(LineReader):
             self._event(event.data, at_ms)
 
 
-def _first_choice(choices: list[object]) -> JSON:
-    """Choice 0 (the mock plays one choice; others of `n > 1` are not recorded)."""
-    dicts = [cast(JSON, c) for c in choices if isinstance(c, dict)]
-    for choice in dicts:
-        if choice.get("index", 0) == 0:
-            return choice
-    return dicts[0] if dicts else {}
-
-
 def completion_step(body: bytes) -> Step:
     """The step of a whole (not streamed) answer: its texts whole, no chunks."""
     answer = json_object(read_json(body))
@@ -186,10 +178,9 @@ def completion_step(body: bytes) -> Step:
     if "error" in answer and not choices:
         message, type_, code = error_fields(answer, "server_error")
         return Step(fault=ErrorEventFault(0, message, type_, code))
-    choice = _first_choice(cast(list[object], choices)) if isinstance(choices, list) else {}
-    fields = json_object(choice.get("message")) or {}
-    names = {n for n in ("reasoning_content", "reasoning") if isinstance(fields.get(n), str)}
-    names = {n for n in names if fields[n]}
+    choice = first_choice(choices_of(answer))  # the mock plays one choice of `n > 1`
+    fields = message_of(choice) or {}
+    names = set(reasoning_texts(fields))
     reasoning = fields.get("reasoning_content") or fields.get("reasoning") or ""
     calls = function_calls(fields.get("tool_calls"))
     finish = finish_reason(choice.get("finish_reason"))

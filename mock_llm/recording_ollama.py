@@ -1,7 +1,7 @@
 """What an Ollama upstream answered (`POST /api/chat`, `POST /api/generate`), as flow steps.
 Pure.
 
-A stream is NDJSON (`guardrail.ndjson_lines.NdjsonLines`), one JSON object per line, read
+A stream is NDJSON (`servekit.ndjson.NdjsonLines`), one JSON object per line, read
 the way mock_llm.ollama_wire writes it: `message.thinking` is a piece of reasoning and
 `message.content` a piece of content (for /api/generate the line's own `thinking` and
 `response`); the tool calls of a line (`message.tool_calls`, arguments as an object) are
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import cast
 
-from guardrail.ndjson_lines import NdjsonLines
 from mock_llm.flows import ErrorEventFault, FinishReason, MalformedFault, Step
 from mock_llm.recorded_step import (
     JSON,
@@ -42,6 +41,7 @@ from mock_llm.recorded_step import (
     read_json,
     whole_step,
 )
+from servekit.ndjson import NdjsonLines
 
 
 def _texts(obj: JSON, generate: bool) -> tuple[JSON, str, str]:

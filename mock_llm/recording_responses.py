@@ -1,6 +1,6 @@
 """What an OpenAI Responses API upstream answered (`POST /v1/responses`), as flow steps. Pure.
 
-A stream is typed SSE (`guardrail.sse_events.SseDecoder`), read the way
+A stream is typed SSE (`servekit.sse.SseDecoder`), read the way
 mock_llm.responses_wire writes it, each event's kind from its data's `type` (else its
 `event:` line): a `response.reasoning_text.delta` (or a reasoning summary's
 `response.reasoning_summary_text.delta`) is a piece of reasoning, a
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from typing import cast
 
-from guardrail.sse_events import SseDecoder
 from mock_llm.flows import (
     ErrorEventFault,
     FinishReason,
@@ -47,6 +46,7 @@ from mock_llm.recorded_step import (
     whole_step,
 )
 from mock_llm.responses_wire import INCOMPLETE_REASONS
+from servekit.sse import SseDecoder
 
 MOCK_EVENTS = frozenset(
     {

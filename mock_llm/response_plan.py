@@ -49,6 +49,10 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
+from servekit.error_bodies import openai_error_body
+from servekit.json_codec import dumps
+from servekit.openai_chunks import DONE_EVENT
+from servekit.sse import json_event
 
 Ending = Literal["complete", "eof", "abort"]
 Api = Literal["openai", "ollama", "responses", "anthropic", "gemini"]
@@ -142,7 +146,7 @@ def _http_fault(step: Step, fault: HttpFault, api: Api) -> ResponsePlan:
     headers = JSON_HEADERS
     if fault.retry_after is not None:
         headers += (("retry-after", f"{fault.retry_after:g}"),)
-    body = wire.dumps(_error_body(fault, api))
+    body = dumps(_error_body(fault, api))
     actions = [*_pause(answer_delay_s(step)), FaultFired(describe_fault(fault)), Send(body)]
     return ResponsePlan(status=fault.status, headers=headers, actions=actions)
 
@@ -152,15 +156,15 @@ def _completion(
 ) -> ResponsePlan:
     plan = ResponsePlan(headers=JSON_HEADERS, actions=[*_pause(answer_delay_s(step))])
     if request.api == "ollama":
-        body = wire.dumps(ollama_wire.chat_response(step, meta, request.messages))
+        body = dumps(ollama_wire.chat_response(step, meta, request.messages))
     elif request.api == "responses":
-        body = wire.dumps(responses_wire.response(step, meta, request.messages))
+        body = dumps(responses_wire.response(step, meta, request.messages))
     elif request.api == "anthropic":
-        body = wire.dumps(anthropic_wire.message(step, meta, request.messages))
+        body = dumps(anthropic_wire.message(step, meta, request.messages))
     elif request.api == "gemini":
-        body = wire.dumps(gemini_wire.response(step, meta, request.messages))
+        body = dumps(gemini_wire.response(step, meta, request.messages))
     else:
-        body = wire.dumps(wire.completion(step, meta, field, request.messages))
+        body = dumps(wire.completion(step, meta, field, request.messages))
     fault = step.fault
     if fault is not None:
         plan.actions.append(FaultFired(describe_fault(fault)))
@@ -174,7 +178,7 @@ def _completion(
         body = fault.line.encode()
     elif isinstance(fault, ErrorEventFault):
         plan.status = 500
-        body = wire.dumps(_error_body(fault, request.api))
+        body = dumps(_error_body(fault, request.api))
     plan.actions.append(Send(body))
     return plan
 
@@ -208,7 +212,7 @@ def _stream(
     if fault is not None and fire_at == len(frames):
         ended = _inject(plan, fault, request, meta, len(frames))
     if not ended and request.api == "openai":  # the other formats send no [DONE]
-        plan.actions.append(Send(wire.DONE_FRAME))
+        plan.actions.append(Send(DONE_EVENT))
     if not ended and _json_array(request):  # Gemini's JSON array ends with its `]`
         plan.actions.append(Send(gemini_wire.closing(json_array=True)))
     plan.actions = coalesce(plan.actions)
@@ -272,7 +276,7 @@ def _error_body(fault: HttpFault | ErrorEventFault, api: Api) -> wire.JSON:
                 fault.status, fault.message, retry_after=fault.retry_after
             )
         return gemini_wire.in_band_error(fault.message)
-    return wire.error_body(fault.message, fault.type, fault.code)
+    return openai_error_body(fault.message, fault.type, fault.code)
 
 
 def _malformed(line: str, request: RequestShape) -> bytes:
@@ -314,7 +318,7 @@ def _inject(
         plan.actions.append(Send(anthropic_wire.error_event(fault)))
     else:
         body = _error_body(fault, api)
-        frame = ollama_wire.line(body) if api == "ollama" else wire.sse_frame(body)
+        frame = ollama_wire.line(body) if api == "ollama" else json_event(body)
         plan.actions.append(Send(frame))
     plan.ending = "eof"
     return True

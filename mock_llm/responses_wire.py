@@ -36,7 +36,8 @@ from collections.abc import Sequence
 
 from mock_llm.chunking import Part, TimedFrames, step_parts, ttft_s
 from mock_llm.flows import ErrorEventFault, Step
-from mock_llm.wire import JSON, CompletionMeta, dumps, tool_call_id, usage
+from mock_llm.wire import JSON, CompletionMeta, tool_call_id, usage
+from servekit.json_codec import dumps
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 """Finish reasons that end a response `incomplete`, with the reason the API gives."""

@@ -26,8 +26,8 @@ Deliberate choices:
 - Every error message is at most `MAX_ERROR_MESSAGE_CHARS` characters (`error_response`):
   some name what the client sent (a role, a flow, a query parameter, the path), and a
   100 KB role or flow name came back whole (issue 12).
-- Every response carries the security headers of a data-only server
-  (`security_headers.API_POLICY`, nosniff, no referrer, no framing).
+- Every response carries the security headers of a data-only server (`API_POLICY`,
+  nosniff, no referrer, no framing).
 - A journal read with `settle_ms` waits on the journal's change signal (`settle.py`), never
   by polling, and for no longer than its `timeout_ms`.
 """
@@ -52,7 +52,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mock_llm import anthropic_wire, gemini_wire, ollama_wire, wire
+from mock_llm import gemini_wire, ollama_wire, wire
 from mock_llm.anthropic_request import parse_anthropic_request
 from mock_llm.catalog import (
     DEFAULT_MAX_RUNTIME_FLOWS,
@@ -66,9 +66,7 @@ from mock_llm.chat_request import ChatRequest, RequestError, offered_tools, pars
 from mock_llm.flow_file import FlowFileError, parse_flows
 from mock_llm.flows import Flow, ReasoningField
 from mock_llm.gemini_request import parse_gemini_request
-from mock_llm.http_limits import RequestLimits
-from mock_llm.journal import DEFAULT_CAPACITY, Journal, JournalEntry
-from mock_llm.journal import DEFAULT_MAX_BODY_BYTES as DEFAULT_JOURNAL_BYTES
+from mock_llm.journal import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES, Journal, JournalEntry
 from mock_llm.journal_query import QueryError, parse_journal_query
 from mock_llm.response_plan import (
     Api,
@@ -81,7 +79,6 @@ from mock_llm.response_plan import (
 from mock_llm.response_plan import Send as SendBytes
 from mock_llm.responses_request import parse_responses_request
 from mock_llm.routing import Destination, route_request
-from mock_llm.security_headers import API_POLICY, SecurityHeaders, security_headers
 from mock_llm.settle import ChangeSignal, wait_settled
 from mock_llm.side_calls import MAX_BODY_BYTES as MAX_SIDE_CALLS_BODY_BYTES
 from mock_llm.side_calls import (
@@ -94,13 +91,19 @@ from mock_llm.side_calls import (
 from mock_llm.stream_template import plan_stream_response
 from mock_llm.trigger import TriggerError
 from mock_llm.turns import DEFAULT_QUIET_RESET_S, TurnTracker
+from servekit.error_bodies import anthropic_error_body, openai_error_body
+from servekit.json_codec import dumps
+from servekit.limits import DEFAULT_MAX_BODY_BYTES, RequestLimits
+from servekit.security_headers import SecurityHeaders, security_headers
 
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_FLOWS_BODY_BYTES = 1024 * 1024
 MAX_ERROR_MESSAGE_CHARS = 1000
 """The longest error message: the known flows of a long catalog are cut, never the point."""
 ABORT_LOG_LINE = "ASGI callable returned without completing response."
 MODEL_ID = "mock-llm"
+API_POLICY = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+"""The mock's Content-Security-Policy: it serves data (JSON, event streams), never a page, so
+nothing may load at all and nothing may frame it."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ class MockSettings:
     reasoning_field: ReasoningField = "reasoning_content"
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     journal_capacity: int = DEFAULT_CAPACITY
-    journal_max_body_bytes: int = DEFAULT_JOURNAL_BYTES
+    journal_max_body_bytes: int = DEFAULT_MAX_HELD_BYTES
     quiet_reset_s: float = DEFAULT_QUIET_RESET_S
     max_runtime_flows: int = DEFAULT_MAX_RUNTIME_FLOWS
     max_flows_body_bytes: int = DEFAULT_MAX_FLOWS_BODY_BYTES
@@ -162,7 +165,7 @@ def error_response(
         message = message[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
     if param is not None:
         param = _cut(param)
-    return JSONResponse(wire.error_body(message, type, code, param), status_code=status)
+    return JSONResponse(openai_error_body(message, type, code, param), status_code=status)
 
 
 class PlayedResponse:
@@ -458,11 +461,11 @@ def _side_calls_json(rules: SideCallRules) -> dict[str, Any]:
 
 
 class JSONResponse(StarletteJSONResponse):
-    """Starlette's JSON response, written by `wire.dumps` (a lone surrogate in what a
+    """Starlette's JSON response, written by `servekit.json_codec.dumps` (a lone surrogate in what a
     client sent, kept in the journal, is written as its escape instead of failing)."""
 
     def render(self, content: object) -> bytes:
-        return wire.dumps(content)
+        return dumps(content)
 
 
 def _reject(
@@ -479,7 +482,7 @@ def _reject(
     if api == "ollama":
         return JSONResponse(ollama_wire.error_body(_cut(message, MAX_ERROR_MESSAGE_CHARS)), status)
     if api == "anthropic":
-        body = anthropic_wire.error_body(status, _cut(message, MAX_ERROR_MESSAGE_CHARS))
+        body = anthropic_error_body(status, _cut(message, MAX_ERROR_MESSAGE_CHARS))
         return JSONResponse(body, status)
     if api == "gemini":
         field = None if param is None else _cut(param)
@@ -507,7 +510,7 @@ def _body_timeout_message(settings: MockSettings) -> str:
 def _limit_error(status: int, message: str) -> bytes:
     """A refusal of `RequestLimits` (headers too large) in the OpenAI error shape."""
     del status  # the status line says it; the body is the OpenAI error shape
-    return wire.dumps(wire.error_body(message, "invalid_request_error"))
+    return dumps(openai_error_body(message, "invalid_request_error"))
 
 
 def _preview(raw: bytes, limit: int = 2000) -> str:

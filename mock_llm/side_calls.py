@@ -40,7 +40,8 @@ from typing import Any, cast
 
 import regex
 
-from mock_llm.trigger import TRIGGER, message_text
+from mock_llm.trigger import message_text
+from servekit.trigger_grammar import TRIGGER
 
 SIDE_CALL_FLOW = "side-call"
 """The built-in flow a side call plays (its first step), whatever its text holds."""

@@ -53,6 +53,7 @@ from mock_llm.response_plan import (
     Send,
     plan_response,
 )
+from servekit.json_codec import dumps
 
 ID_PREFIX = "chatcmpl-"
 SUFFIX_MARK = "Zq1mockslotid"
@@ -72,7 +73,7 @@ def _escaped(text: str) -> bytes:
     quote or backslash is written as it is)."""
     if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
         return text.encode()
-    return wire.dumps(text)[1:-1]
+    return dumps(text)[1:-1]
 
 
 _Slot = tuple[bytes, Callable[[wire.CompletionMeta], bytes]]
@@ -284,7 +285,7 @@ class StreamTemplates:
         shape = tuple(getattr(request, name) for name in _SHAPE_FIELDS)
         usage = None
         if not _messages_free(request):
-            usage = wire.dumps(wire.usage(step, request.messages))
+            usage = dumps(wire.usage(step, request.messages))
         return (step, field, shape, pacing, usage)
 
     def _build(

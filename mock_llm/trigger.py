@@ -6,24 +6,17 @@ contains the `[[mock:` opener (in any case: `[[MOCK:clean]]` too) but no well-fo
 trigger, or two different triggers, is an error rather than "no trigger": silently falling
 back to the default flow would make a typo in a test look like an app bug.
 
-`strip_triggers` is for the other side, an app that searches the user's text: it removes
-anything that looks like a trigger, well-formed or not and in any case, so the words of a
-trigger never reach a search.
+The grammar itself (and `strip_triggers`, for an app that searches its users' text) is
+`servekit.trigger_grammar`, which the app may import and the mock shares.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-OPENER = "[[mock:"
-TRIGGER = re.compile(r"\[\[mock:(?P<flow>[A-Za-z0-9_-]+)(?:#(?P<key>[A-Za-z0-9_-]+))?\]\]")
-# The opener in any case, up to the next `]]` on its line, or up to the next whitespace when
-# there is none (so an unclosed trigger does not swallow the question after it). Every
-# match of TRIGGER is a match of this.
-_OPENED = re.compile(re.escape(OPENER) + r"(?:[^\n]*?\]\]|\S*)", re.IGNORECASE)
+from servekit.trigger_grammar import OPENED, OPENER, TRIGGER
 
 
 class TriggerError(ValueError):
@@ -45,7 +38,7 @@ def find_trigger(text: str) -> Trigger | None:
         raise TriggerError(f"the last user message holds more than one trigger: {found}")
     if matches:
         return Trigger(matches[0]["flow"], matches[0]["key"])
-    opened = _OPENED.search(text)
+    opened = OPENED.search(text)
     if opened is not None:
         fragment = text[opened.start() : opened.start() + 60]
         case = "" if opened[0].startswith(OPENER) else " ('mock' is written in lowercase)"
@@ -54,16 +47,6 @@ def find_trigger(text: str) -> Trigger | None:
             "[[mock:FLOW#KEY]] with FLOW and KEY made of letters, digits, '-' and '_'"
         )
     return None
-
-
-def strip_triggers(text: str) -> str:
-    """`text` with each trigger, well-formed or not and in any case, replaced by a space.
-
-    A trigger here is anything that starts with `[[mock:`; it runs to the next `]]` on the
-    same line, or to the next whitespace when that line has no `]]`. Other double brackets
-    (`[[backups]]`) stay.
-    """
-    return _OPENED.sub(" ", text)
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:

@@ -15,18 +15,18 @@ here pretends to tokenize.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from mock_llm.chunking import pieces
 from mock_llm.flows import ReasoningField, Step, ToolCall
 from mock_llm.trigger import message_text
+from servekit.json_codec import dumps, json_object
+from servekit.sse import json_event
 
 JSON = dict[str, Any]
-DONE_FRAME = b"data: [DONE]\n\n"
 
 
 @dataclass(frozen=True)
@@ -36,28 +36,6 @@ class CompletionMeta:
     id: str
     created: int
     model: str
-
-
-def dumps(obj: object, indent: int | None = None) -> bytes:
-    """Compact UTF-8 JSON (or indented by `indent` spaces a level). A lone UTF-16 surrogate
-    (a client may send `"\\ud800"`, and the mock keeps what it was sent) cannot be UTF-8:
-    it is written as its JSON escape, which reads back as the same string, so no journal
-    read or echo ever fails on one."""
-    if indent is None:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    else:
-        text = json.dumps(obj, ensure_ascii=False, indent=indent)
-    return text.encode("utf-8", "backslashreplace")
-
-
-def sse_frame(obj: object) -> bytes:
-    """One SSE event carrying `obj` as JSON. JSON never contains a raw newline, so one line."""
-    return b"data: " + dumps(obj) + b"\n\n"
-
-
-def error_body(message: str, type: str, code: str | None = None, param: str | None = None) -> JSON:
-    """The OpenAI error body: {"error": {"message", "type", "param", "code"}}."""
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 def estimate_tokens(text: str) -> int:
@@ -70,16 +48,6 @@ def tool_call_id(meta: CompletionMeta, index: int, call: ToolCall, prefix: str =
     if call.id is not None:
         return call.id
     return f"{prefix}{meta.id.removeprefix('chatcmpl-')}_{index}"
-
-
-def json_object(text: str) -> JSON | None:
-    """`text` read as a JSON object; None when it is not one (not JSON, or another value).
-    For the formats that send a tool call's arguments as an object, not as text."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return cast(JSON, value) if isinstance(value, dict) else None
 
 
 def arguments_object(call: ToolCall) -> JSON:
@@ -160,7 +128,7 @@ class ChunkEncoder:
         )
 
     def usage_frame(self, usage: JSON) -> bytes:
-        return sse_frame(
+        return json_event(
             {
                 "id": self.meta.id,
                 "object": "chat.completion.chunk",

@@ -21,7 +21,8 @@ from playwright.sync_api import Page, expect, sync_playwright
 from app.cli import DEMO_FLOWS
 from app.config import load_settings
 from app.main import create_app
-from mock_llm import build_settings, serve_in_thread, serve_mock
+from mock_llm import build_settings, serve_mock
+from servekit.in_thread import serve_in_thread
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"

@@ -19,7 +19,7 @@ from app.config import Settings, load_settings
 from app.main import create_app
 from guard.server import GuardSettings
 from guard.server import create_app as create_guard
-from mock_llm import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 TEST_FLOWS = Path(__file__).parent / "fixtures" / "flows.yaml"
 

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 from mock_llm import anthropic_wire
 from mock_llm.flows import Step
-from mock_llm.wire import CompletionMeta, dumps
+from mock_llm.wire import CompletionMeta
+from servekit.json_codec import dumps
 
 from .deadlines import DEADLINE_S
 

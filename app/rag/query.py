@@ -7,8 +7,9 @@ Pure. Deliberate choices a reader might want to "fix":
 - A mock_llm trigger (`[[mock:FLOW#KEY]]`) in a question is not part of it: its words
   would count as words the notes never use and pull a real question under the grounding
   threshold, so tests and the conformance kit would see other modes than users do.
-  `mock_llm.trigger.strip_triggers` decides what a trigger is (typos, unclosed ones and any
-  case included), on the mock's own constants, so the two sides cannot disagree.
+  `servekit.trigger_grammar.strip_triggers` decides what a trigger is (typos, unclosed
+  ones and any case included), on the grammar the mock reads too, so the two sides cannot
+  disagree.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mock_llm.trigger import strip_triggers
+from servekit.trigger_grammar import strip_triggers
 
 MAX_QUERY_TERMS = 32
 MAX_TERM_CHARS = 64

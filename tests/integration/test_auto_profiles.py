@@ -17,7 +17,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from guard.cli import parse_args
 from guard.server import GuardSettings, create_app
 from guardrail.model_profiles import AUTO, parse_profiles
-from mock_llm import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..servers import app_settings, serve_app, serve_guard

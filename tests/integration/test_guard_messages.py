@@ -22,10 +22,11 @@ import httpx
 import pytest
 
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
-from guardrail.sse_events import SseDecoder
 from mock_llm import wire
 from mock_llm.anthropic_wire import stream_events
 from mock_llm.flows import Step
+from servekit.json_codec import json_object
+from servekit.sse import SseDecoder
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
@@ -160,7 +161,7 @@ async def test_a_recovered_stream_is_one_message_whose_blocks_count_from_zero(
 
 def events_of(raw: bytes) -> list[dict[str, Any]]:
     decoder = SseDecoder()
-    return [wire.json_object(e.data) or {} for e in decoder.feed(raw) + decoder.finish()]
+    return [json_object(e.data) or {} for e in decoder.feed(raw) + decoder.finish()]
 
 
 async def raw(url: str, body: dict[str, Any], path: str = "/v1/messages") -> bytes:

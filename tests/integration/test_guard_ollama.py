@@ -36,7 +36,7 @@ from starlette.routing import Route
 from guard.cli import main, upstream_root
 from guard.server import GuardSettings, create_app
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
-from mock_llm import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..families import hidden_canary

@@ -28,7 +28,8 @@ from starlette.routing import Route
 
 from guard.server import GuardSettings, create_app
 from guardrail.policy import MALFORMED_REPLY
-from mock_llm import Flow, serve_in_thread
+from mock_llm import Flow
+from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..families import hidden_canary

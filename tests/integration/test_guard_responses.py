@@ -23,11 +23,12 @@ import openai
 import pytest
 
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
-from guardrail.sse_events import SseDecoder
 from mock_llm import wire
 from mock_llm.flows import Chunking, Step
 from mock_llm.responses_wire import response as mock_response
 from mock_llm.responses_wire import stream_events
+from servekit.json_codec import dumps
+from servekit.sse import SseDecoder
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
@@ -360,9 +361,7 @@ async def test_a_recovery_the_upstream_cannot_be_reached_for_is_an_error_for_the
 ):
     markup = Step(content=MARKUP)
     first = (
-        sse_answer(markup)
-        if stream
-        else whole_answer(wire.dumps(mock_response(markup, META, ASKED)))
+        sse_answer(markup) if stream else whole_answer(dumps(mock_response(markup, META, ASKED)))
     )
     with scripted_upstream([first, None]) as upstream, proxy_for(upstream) as url:
         reply = await post(url, {"model": "m", "input": "Q", "stream": stream})
@@ -404,7 +403,7 @@ async def test_a_stream_that_ends_mid_answer_gets_what_the_filter_held():
 
 @pytest.mark.parametrize("recovery", [False, True], ids=["first", "recovery"])
 async def test_a_whole_answer_that_is_not_json_is_passed_on_as_it_came(recovery: bool):
-    markup = whole_answer(wire.dumps(mock_response(Step(content=MARKUP), META, ASKED)))
+    markup = whole_answer(dumps(mock_response(Step(content=MARKUP), META, ASKED)))
     junk = whole_answer(b"not json", "text/plain")
     answers = [markup, junk] if recovery else [junk]
     with scripted_upstream(answers) as upstream, proxy_for(upstream) as url:

@@ -28,7 +28,7 @@ import uvicorn
 
 from guard.server import GuardSettings, create_app
 from guard.upstream import CUT_OFF, UNREACHABLE
-from mock_llm import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..ports import refusing_port

@@ -1,4 +1,5 @@
-"""app.rag.llm against the real mock LLM served in-process, plus its pure retry arithmetic.
+"""app.rag.llm (transport, chunks, errors, retry layer) against the real mock LLM served
+in-process, plus its pure retry arithmetic.
 
 One mock server per module (the built-in flows plus a few of this file's own, written to a
 temporary flow file); every test plays its flow under its own KEY and reads the mock's
@@ -26,26 +27,28 @@ import pytest
 
 from app.errors import UPSTREAM_MESSAGE_CHARS, LLMError
 from app.rag.llm import (
-    MSG_CUT,
-    MSG_ERROR_EVENT,
-    MSG_FAILED,
-    MSG_MALFORMED,
-    MSG_TIMEOUT,
-    MSG_UNREACHABLE,
     LLMConfig,
     UpstreamClient,
-    _reasoning_text,
-    _request_error,
-    _stream_error,
     chat_stream,
     chat_stream_retried,
     make_client,
     parse_retry_after,
     retry_delay,
 )
+from app.rag.llm.chunks import _reasoning_text
+from app.rag.llm.errors import (
+    MSG_CUT,
+    MSG_ERROR_EVENT,
+    MSG_FAILED,
+    MSG_MALFORMED,
+    MSG_TIMEOUT,
+    MSG_UNREACHABLE,
+    request_error,
+    stream_error,
+)
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
-from guardrail.sse_events import LineTooLong
 from mock_llm import build_settings, serve_mock
+from servekit.sse import LineTooLong
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
@@ -952,7 +955,7 @@ def test_retry_delay_never_retries_a_non_retryable_error() -> None:
     ],
 )
 def test_request_errors_map_to_plain_messages(exc: Exception, message: str) -> None:
-    assert _request_error(exc).message == message
+    assert request_error(exc).message == message
 
 
 @pytest.mark.parametrize(
@@ -967,7 +970,7 @@ def test_request_errors_map_to_plain_messages(exc: Exception, message: str) -> N
     ],
 )
 def test_stream_errors_map_to_plain_messages(exc: Exception, message: str, retryable: bool) -> None:
-    error = _stream_error(exc)
+    error = stream_error(exc)
     assert (error.message, error.retryable) == (message, retryable)
 
 

@@ -22,7 +22,8 @@ import httpx
 import pytest
 
 from app.errors import LLMError
-from app.rag.llm import MSG_UNREACHABLE, LLMConfig, UpstreamClient, chat_stream_retried
+from app.rag.llm import LLMConfig, UpstreamClient, chat_stream_retried
+from app.rag.llm.errors import MSG_UNREACHABLE
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece
 from sg_http.pool import RequestFailed
 

@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 
 from mock_llm.recorder import Recorder, RecorderSettings, Upstream, recorder_config
-from mock_llm.runner import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..stale_upstream import ANSWER, StaleUpstream, serve_stale_upstream

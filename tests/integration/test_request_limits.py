@@ -14,7 +14,8 @@ import pytest
 import uvicorn
 
 from app.main import create_app
-from mock_llm import build_settings, serve_in_thread, serve_mock
+from mock_llm import build_settings, serve_mock
+from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S
 from ..servers import TEST_FLOWS, app_settings

@@ -1,4 +1,4 @@
-"""Every response of both servers carries the security headers (mock_llm/security_headers.py).
+"""Every response of both servers carries the security headers (servekit/security_headers.py).
 
 The app serves the chat page, so its Content-Security-Policy is the page's strict one (only
 its own origin, nothing inline); the mock serves data only, so nothing may load from its
@@ -17,8 +17,9 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
-from app.main import FRONTEND
-from mock_llm.security_headers import API_POLICY, PAGE_POLICY, security_headers
+from app.main import FRONTEND, PAGE_POLICY
+from mock_llm.server import API_POLICY
+from servekit.security_headers import security_headers
 
 from ..sse import chat_body
 from .conftest import AppUnderTest

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from app.errors import TURN_TIMED_OUT
-from app.rag.llm import MSG_CUT, MSG_MALFORMED
+from app.rag.llm.errors import MSG_CUT, MSG_MALFORMED
 from mock_llm import build_settings, serve_mock
 
 from ..deadlines import DEADLINE_S, POLL_S

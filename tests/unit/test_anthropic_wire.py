@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mock_llm import builtin_flows, wire
-from mock_llm.anthropic_wire import error_type, signature, stream_events
+from mock_llm.anthropic_wire import signature, stream_events
 from mock_llm.chunking import split
 from mock_llm.flows import (
     Chunking,
@@ -31,6 +31,7 @@ from mock_llm.flows import (
     ToolCall,
 )
 from mock_llm.response_plan import Pause, ResponsePlan, Send
+from servekit.error_bodies import anthropic_error_type as error_type
 
 from .conftest import CALL, FULL, MESSAGES, META, plan, sent, typed_events
 

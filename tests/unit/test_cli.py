@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main as app_main
-from mock_llm.cli import exposure_warning, is_loopback, main, parse_args
+from mock_llm.cli import main, parse_args
+from servekit.listen import exposure_warning, is_loopback
 
 from ..ports import taken_port
 

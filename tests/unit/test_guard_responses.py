@@ -22,10 +22,10 @@ from guard.responses_whole import ResponseGuard
 from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
-from guardrail.sse_events import SseDecoder, SseEvent
 from mock_llm import builtin_flows, wire
 from mock_llm.responses_wire import response as mock_response
 from mock_llm.responses_wire import stream_events
+from servekit.sse import SseDecoder, SseEvent
 
 from .scaffolding_helpers import cut_at
 

@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from guard.completion import CompletionGuard
-from guard.stream import DONE, StreamGuard, sse
+from guard.stream import StreamGuard, sse
 from guardrail.policy import scrub
 from guardrail.registries import DEFAULT_REGISTRY
+from servekit.openai_chunks import DONE_EVENT
 
 from .scaffolding_helpers import cut_anywhere
 
@@ -56,7 +57,7 @@ def stream_of(pieces: list[str]) -> list[str]:
 def test_clean_text_goes_out_as_the_upstreams_own_bytes_at_any_chunking(cuts: list[int]):
     payloads = stream_of(cut_anywhere("Backups run nightly at 02:00 with restic to the NAS.", cuts))
     out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
-    assert out == [sse(p) for p in payloads] + [DONE]
+    assert out == [sse(p) for p in payloads] + [DONE_EVENT]
 
 
 @given(st.lists(st.integers(0, 200), max_size=12))
@@ -79,7 +80,7 @@ def test_the_client_sees_the_filtered_text_at_any_chunking(cuts: list[int], text
     out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(cut_anywhere(text, cuts)))
     assert out is not None
     assert content(out) == scrub(text, DEFAULT_REGISTRY)
-    assert out[-1] == DONE
+    assert out[-1] == DONE_EVENT
 
 
 def test_a_reply_of_nothing_but_markup_asks_for_the_recovery_and_sends_nothing_of_its_end():
@@ -104,7 +105,7 @@ def test_a_reply_with_a_tool_call_needs_no_recovery_whatever_it_stripped():
     payloads = [chunk({"content": CALL}), chunk({"tool_calls": [tool]}), chunk({}, "tool_calls")]
     out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
     assert out is not None
-    assert out[-2:] == [sse(payloads[2]), DONE]
+    assert out[-2:] == [sse(payloads[2]), DONE_EVENT]
     assert sse(payloads[1]) in out  # the tool call as it came
 
 
@@ -147,7 +148,7 @@ def test_a_partial_marker_held_at_the_finish_goes_out_with_the_finish_chunk():
 def test_reasoning_is_never_filtered():
     payloads = [chunk({"reasoning_content": CALL}), chunk({"content": "Answer."}, "stop")]
     out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
-    assert out == [sse(p) for p in payloads] + [DONE]
+    assert out == [sse(p) for p in payloads] + [DONE_EVENT]
 
 
 def test_a_whole_completion_is_filtered_and_recovered_like_a_stream():
@@ -174,13 +175,13 @@ def test_a_whole_completion_is_filtered_and_recovered_like_a_stream():
 def test_payloads_that_are_not_chunks_pass_as_they_came():
     payloads = ["not json", "42", json.dumps({**META, "choices": None, "usage": {"total": 3}})]
     out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
-    assert out == [sse(p) for p in payloads] + [DONE]
+    assert out == [sse(p) for p in payloads] + [DONE_EVENT]
 
 
 def test_a_payload_nested_past_the_parsers_limit_passes_as_it_came():
     """Regression: json.loads raised RecursionError out of the guard, ending the stream."""
     deep = "[" * 50_000
-    assert play(StreamGuard(DEFAULT_REGISTRY), [deep]) == [sse(deep), DONE]
+    assert play(StreamGuard(DEFAULT_REGISTRY), [deep]) == [sse(deep), DONE_EVENT]
 
 
 def test_a_changed_chunk_with_a_lone_surrogate_goes_out_with_it_escaped():
@@ -203,7 +204,7 @@ def test_a_cut_stream_gets_what_the_filter_held_and_no_done():
     rest = guard.end(done=False)
     assert rest is not None
     assert content(shown + rest) == "It reads <|tool"
-    assert DONE not in rest
+    assert DONE_EVENT not in rest
 
 
 def test_a_changed_chunk_that_still_carries_usage_is_sent():

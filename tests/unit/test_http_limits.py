@@ -1,4 +1,4 @@
-"""mock_llm.http_limits.RequestLimits on a fake ASGI app: what it refuses, and what the app
+"""servekit.limits.RequestLimits on a fake ASGI app: what it refuses, and what the app
 then receives."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from starlette.types import Message
 
-from mock_llm.http_limits import RequestLimits
+from servekit.limits import RequestLimits
 
 DEADLINE_S = 5.0
 

@@ -28,7 +28,7 @@ from mock_llm.flow_file import load_flow_file
 from mock_llm.flow_writer import dump_flows
 from mock_llm.flows import CutFault, Flow, HttpFault, Step
 from mock_llm.recorder import (
-    DEFAULT_MAX_BODY_BYTES,
+    MAX_BODY_BYTES,
     MAX_RECORDED_BODY_BYTES,
     Recorder,
     RecorderSettings,
@@ -202,7 +202,7 @@ async def recorder_over(
     answer: Callable[[httpx.Request], httpx.Response],
     *,
     out: Path | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> AsyncGenerator[Setup]:
     """A recorder in front of an upstream that answers each request with `answer(request)`,
     keeping every request it was sent."""

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm import wire
 from mock_llm.flows import (
     Chunking,
     CutFault,
@@ -22,6 +21,8 @@ from mock_llm.flows import (
     ToolCall,
 )
 from mock_llm.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
+from servekit.json_codec import dumps
+from servekit.sse import json_event
 
 from .conftest import META, plan, sent_body, sent_chunks, sent_events
 
@@ -343,8 +344,8 @@ def test_non_streaming_response_is_the_assembled_stream(step: Step):
     assert folded["finish_reason"] == choice["finish_reason"]
 
 
-def test_sse_frame_is_one_data_line():
-    assert wire.sse_frame({"a": "é"}) == 'data: {"a":"é"}\n\n'.encode()
+def test_json_event_is_one_data_line():
+    assert json_event({"a": "é"}) == 'data: {"a":"é"}\n\n'.encode()
 
 
 EXCERPT_REQUEST = [
@@ -391,7 +392,7 @@ def test_an_extract_step_with_read_answers_when_the_tool_is_not_offered():
 
 def test_a_lone_surrogate_is_written_as_its_json_escape_and_reads_back_the_same():
     obj = {"content": "hi \ud800 and é"}
-    written = wire.dumps(obj)
+    written = dumps(obj)
     assert b"\\ud800" in written
     assert "é".encode() in written  # everything else stays plain UTF-8
     assert json.loads(written) == obj

@@ -19,7 +19,7 @@ from sg_http.httpx_pool import STALE_ERRORS
 from sg_http.pool import RequestFailed, stale
 
 PACKAGE = Path(sg_http.__file__).parent
-OURS = ("app", "mock_llm", "conformance", "guard", "guardrail", "integrations", "tests")
+OURS = ("app", "mock_llm", "conformance", "guard", "guardrail", "integrations", "servekit", "tests")
 KEY = ConnectionKey("127.0.0.1", 1, False, True, None, None, None)
 REFUSED = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
 

@@ -1,4 +1,4 @@
-"""guardrail.sse_events: the upstream event-stream decoder, under every way a body can be cut."""
+"""servekit.sse: the upstream event-stream decoder, under every way a body can be cut."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrail.sse_events import LineTooLong, SseDecoder, SseEvent
+from servekit.sse import LineTooLong, SseDecoder, SseEvent
 
 
 def decode(body: bytes, cuts: list[int] | None = None, limit: int = 1 << 20) -> list[SseEvent]:

@@ -2,15 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from mock_llm.trigger import (
-    TRIGGER,
-    Trigger,
-    TriggerError,
-    find_trigger,
-    last_user_text,
-    message_text,
-    strip_triggers,
-)
+from mock_llm.trigger import Trigger, TriggerError, find_trigger, last_user_text, message_text
+from servekit.trigger_grammar import TRIGGER, strip_triggers
 
 
 @pytest.mark.parametrize(

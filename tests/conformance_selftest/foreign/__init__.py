@@ -20,7 +20,7 @@ from pathlib import Path
 
 import uvicorn
 
-from mock_llm import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 from .app import TITLE_PROMPT, TURN_HEADER, build_app
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import uvicorn
 
-from mock_llm import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 from .app import build_app
 

@@ -43,7 +43,7 @@ from types import ModuleType
 import uvicorn
 from starlette.applications import Starlette
 
-from mock_llm import serve_in_thread
+from servekit.in_thread import serve_in_thread
 
 from . import (
     always_correct,

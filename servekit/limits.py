@@ -1,28 +1,19 @@
-"""What an HTTP request must be before a route sees it: bounded headers, target and body,
-a body that arrives in time, and a valid Host header.
+"""What an HTTP request must be before a route sees it: `RequestLimits`, pure ASGI middleware.
 
-A pure ASGI middleware, `RequestLimits`, used by the mock and by the notes app. Measured
-before it (issue 12): both servers accepted 1 MB of headers (uvicorn's httptools parser has
-no limit of its own), and held a request whose body was shorter than its Content-Length
-for over 90 s, waiting for bytes that never came. Now:
-
-- headers over `max_header_bytes` (names and values together) are a 431;
-- a request target (path and query string) over `max_target_bytes` is a 414: the mock
-  echoed a 60 KB path back in its 404, and uvicorn's parser takes up to about 64 KB;
+- headers over `max_header_bytes` (names and values together) are a 431, a target (path
+  and query) over `max_target_bytes` a 414: uvicorn's parser took 1 MB of headers and
+  about 64 KB of target (issue 12);
 - an HTTP/1.1 request without a Host header, with more than one, or with one that is not
-  `host[:port]` is a 400, as RFC 9112 (section 3.2) requires; uvicorn passed all three on;
+  `host[:port]` is a 400 (RFC 9112, section 3.2);
 - with `max_body_bytes`, a declared Content-Length over it is a 413 before any byte is
   read, and so is a body that grows past it;
-- with `body_timeout_s`, a body not whole within that time is a 408. Only then is the app
-  called, with the body read whole, so it never sees a half body and never waits for one.
-  The original `receive` takes over after the body, so the app still hears the client
-  leave (`http.disconnect`) while it streams its answer.
+- with `body_timeout_s`, a body not whole within that time is a 408 (a short body was held
+  90 s). The app is then called with the body read whole, so it never waits on a half
+  body; the original `receive` takes over after it, so the app still hears the client leave.
 
-`error_body(status, message)` renders each refusal in the server's own error shape (the
-mock's OpenAI error body, the app's `{"detail": ...}`). Deliberate choice: the body is read
-whole before the app runs only when a body limit or timeout is set; the servers' bodies are
-small JSON documents (the mock's cap is 8 MiB), so buffering costs nothing they did not
-already do.
+`error_body(status, message)` renders each refusal in the server's own error shape.
+`DEFAULT_MAX_BODY_BYTES` is the one default body limit: the mock's. The app, the guard
+proxy and the recorder each pass a limit of their own (their requests differ in size).
 """
 
 from __future__ import annotations
@@ -36,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_TARGET_BYTES",
     "RequestLimits",
@@ -44,6 +36,8 @@ __all__ = [
 DEFAULT_MAX_HEADER_BYTES = 32 * 1024
 DEFAULT_MAX_TARGET_BYTES = 8 * 1024
 DEFAULT_BODY_TIMEOUT_S = 10.0
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest request body of a server that names no limit of its own."""
 
 _HOST = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?")
 """RFC 3986's host (an IP literal in brackets, an IPv4 address or a registered name) and

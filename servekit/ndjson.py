@@ -1,14 +1,14 @@
 """The lines of an NDJSON body (Ollama's streams), in whatever pieces it arrives. Pure.
 
 Shared by the guard proxy's Ollama routes (guard.ollama) and the mock's recorder
-(mock_llm.recording_ollama). `guardrail.sse_events.LineBuffer` does the cutting, as for the
+(mock_llm.recording_ollama). `servekit.sse.LineBuffer` does the cutting, as for the
 event streams, so a line longer than `max_line_bytes` raises `LineTooLong` instead of
 growing without bound: the body comes from a server we do not control.
 """
 
 from __future__ import annotations
 
-from guardrail.sse_events import DEFAULT_MAX_LINE_BYTES, LineBuffer
+from servekit.sse import DEFAULT_MAX_LINE_BYTES, LineBuffer
 
 __all__ = ["NdjsonLines"]
 

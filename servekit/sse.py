@@ -1,4 +1,5 @@
-"""Server-sent events read from an upstream body, as the official openai SDK reads them. Pure.
+"""Server-sent events read from an upstream body, as the official openai SDK reads them, and
+one written (`json_event`). Pure.
 
 `SseDecoder.feed(bytes)` takes the body in whatever pieces the network delivers and returns
 the events completed so far; `finish()` returns one last event that the body ended without
@@ -9,7 +10,7 @@ line that starts with `:` is a comment (a keep-alive), ignored; `event:` names t
 a blank line dispatches an event that has any field; `id:` and `retry:` are read and unused.
 
 `LineBuffer` is the part that cuts a body into lines, shared with the NDJSON
-reader (`guardrail.ndjson_lines.NdjsonLines`): what each piece completes, and the
+reader (`servekit.ndjson.NdjsonLines`): what each piece completes, and the
 unfinished line.
 
 Deliberate choices:
@@ -30,7 +31,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "LineBuffer", "LineTooLong", "SseDecoder", "SseEvent"]
+from servekit.json_codec import dumps
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "LineBuffer",
+    "LineTooLong",
+    "SseDecoder",
+    "SseEvent",
+    "json_event",
+]
 
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 
@@ -146,3 +156,9 @@ class SseDecoder:
             return None
         self._has_field = True
         return None
+
+
+def json_event(value: object) -> bytes:
+    """One `data:` event carrying `value` as compact JSON (`servekit.json_codec.dumps`: a
+    lone surrogate is written as its escape). JSON holds no raw newline, so it is one line."""
+    return b"data: " + dumps(value) + b"\n\n"

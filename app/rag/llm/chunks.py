@@ -1,0 +1,176 @@
+"""One stream's chunks, read into what the agent uses: thinking and answer text as
+`StreamPiece`s as they come, then one `RoundEnd` with the tool calls whole. Pure.
+
+The chunks' parts are read by `servekit.openai_chunks` (shared with the guard proxy and the
+mock's recorder); what is the app's own is here:
+
+- only choice 0 counts; reasoning is read from `delta.reasoning_content` or
+  `delta.reasoning`, and a server that sends both with the same text gets it once; fields
+  of the wrong type are ignored, as the SDK's lenient models would pass them on unchecked;
+- a `data:` payload is parsed by orjson first (a fifth of the standard parser's time, per
+  token), the standard parser reading what orjson refuses as the SDK would (a lone
+  surrogate escape, NaN); an `error` payload, an `event: error` or a payload that is not a
+  JSON object ends the stream with the LLMError the SDK's equivalent would have become;
+- the text of one network read goes on as one piece per kind (`merged`): a burst of 30
+  tiny chunks costs one frame downstream, and nothing is held back to wait for more;
+- a stream that ends without a finish reason was cut (a retryable LLMError).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import orjson
+
+from app.errors import LLMError
+from app.rag.llm.errors import MSG_CUT, MSG_ERROR_EVENT, MSG_MALFORMED
+from app.rag.types import RoundEnd, StreamPiece, ToolCall
+from servekit.openai_chunks import choices_of, delta_of, reasoning_texts, tool_call_items
+from servekit.sse import SseEvent
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list[str])
+
+
+@dataclass
+class ChunkAccumulator:
+    """What the chunks of one stream said so far: tool-call pieces and the finish reason."""
+
+    calls: dict[int, _PartialCall] = field(default_factory=dict[int, _PartialCall])
+    finish_reason: str | None = None
+
+    def pieces(self, chunk: dict[str, Any]) -> list[StreamPiece]:
+        """The thinking and answer text of one chunk (choice 0 only); tool-call pieces and
+        the finish reason are kept. `choices` may be null (vLLM's usage chunk)."""
+        out: list[StreamPiece] = []
+        for fields in choices_of(chunk):
+            if fields.get("index", 0) != 0:
+                continue
+            delta = delta_of(fields)
+            if delta is not None:
+                thinking = _reasoning_text(delta)
+                if thinking:
+                    out.append(StreamPiece("thinking", thinking))
+                content = _text(delta.get("content"))
+                if content:
+                    out.append(StreamPiece("content", content))
+                for _, tc in tool_call_items(delta):
+                    self._tool_call_piece(tc)
+            finish = fields.get("finish_reason")
+            if isinstance(finish, str):
+                self.finish_reason = finish
+        return out
+
+    def read(self, events: list[SseEvent]) -> tuple[list[StreamPiece], bool, LLMError | None]:
+        """The pieces of one read's events, whether `[DONE]` came, and the error event or
+        unreadable chunk that ended the read early, if one did."""
+        pieces: list[StreamPiece] = []
+        for event in events:
+            if event.data.startswith("[DONE]"):
+                return pieces, True, None
+            if event.event == "error":
+                return pieces, False, LLMError(MSG_ERROR_EVENT, reason="error event in stream")
+            try:
+                pieces.extend(self.pieces(_chunk(event.data)))
+            except LLMError as error:
+                return pieces, False, error
+        return pieces, False, None
+
+    def _tool_call_piece(self, tc: dict[str, Any]) -> None:
+        index = tc.get("index", 0)
+        partial = self.calls.setdefault(index if isinstance(index, int) else 0, _PartialCall())
+        call_id = _text(tc.get("id"))
+        if call_id and not partial.id:
+            partial.id = call_id
+        function = tc.get("function")
+        if isinstance(function, dict):
+            function = cast(dict[str, Any], function)
+            name = _text(function.get("name"))
+            if name and not partial.name:
+                partial.name = name
+            arguments = _text(function.get("arguments"))
+            if arguments:
+                partial.arguments.append(arguments)
+
+    def round_end(self) -> RoundEnd:
+        if self.finish_reason is None:
+            raise LLMError(MSG_CUT, retryable=True, reason="stream ended early")
+        tool_calls = tuple(
+            ToolCall(id=p.id or f"call_{index}", name=p.name, arguments="".join(p.arguments))
+            for index, p in sorted(self.calls.items())
+        )
+        return RoundEnd(tool_calls=tool_calls, finish_reason=self.finish_reason)
+
+
+def _text(value: object) -> str | None:
+    """`value` if it is a string, with any lone surrogate (a model can send `"\\ud800"` in its
+    JSON) replaced by U+FFFD: such a string could be shown but never stored or logged."""
+    if not isinstance(value, str):
+        return None
+    return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reasoning_text(delta: Mapping[str, Any]) -> str:
+    if "reasoning_content" not in delta and "reasoning" not in delta:
+        return ""  # an answer's delta: the common case
+    texts = [_text(t) or "" for t in reasoning_texts(delta).values()]
+    if len(texts) == 2 and texts[0] == texts[1]:
+        return texts[0]
+    return "".join(texts)
+
+
+def _chunk(data: str) -> dict[str, Any]:
+    """One `data:` payload as a chunk; an `error` payload or a line that is not a JSON
+    object raises the LLMError the SDK's equivalent would have become.
+
+    orjson reads it (a fifth of the standard parser's time, and a chunk is parsed per
+    token); what orjson refuses goes to the standard parser, which reads what the SDK reads
+    (a lone surrogate escape, NaN) and refuses the rest, nesting past its depth included
+    (a RecursionError there, not a ValueError). orjson reads an integer past 64 bits as a
+    float: no field read here holds one."""
+    try:
+        chunk: object = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        chunk = _standard_loads(data)
+    if not isinstance(chunk, dict):
+        raise LLMError(MSG_MALFORMED, reason="malformed stream data")
+    chunk = cast(dict[str, Any], chunk)
+    if chunk.get("error"):
+        raise LLMError(MSG_ERROR_EVENT, reason="error event in stream")
+    return chunk
+
+
+def _standard_loads(data: str) -> object:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise LLMError(MSG_MALFORMED, reason="malformed stream data") from exc
+
+
+def merged(pieces: list[StreamPiece]) -> list[StreamPiece]:
+    """`pieces` with each run of the same kind joined into one: text that arrived in one
+    network read goes on as one piece, so a burst of small chunks costs one frame, not one
+    per chunk. Nothing waits for anything: only what is already here is joined."""
+    if len(pieces) < 2:
+        return pieces
+    merged: list[StreamPiece] = []
+    run: list[str] = []
+    kind = pieces[0].kind
+    for piece in pieces:
+        if piece.kind != kind:
+            merged.append(StreamPiece(kind, "".join(run)))
+            run, kind = [], piece.kind
+        run.append(piece.text)
+    merged.append(StreamPiece(kind, "".join(run)))
+    return merged

@@ -1,0 +1,88 @@
+"""The parts of an OpenAI chat completion or stream chunk, read leniently. Pure.
+
+Three readers take chunks apart: the notes app's model client (app.rag.llm_chunks), the
+guard proxy (guard.stream, guard.completion) and the mock's recorder (mock_llm.recording).
+Each decides what it keeps; what they read the same way is here, and a field of the wrong
+type reads as absent, as the SDKs' lenient models let it through:
+
+- `choices_of`: the choices that are objects (none when `choices` is not a list: vLLM's
+  usage chunk has null); `first_choice`, choice 0 of them (else the first);
+- `delta_of` and `message_of`: a chunk choice's `delta`, a completion choice's `message`;
+- `reasoning_texts`: the reasoning fields (`reasoning_content`, `reasoning`) that hold text;
+- `tool_call_items`: a delta's tool-call pieces, with their places in its list;
+- `DONE_EVENT`: the event that ends a stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+__all__ = [
+    "DONE_EVENT",
+    "REASONING_FIELDS",
+    "choices_of",
+    "delta_of",
+    "first_choice",
+    "message_of",
+    "reasoning_texts",
+    "tool_call_items",
+]
+
+JSON = dict[str, Any]
+DONE_EVENT = b"data: [DONE]\n\n"
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""The delta fields servers put reasoning in (vLLM and llama.cpp, some others), in the order
+a reader prefers them."""
+
+
+def choices_of(message: Mapping[str, Any]) -> list[JSON]:
+    """The choices of a chunk or completion that are objects (none when `choices` is not a
+    list)."""
+    choices = message.get("choices")
+    if not isinstance(choices, list):
+        return []
+    return [cast(JSON, c) for c in cast(list[object], choices) if isinstance(c, dict)]
+
+
+def first_choice(choices: list[JSON]) -> JSON:
+    """Choice 0 of `choices` (else the first; `{}` when there is none)."""
+    for choice in choices:
+        if choice.get("index", 0) == 0:
+            return choice
+    return choices[0] if choices else {}
+
+
+def delta_of(choice: Mapping[str, Any]) -> JSON | None:
+    """A stream chunk's choice's `delta`, when it is an object."""
+    return _object(choice.get("delta"))
+
+
+def message_of(choice: Mapping[str, Any]) -> JSON | None:
+    """A whole completion's choice's `message`, when it is an object."""
+    return _object(choice.get("message"))
+
+
+def reasoning_texts(delta: Mapping[str, Any]) -> dict[str, str]:
+    """The reasoning fields of a delta (or message) that hold text, by name, in
+    `REASONING_FIELDS` order."""
+    return {
+        name: text for name in REASONING_FIELDS if isinstance(text := delta.get(name), str) and text
+    }
+
+
+def tool_call_items(delta: Mapping[str, Any]) -> list[tuple[int, JSON]]:
+    """The tool-call pieces of a delta (or message) that are objects, each with its place in
+    the `tool_calls` list (a piece without an `index` is known by it)."""
+    calls = delta.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [
+        (position, cast(JSON, item))
+        for position, item in enumerate(cast(list[object], calls))
+        if isinstance(item, dict)
+    ]
+
+
+def _object(value: object) -> JSON | None:
+    return cast(JSON, value) if isinstance(value, dict) else None
