@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
 from guardrail.patterns import Registry
-from sg_http.pool import POOL_IDLE_S
+from servekit.pool import POOL_IDLE_S
 
 BUNDLED_NOTES = Path(__file__).parent / "sample_notes"
 T = TypeVar("T")

@@ -48,7 +48,7 @@ from app.storage import QueryLog, ToolChip, TurnRow
 from app.turn_log import TurnStats, format_turn_line
 from guardrail.patterns import Registry
 from guardrail.policy import scrub
-from sg_http.pool import RequestFailed
+from servekit.pool import RequestFailed
 
 T = TypeVar("T")
 

@@ -61,7 +61,7 @@ from verdicts import report, verdict
 from app.errors import LLMError
 from app.rag.llm import LLMConfig, UpstreamClient, chat_stream
 from app.rag.types import ChatMessage, RoundEnd
-from sg_http.pool import POOL_IDLE_S
+from servekit.pool import POOL_IDLE_S
 
 REQUEST_GUARD_S = 60.0  # a hang guard per request, not a timing claim
 AIOHTTP_IDLE_S = 15.0  # aiohttp's default keep-alive of an idle pooled connection

@@ -29,7 +29,7 @@ from guard.server import GuardSettings, create_app
 from guardrail.model_profiles import parse_profiles
 from guardrail.registries import PROFILES
 from servekit.listen import listen, socket_url
-from sg_http.pool import POOL_IDLE_S
+from servekit.pool import POOL_IDLE_S
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -67,8 +67,8 @@ from guard.upstream import (
     response_headers,
 )
 from servekit.json_codec import json_object
+from servekit.pool import Pool
 from servekit.sse import LineTooLong
-from sg_http.pool import Pool
 
 __all__ = ["ollama_routes"]
 

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_whole, response_headers
 from servekit.error_bodies import openai_error_body
 from servekit.json_codec import json_object
-from sg_http.pool import Pool
+from servekit.pool import Pool
 
 KEEPALIVE = b": keep-alive\n\n"
 """An SSE comment, which every reader skips: sent while the upstream is silent mid-stream."""

@@ -22,7 +22,7 @@ Deliberate choices:
   Ollama's `{"error": ...}`): the helpers here say that a fault happened (None, an
   exception) or take the route's error response (`GuardedCall.error`), and never write an
   error body themselves.
-- Every upstream request goes through `sg_http.pool.Pool`: idle connections are kept
+- Every upstream request goes through `servekit.pool.Pool`: idle connections are kept
   `pool_idle_s` (1.5 s, under the common servers' keep-alive), and a request that a server
   closing its pooled connection lost before any byte of an answer is sent once more on a
   fresh connection (issue 29); the client never sees it. A request that fails otherwise
@@ -49,7 +49,7 @@ from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
 from servekit.hop_by_hop import end_to_end
 from servekit.json_codec import json_object
-from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
+from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
 
 log = logging.getLogger("guard")
 

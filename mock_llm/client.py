@@ -32,9 +32,8 @@ from typing import Any, Self, TypeVar, cast
 import httpx
 
 # `X as X`: re-exported for kits, what they need of flows besides the endpoints.
-from mock_llm.flow_file import FlowFileError as FlowFileError
-from mock_llm.flow_file import parse_flows
-from mock_llm.flow_file import read_flow_text as read_flow_text
+from mock_llm.flow_text import FlowFileError as FlowFileError
+from mock_llm.flow_text import read_flow_text as read_flow_text
 from mock_llm.flows import Expect as Expect
 from mock_llm.flows import family_covered as family_covered
 from mock_llm.journal import JOURNAL_VERSION
@@ -296,5 +295,7 @@ class MockClient:
 def flow_outcomes(text: str, source: str) -> dict[str, Expect | None]:
     """Each flow of a flow file's YAML `text`, by name, with the outcome its `expect` block
     states (None where it states none); FlowFileError, naming `source` and the line, for an
-    invalid file."""
+    invalid file. The parser (and YAML) loads on the first call, not with the client."""
+    from mock_llm.flow_file import parse_flows
+
     return {name: flow.expect for name, flow in parse_flows(text, source=source).items()}

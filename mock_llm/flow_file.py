@@ -24,7 +24,6 @@ whose name ends in `.gz` is read gzip-compressed.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -35,6 +34,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
+from mock_llm.flow_text import FlowFileError, read_flow_text
 from mock_llm.flows import (
     EXTRACT_SENTENCES_MAX,
     FAMILY_NAMES,
@@ -76,17 +76,6 @@ _HTTP_DEFAULTS: Mapping[int, tuple[str, str]] = {
 }
 
 
-class FlowFileError(ValueError):
-    """A flow file is unreadable or invalid; the message names the file and line."""
-
-    def __init__(self, source: str, line: int | None, problem: str) -> None:
-        self.source = source
-        self.line = line
-        self.problem = problem
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {problem}")
-
-
 @dataclass(frozen=True)
 class _Ctx:
     source: str
@@ -98,20 +87,6 @@ class _Ctx:
 def load_flow_file(path: str | Path) -> dict[str, Flow]:
     """Read and validate one flow file from disk (gzip-compressed when its name ends in .gz)."""
     return parse_flows(read_flow_text(path), source=str(path))
-
-
-def read_flow_text(path: str | Path) -> str:
-    """A flow file's text, decompressed when its name ends in .gz; FlowFileError when it
-    cannot be read."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-        if path.name.endswith(".gz"):
-            data = gzip.decompress(data)
-        text = data.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:  # gzip.BadGzipFile is an OSError
-        raise FlowFileError(str(path), None, f"cannot read the file: {exc}") from exc
-    return text
 
 
 def parse_flows(text: str, source: str) -> dict[str, Flow]:

@@ -30,7 +30,7 @@ Deliberate choices:
 - An exchange the client leaves before it ended is not recorded: it says nothing about
   the upstream. Nor is one the upstream could not be reached for (the client gets a 502,
   whose message names the cause: `error=ConnectError reused=false`).
-- The upstream is reached through `sg_http.httpx_pool.HttpxPool`: idle connections are
+- The upstream is reached through `servekit.httpx_pool.HttpxPool`: idle connections are
   kept 1.5 s (httpx's default 5 s is uvicorn's keep-alive), and a request that a server
   closing its pooled connection lost before the answer began is sent once more on a fresh
   connection (httpx itself never retries it: issue 29).
@@ -69,10 +69,10 @@ from mock_llm.response_plan import describe_fault
 from mock_llm.server import quiet_abort_logs
 from servekit.error_bodies import openai_error_body
 from servekit.hop_by_hop import end_to_end
+from servekit.httpx_pool import HttpxPool
 from servekit.in_thread import serve_in_thread
 from servekit.json_codec import dumps
-from sg_http.httpx_pool import HttpxPool
-from sg_http.pool import POOL_IDLE_S, RequestFailed
+from servekit.pool import POOL_IDLE_S, RequestFailed
 
 DEFAULT_PORT = 8097
 MAX_BODY_BYTES = 64 * 1024 * 1024

@@ -21,6 +21,10 @@ One module per concept:
   leniently, for the app's model client, the guard proxy and the mock's recorder;
 - `servekit.hop_by_hop`: which headers a proxy passes on (RFC 9110's hop-by-hop rule), for
   the guard proxy and the mock's recorder;
+- `servekit.pool` and `servekit.httpx_pool`: the pooled connections to an upstream (aiohttp
+  for the guard proxy and the app's model client, httpx for the recorder), idle for less
+  than the common servers' keep-alive, with the one retry on a fresh connection that a
+  server closing a pooled connection calls for;
 - `servekit.trigger_grammar`: the mock's trigger grammar, which the mock reads and an app
   that searches its users' text strips (`strip_triggers`).
 

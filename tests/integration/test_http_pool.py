@@ -1,4 +1,4 @@
-"""sg_http's pools against an upstream that closes every reused connection (issue 29).
+"""servekit's pools against an upstream that closes every reused connection (issue 29).
 
 tests/stale_upstream.py answers each connection's first request and closes it on the first
 bytes of its second, so every request a pool sends on a reused connection meets the race a
@@ -17,8 +17,8 @@ import aiohttp
 import httpx
 import pytest
 
-from sg_http.httpx_pool import STALE_ERRORS, HttpxPool
-from sg_http.pool import Pool, RequestFailed
+from servekit.httpx_pool import STALE_ERRORS, HttpxPool
+from servekit.pool import Pool, RequestFailed
 
 from ..deadlines import DEADLINE_S
 from ..ports import refusing_port
@@ -70,7 +70,7 @@ async def answered_httpx(pool: HttpxPool, url: str) -> str:
         await response.aclose()
 
 
-# --- aiohttp: sg_http.pool.Pool ------------------------------------------------------------------
+# --- aiohttp: servekit.pool.Pool ------------------------------------------------------------------
 
 
 async def test_aiohttp_alone_loses_a_post_on_a_connection_the_server_closes(
@@ -167,7 +167,7 @@ async def test_a_connection_idle_longer_than_the_pools_idle_time_is_not_reused(
     assert (upstream.answered, upstream.dropped, pool.retried) == (2, 0, 0)
 
 
-# --- httpx: sg_http.httpx_pool.HttpxPool ---------------------------------------------------------
+# --- httpx: servekit.httpx_pool.HttpxPool ---------------------------------------------------------
 
 
 async def test_httpx_alone_loses_a_post_on_a_connection_the_server_closes(

@@ -25,7 +25,7 @@ from app.errors import LLMError
 from app.rag.llm import LLMConfig, UpstreamClient, chat_stream_retried
 from app.rag.llm.errors import MSG_UNREACHABLE
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece
-from sg_http.pool import RequestFailed
+from servekit.pool import RequestFailed
 
 from ..deadlines import DEADLINE_S
 from ..servers import app_settings, serve_app

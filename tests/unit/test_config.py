@@ -9,7 +9,7 @@ from app.main import llm_config
 from app.rag.llm import make_client
 from guardrail.model_profiles import AUTO, ProfileChoice, registry_for
 from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
-from sg_http.pool import POOL_IDLE_S
+from servekit.pool import POOL_IDLE_S
 
 
 def test_no_environment_is_the_embedded_demo():

@@ -3,7 +3,7 @@
 
     guardrail  <-  servekit  <-  mock_llm, app, guard
 
-- guardrail, the contract, imports nothing of ours; sg_http neither;
+- guardrail, the contract, imports nothing of ours;
 - servekit, what every server shares, imports guardrail at most;
 - guard imports nothing of the mock, the app or the kit;
 - app imports the mock only to embed the demo (`DEMO_WIRING`), and no guard or kit;
@@ -21,18 +21,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = frozenset(
-    {"app", "conformance", "guard", "guardrail", "integrations", "mock_llm", "servekit", "sg_http"}
+    {"app", "conformance", "guard", "guardrail", "integrations", "mock_llm", "servekit"}
 )
 DEMO_WIRING = frozenset({"app/cli.py"})
 """The app's modules that may import mock_llm: the embedded demo starts the mock."""
 
 ALLOWED = {
     "guardrail": frozenset(),
-    "sg_http": frozenset(),
     "servekit": frozenset({"guardrail"}),
-    "guard": frozenset({"guardrail", "servekit", "sg_http"}),
-    "app": frozenset({"guardrail", "servekit", "sg_http"}),
-    "mock_llm": frozenset({"guardrail", "servekit", "sg_http"}),
+    "guard": frozenset({"guardrail", "servekit"}),
+    "app": frozenset({"guardrail", "servekit"}),
+    "mock_llm": frozenset({"guardrail", "servekit"}),
 }
 """Which of our other packages each package may import."""
 

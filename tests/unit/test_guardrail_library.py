@@ -10,7 +10,7 @@ import pytest
 import guardrail
 
 LIBRARY = Path(guardrail.__file__).parent
-OURS = ("app", "mock_llm", "conformance", "guard", "sg_http", "servekit", "tests", "benchmarks")
+OURS = ("app", "mock_llm", "conformance", "guard", "servekit", "tests", "benchmarks")
 
 
 def _imported(path: Path) -> set[str]:

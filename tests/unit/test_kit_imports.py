@@ -13,7 +13,7 @@ import pytest
 
 KIT = Path(__file__).resolve().parents[2] / "conformance"
 PROJECT = ("app", "conformance", "frontend", "guard", "guardrail", "integrations", "mock_llm",
-           "sg_http")  # fmt: skip
+           "servekit")  # fmt: skip
 REFERENCE = "reference"
 """The one module that starts the reference stack (the mock's server and the app)."""
 

@@ -35,7 +35,7 @@ from mock_llm.recorder import (
     Upstream,
     write_atomically,
 )
-from sg_http.httpx_pool import HttpxPool
+from servekit.httpx_pool import HttpxPool
 
 from ..deadlines import DEADLINE_S
 

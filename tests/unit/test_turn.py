@@ -21,7 +21,7 @@ from app.frames import Frame
 from app.rag.types import Hit, RoundEnd, StreamPiece, ToolCall
 from app.storage import QueryLog
 from app.turn import NOTES_UNAVAILABLE, UNEXPECTED_ERROR, TurnDeps, run_turn
-from sg_http.pool import RequestFailed
+from servekit.pool import RequestFailed
 
 from .fakes import FakeChat, FakeTools, answer, call, tool_round
 

@@ -9,7 +9,7 @@ Deliberate choices:
   typed model per chunk and httpx's pool cost most of the app's CPU (docs/benchmarks.md,
   load).
 - A request lost on a pooled connection the server was closing at that moment (before any
-  byte of an answer) is sent again at once on a fresh connection by `sg_http.pool.Pool`
+  byte of an answer) is sent again at once on a fresh connection by `servekit.pool.Pool`
   (issue 29), silently and outside the retry layer; idle connections are kept
   `pool_idle_s` (1.5 s, under the common servers' keep-alive), so that is rare.
 - The upstream response is closed on every exit (normal end, error, `aclose()`,
@@ -45,8 +45,8 @@ from app.rag.llm.errors import (
     stream_error,
 )
 from app.rag.types import ChatMessage, RoundEnd, StreamPiece, ToolSpec
+from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
 from servekit.sse import SseDecoder
-from sg_http.pool import POOL_IDLE_S, Pool, RequestFailed
 
 MAX_ERROR_BODY_BYTES = 64 * 1024
 """How much of an error response's body is read for the service's message."""
@@ -84,7 +84,7 @@ class LLMConfig:
 
 
 class UpstreamClient:
-    """The model server as the app reaches it: one connection pool (`sg_http.pool.Pool`:
+    """The model server as the app reaches it: one connection pool (`servekit.pool.Pool`:
     idle connections kept `pool_idle_s`, a stale one retried once on a fresh connection)
     bound to the base URL, with explicit timeouts, and a count of the responses still open
     (`in_flight`, 0 when nothing is streaming).

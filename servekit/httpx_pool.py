@@ -1,6 +1,6 @@
-"""Pooled httpx connections to an upstream server, with the one retry of `sg_http.pool`.
+"""Pooled httpx connections to an upstream server, with the one retry of `servekit.pool`.
 
-The same race as `sg_http.pool` (read its docstring), for a client built on httpx (the
+The same race as `servekit.pool` (read its docstring), for a client built on httpx (the
 recorder's, `mock_llm.recorder`). httpx keeps an idle connection 5 s by default
 (`keepalive_expiry`), as long as uvicorn's keep-alive, and it does not retry: httpcore
 drops a pooled connection the server had already closed (its socket reads as readable),
@@ -16,7 +16,7 @@ fails. Whether the connection was reused is what httpcore's `trace` request exte
 a request on a new connection traces its `connect_tcp`, one on a pooled connection does
 not. The fresh connection comes from a second client that keeps no connection
 (`max_keepalive_connections=0`), made on first need and closed with the pool. A final
-failure is `sg_http.pool.RequestFailed`.
+failure is `servekit.pool.RequestFailed`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from sg_http.pool import POOL_IDLE_S, RequestFailed
+from servekit.pool import POOL_IDLE_S, RequestFailed
 
 __all__ = ["STALE_ERRORS", "HttpxPool"]
 

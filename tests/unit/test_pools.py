@@ -1,12 +1,10 @@
-"""sg_http's pure parts: which errors mean a stale pooled connection, what a failure's log
-fields say, and that the package imports nothing of ours (the guard, the app and the
-recorder all import it, so it can import none of them)."""
+"""The connection pools' pure parts (servekit.pool, servekit.httpx_pool): which errors mean
+a stale pooled connection and what a failure's log fields say. That servekit imports none
+of the packages that use it is tests/unit/test_dependency_rule.py's."""
 
 from __future__ import annotations
 
-import ast
 import errno
-from pathlib import Path
 from typing import Any, cast
 
 import aiohttp
@@ -14,12 +12,9 @@ import httpx
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
-import sg_http
-from sg_http.httpx_pool import STALE_ERRORS
-from sg_http.pool import RequestFailed, stale
+from servekit.httpx_pool import STALE_ERRORS
+from servekit.pool import RequestFailed, stale
 
-PACKAGE = Path(sg_http.__file__).parent
-OURS = ("app", "mock_llm", "conformance", "guard", "guardrail", "integrations", "servekit", "tests")
 KEY = ConnectionKey("127.0.0.1", 1, False, True, None, None, None)
 REFUSED = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
 
@@ -73,18 +68,3 @@ def test_a_failures_cause_is_its_class_and_whether_its_connection_was_reused(
     )
     assert failed.cause == fields
     assert "secret" not in str(failed)  # the error's text (a URL) is never its message
-
-
-def _imported(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
-    return names
-
-
-@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.name)
-def test_the_package_imports_nothing_of_the_guard_the_app_or_the_mock(path: Path):
-    assert {name for name in _imported(path) if name.split(".")[0] in OURS} == set()
