@@ -26,6 +26,7 @@ Deliberate choices:
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
 import aiohttp
@@ -72,25 +73,17 @@ class EventStreamCall(SseCall, Generic[G]):
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
-            first = self.stream_guard(body, None)
-            async for piece in self._relayed(response, first, 1):
-                yield piece
-            if not first.recovering:
-                return
-            self.recoveries += 1
-            try:
-                recovery = await self.post(self.recovery_body(body))
-            except UPSTREAM_ERRORS:
-                yield self.failure(first, CUT_OFF, 502)
-                return
-            if recovery.status >= 300:
-                yield self.failure(first, await error_message(recovery), recovery.status)
-                return
-            second = self.stream_guard(body, first)
-            async for piece in self._relayed(recovery, second, 2):
+            async for piece in self.recovered_stream(
+                body, response, partial(self.stream_guard, body), self._relayed, self._refused
+            ):
                 yield piece
         finally:
             self.log(self.route, stream=True)
+
+    async def _refused(self, first: G, recovery: aiohttp.ClientResponse | None) -> bytes:
+        if recovery is None:
+            return self.failure(first, CUT_OFF, 502)
+        return self.failure(first, await error_message(recovery), recovery.status)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: G, round_number: int

@@ -60,6 +60,7 @@ from guard.upstream import (
     UPSTREAM_ERRORS,
     GuardedCall,
     GuardSettings,
+    StreamRound,
     UpstreamSession,
     guarded,
     pass_on,
@@ -139,30 +140,35 @@ class _OllamaCall(GuardedCall):
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
-            first = OllamaStreamGuard(self.settings.registry_for(body), api=self.api)
-            async for out in self._relayed(response, first, 1):
-                yield out
-            if not first.recovering:
-                return
-            self.recoveries += 1
-            try:
-                recovery = await self.post(self.recovery_body(body))
-            except UPSTREAM_ERRORS:
-                self._logged_stream()
-                yield error_line(CUT_OFF)
-                return
-            if recovery.status >= 300:
-                refusal = await read_whole(recovery) or b""
-                self._logged_stream()
-                yield error_line(upstream_error_text(refusal, recovery.status))
-                return
-            second = OllamaStreamGuard(
-                self.settings.registry_for(body), api=self.api, follows=first
-            )
-            async for out in self._relayed(recovery, second, 2):
+            async for out in self.recovered_stream(
+                body, response, partial(self._stream_guard, body), self._relayed, self._refused
+            ):
                 yield out
         finally:
             self._logged_stream()
+
+    def _stream_guard(
+        self, body: dict[str, Any], follows: OllamaStreamGuard | None
+    ) -> OllamaStreamGuard:
+        return OllamaStreamGuard(self.settings.registry_for(body), api=self.api, follows=follows)
+
+    def recovers(self, first: StreamRound) -> bool:
+        """Ollama's stream is read to the end of its body after the done line, so a read
+        that fails after a done line that asked for the recovery still goes on to it."""
+        return first.recovering
+
+    async def _refused(
+        self, first: OllamaStreamGuard, recovery: aiohttp.ClientResponse | None
+    ) -> bytes:
+        """The error line that ends the stream, logged before it goes out (a client that
+        stops at an error line has the log written by then)."""
+        del first  # the error line is the same whichever reply it ends
+        if recovery is None:
+            self._logged_stream()
+            return error_line(CUT_OFF)
+        refusal = await read_whole(recovery) or b""
+        self._logged_stream()
+        return error_line(upstream_error_text(refusal, recovery.status))
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: OllamaStreamGuard, round_number: int

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, cast
 
 import aiohttp
@@ -119,28 +120,23 @@ class _Call(OpenAICall):
         self, body: dict[str, Any], response: aiohttp.ClientResponse
     ) -> AsyncGenerator[bytes]:
         try:
-            first = StreamGuard(
-                self.settings.registry_for(body), single_choice=_single_choice(body)
-            )
-            async for piece in self._relayed(response, first, 1):
-                yield piece
-            if not first.recovering or self.failed:
-                return
-            self.recoveries += 1
-            try:
-                recovery = await self.post(_recovery_body(body))
-            except UPSTREAM_ERRORS:
-                yield _error_event(CUT_OFF, 502)
-                return
-            if recovery.status >= 300:
-                message = await error_message(recovery)
-                yield _error_event(message, recovery.status)
-                return
-            second = StreamGuard(self.settings.registry_for(body), follows=first)
-            async for piece in self._relayed(recovery, second, 2):
+            async for piece in self.recovered_stream(
+                body, response, partial(self._stream_guard, body), self._relayed, self._refused
+            ):
                 yield piece
         finally:
             self.log(self.route, stream=True)
+
+    def _stream_guard(self, body: dict[str, Any], follows: StreamGuard | None) -> StreamGuard:
+        if follows is None:
+            return StreamGuard(self.settings.registry_for(body), single_choice=_single_choice(body))
+        return StreamGuard(self.settings.registry_for(body), follows=follows)
+
+    async def _refused(self, first: StreamGuard, recovery: aiohttp.ClientResponse | None) -> bytes:
+        del first  # the error event is the same whichever reply it ends
+        if recovery is None:
+            return _error_event(CUT_OFF, 502)
+        return _error_event(await error_message(recovery), recovery.status)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: StreamGuard, round_number: int

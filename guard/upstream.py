@@ -9,9 +9,10 @@ the upstream's come back, reading a whole answer that may be cut or not be JSON,
 any request on as it is, and `GuardedCall`, one guarded request: its counts and log line,
 and the flow every route follows (a body that is not JSON passed on, `guarded`; the
 request; an error status passed on; a whole answer through its guard, with the one
-recovery and what follows when that fails). A route says
-what is its own: its log name, whether a body asks for a stream, its error shape, its
-streamed answer, its whole-answer guard and its recovery request.
+recovery and what follows when that fails; a streamed answer's rounds, `recovered_stream`,
+with the same one recovery). A route says what is its own: its log name, whether a body
+asks for a stream, its error shape, how it relays one upstream stream, its guards and its
+recovery request.
 
 Deliberate choices:
 - The client's headers go upstream, Authorization included, except hop-by-hop ones (and
@@ -35,9 +36,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 from starlette.requests import Request
@@ -91,6 +92,15 @@ class UpstreamSession:
 
     async def close(self) -> None:
         await self._pool.close()
+
+
+class StreamRound(Protocol):
+    """A streamed reply's guard, as the shared streamed flow sees it."""
+
+    recovering: bool  # the reply ended needing the one recovery
+
+
+S = TypeVar("S", bound=StreamRound)
 
 
 class GuardedCall:
@@ -204,6 +214,42 @@ class GuardedCall:
         if second.malformed:
             return self.error(502, MALFORMED_REPLY, "malformed_reply")
         return json_response(recovery, answer) if changed else raw_response(recovery, raw)
+
+    async def recovered_stream(
+        self,
+        body: dict[str, Any],
+        response: aiohttp.ClientResponse,
+        guard: Callable[[S | None], S],
+        relayed: Callable[[aiohttp.ClientResponse, S, int], AsyncIterator[bytes]],
+        refused: Callable[[S, aiohttp.ClientResponse | None], Awaitable[bytes]],
+    ) -> AsyncGenerator[bytes]:
+        """A streamed answer's flow, every route's: the first upstream stream through
+        `guard(None)`; when the round asks for it (`recovers`), the one recovery request,
+        whose stream goes through `guard(first)` into the same client stream. `relayed`
+        carries one upstream stream through its guard (round 1 or 2); a recovery request
+        that fails ends the stream with `refused(first, recovery)`, the route's in-band
+        error (recovery None: the upstream could not be reached)."""
+        first = guard(None)
+        async for piece in relayed(response, first, 1):
+            yield piece
+        if not self.recovers(first):
+            return
+        self.recoveries += 1
+        try:
+            recovery = await self.post(self.recovery_body(body))
+        except UPSTREAM_ERRORS:
+            yield await refused(first, None)
+            return
+        if recovery.status >= 300:
+            yield await refused(first, recovery)
+            return
+        async for piece in relayed(recovery, guard(first), 2):
+            yield piece
+
+    def recovers(self, first: StreamRound) -> bool:
+        """Whether a streamed first round goes on to the one recovery: it asked for it, and
+        the stream did not end in a failure the client was already told of."""
+        return first.recovering and not self.failed
 
     async def read(
         self, response: aiohttp.ClientResponse

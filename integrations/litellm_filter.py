@@ -44,7 +44,8 @@ from litellm import ModelResponse, ModelResponseStream, StreamingChoices
 from litellm.types.utils import Delta  # pyright: ignore[reportMissingTypeStubs]
 
 from guardrail.patterns import Registry
-from guardrail.policy import RoundFilter, needs_recovery, recovery_failed, with_correction
+from guardrail.policy import RoundFilter, with_correction
+from guardrail.reply import ReplyFilters
 
 __all__ = [
     "ENDPOINT_PARAMS",
@@ -90,54 +91,14 @@ def single_choice(request: Mapping[str, object]) -> bool:
     return n is None or n == 1
 
 
-class _Reply:
-    """What a reply showed, and what the contract says follows from it."""
+class _Reply(ReplyFilters):
+    """A reply's filters and decisions (`guardrail.reply.ReplyFilters`), with its identity
+    taken from, or given to, LiteLLM's objects."""
 
     def __init__(
         self, registry: Registry, *, single: bool = True, follows: Self | None = None
     ) -> None:
-        self.registry = registry
-        self.single = single
-        self.follows = follows
-        self.tool_calls = False
-        self.identity: dict[str, object] = {}
-        self.filters: list[RoundFilter] = []
-
-    @property
-    def stripped_chars(self) -> int:
-        return sum(f.stripped_chars for f in self.filters)
-
-    @property
-    def first_span(self) -> str:
-        return next((f.first_span for f in self.filters if f.first_span), "")
-
-    @property
-    def visible(self) -> bool:
-        return any(f.visible for f in self.filters)
-
-    @property
-    def wants_recovery(self) -> bool:
-        """The reply gets the one recovery (G2; never with tool calls, G12)."""
-        return (
-            self.follows is None
-            and self.single
-            and needs_recovery(
-                stripped_chars=self.stripped_chars,
-                visible=self.visible,
-                tool_calls=int(self.tool_calls),
-            )
-        )
-
-    @property
-    def malformed(self) -> bool:
-        """This is the recovery, and it showed nothing either (G3)."""
-        return self.follows is not None and recovery_failed(visible=self.visible)
-
-    def new_filter(self) -> RoundFilter:
-        """A fresh filter for one more text of the reply, counted with the others."""
-        one = RoundFilter(self.registry)
-        self.filters.append(one)
-        return one
+        super().__init__(registry, single_choice=single, follows=follows)
 
     def take_identity(self, message: ModelResponseStream | ModelResponse) -> None:
         """A first reply remembers its id, creation time and model; a recovery takes them."""

@@ -160,6 +160,20 @@ def _build(cls: type[T], data: object) -> T:
         raise MockClientError(200, f"cannot read {cls.__name__}: {exc}") from exc
 
 
+def journal_read(answer: object) -> JournalRead:
+    """A `GET /_mock/requests` answer's JSON, typed (for a client of one's own, such as an
+    async one); MockClientError when it is not a journal this client reads."""
+    read = cast(dict[str, Any], answer) if isinstance(answer, dict) else {}
+    if read.get("version") != JOURNAL_VERSION:
+        raise MockClientError(
+            200,
+            f"journal schema version {read.get('version')!r}; "
+            f"this client reads version {JOURNAL_VERSION}",
+        )
+    records = tuple(_build(JournalRecord, entry) for entry in read["requests"])
+    return _build(JournalRead, {**read, "requests": records})
+
+
 class MockClient:
     """The mock's own endpoints, typed. `base_url` is the mock's URL without `/v1`."""
 
@@ -252,15 +266,7 @@ class MockClient:
         wait_s = (timeout_ms if timeout_ms is not None else DEFAULT_TIMEOUT_MS) / 1000
         timeout = self._timeout + (wait_s if settle_ms is not None else 0.0)
         response = self._http.get("/_mock/requests", params=params, timeout=timeout)
-        read = cast(dict[str, Any], self._json(response))
-        if read.get("version") != JOURNAL_VERSION:
-            raise MockClientError(
-                response.status_code,
-                f"journal schema version {read.get('version')!r}; "
-                f"this client reads version {JOURNAL_VERSION}",
-            )
-        records = tuple(_build(JournalRecord, entry) for entry in read["requests"])
-        return _build(JournalRead, {**read, "requests": records})
+        return journal_read(self._json(response))
 
     def clear(self) -> None:
         """Empty the journal (its sequence numbers go on)."""

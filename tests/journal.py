@@ -7,6 +7,7 @@ sees it until the mock notices. A test therefore never asserts on an entry still
 entries and none is `in_progress`, under DEADLINE_S, and fails with what it last saw if that
 never happens. How soon an outcome appears is never asserted, only which outcome it is.
 
+Entries come typed, as the mock's client reads them (`mock_llm.client.JournalRecord`).
 Async (an httpx.AsyncClient on the mock) for the integration layer; sync (the mock's URL) for
 the browser layer, whose Playwright sync API holds the test thread's event loop.
 """
@@ -15,22 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import httpx
 
+from mock_llm.client import JournalRecord, journal_read
+
 from .deadlines import DEADLINE_S, POLL_S
 
-Entry = dict[str, Any]
+Entry = JournalRecord
 REQUESTS = "/_mock/requests"
 
 
 def _settled(entries: list[Entry], count: int) -> bool:
-    return len(entries) >= count and all(e["outcome"] != "in_progress" for e in entries)
+    return len(entries) >= count and all(e.outcome != "in_progress" for e in entries)
 
 
 def _not_settled(key: str, count: int, entries: list[Entry]) -> AssertionError:
-    outcomes = [e["outcome"] for e in entries]
+    outcomes = [e.outcome for e in entries]
     return AssertionError(
         f"journal of KEY {key} did not settle within {DEADLINE_S:g} s "
         f"(wanted at least {count} finished entries, last saw outcomes {outcomes})"
@@ -41,7 +43,7 @@ async def journal(http: httpx.AsyncClient, key: str) -> list[Entry]:
     """The KEY's entries as they are now, in arrival order (`http` is a client on the mock)."""
     response = await http.get(REQUESTS, params={"key": key})
     response.raise_for_status()
-    return response.json()["requests"]
+    return list(journal_read(response.json()).requests)
 
 
 async def settled_journal(http: httpx.AsyncClient, key: str, count: int = 1) -> list[Entry]:
@@ -62,7 +64,7 @@ def journal_sync(mock_url: str, key: str) -> list[Entry]:
     """`journal`, blocking, for a test thread that cannot await."""
     response = httpx.get(f"{mock_url}{REQUESTS}", params={"key": key}, timeout=DEADLINE_S)
     response.raise_for_status()
-    return response.json()["requests"]
+    return list(journal_read(response.json()).requests)
 
 
 def settled_journal_sync(mock_url: str, key: str, count: int = 1) -> list[Entry]:

@@ -119,7 +119,7 @@ def stripped_in_log(log_file: Path, turn_id: str) -> int:
 
 def corrected(entry: Entry, question: list[dict[str, Any]]) -> bool:
     """Whether a request is the recovery of `question`: the correction folded in, no tools."""
-    body = entry["body"]
+    body = entry.body
     system, user = question
     return "tools" not in body and body["messages"] == [
         {"role": "system", "content": f"{system['content']}\n\n{CORRECTION_INSTRUCTION}"},
@@ -184,7 +184,7 @@ async def test_scaffold_recover(stack: Stack, mode: str, key: str) -> None:
         answer=seen.turn.last.get("answer"),
     )
     assert got == want
-    question = seen.requests[0]["body"]["messages"]
+    question = seen.requests[0].body["messages"]
     system = SYSTEM_PROMPT
     if mode == "always-correct":  # the correction line up front, on every request
         system = f"{SYSTEM_PROMPT}\n\n{CORRECTION_INSTRUCTION}"
@@ -193,7 +193,7 @@ async def test_scaffold_recover(stack: Stack, mode: str, key: str) -> None:
         {"role": "user", "content": f"Tell me. [[mock:scaffold-recover#{key}]]"},
     ]
     offers_tools = mode != "always-correct"
-    assert seen.requests[0]["body"].get("tools") == (TOOL_SPECS if offers_tools else None)
+    assert seen.requests[0].body.get("tools") == (TOOL_SPECS if offers_tools else None)
     assert PROFILES[mode].name == ("profile.toml" if offers_tools else "profile-no-tools.toml")
     assert all(corrected(entry, question) for entry in seen.requests[1:])
     assert (START in seen.turn.text) == (mode in ("raw-relay", "transient-flash"))
@@ -273,7 +273,7 @@ async def test_tool_round(stack: Stack, mode: str, key: str) -> None:
 
     assert seen.turn.last["type"] == "done"
     assert (seen.turn.text, len(seen.requests), seen.stripped) == (clean, 2, len(markup))
-    first, second = (entry["body"] for entry in seen.requests)
+    first, second = (entry.body for entry in seen.requests)
     assert first["tools"] == TOOL_SPECS
     if mode == "good":  # the tool ran, its result went back, tools offered again
         assert [kind for kind in seen.kinds if kind in ("tool", "retry")] == ["tool"]
@@ -310,7 +310,7 @@ async def test_stop(stack: Stack, mode: str, key: str) -> None:
         (entry,) = await settled_journal(mock, key)
 
     want = "completed" if mode == "no-stop" else "client_disconnected"
-    assert entry["outcome"] == want
+    assert entry.outcome == want
 
 
 # --- the page ----------------------------------------------------------------------------

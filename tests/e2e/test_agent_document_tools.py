@@ -20,7 +20,7 @@ def test_reading_a_note_sends_its_text_to_the_model(chat: Page, stack: Stack, ke
     message = answered(chat, f"How is DNS set up? [[mock:read-dns#{key}]]")
     expect(message.get_by_test_id("tool-call")).to_have_text("read /homelab/dns.md")
     _, second = stack.journal(key, count=2)
-    [result] = [m for m in second["body"]["messages"] if m["role"] == "tool"]
+    [result] = [m for m in second.body["messages"] if m["role"] == "tool"]
     assert result["content"].startswith("# DNS")
     assert "unbound" in result["content"]
 
@@ -32,6 +32,6 @@ def test_a_path_outside_the_notes_is_refused(chat: Page, stack: Stack, key: str)
     for index in range(2):
         expect(chips.nth(index)).to_contain_text("(refused)")
     _, second = stack.journal(key, count=2)
-    results = [m["content"] for m in second["body"]["messages"] if m["role"] == "tool"]
+    results = [m["content"] for m in second.body["messages"] if m["role"] == "tool"]
     assert len(results) == 2
     assert all("root:" not in r and "/etc" not in r for r in results)

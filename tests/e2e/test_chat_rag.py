@@ -23,7 +23,7 @@ def test_deflected_answer_has_no_sources(chat: Page, stack: Stack, key: str):
     expect(message.get_by_test_id("answer")).not_to_be_empty()
     expect(message.get_by_test_id("sources")).to_be_hidden()
     [request] = stack.journal(key)
-    assert "tools" not in request["body"]
+    assert "tools" not in request.body
 
 
 def test_markdown_renders_headings_lists_code_and_links(chat: Page, key: str):

@@ -59,7 +59,7 @@ def test_an_example_plays_its_flow_and_links_the_turn_to_the_journal(
     assert key is not None
     assert href.startswith(f"{stack.mock_url}/_mock/requests?")
     [first, *_] = stack.journal(key[1])
-    assert first["flow"] == flow
+    assert first.flow == flow
     assert "<|tool_call" not in (message.text_content() or "").replace(
         message.get_by_test_id("thinking").text_content() or "", ""
     )
@@ -77,7 +77,7 @@ def test_an_example_clicked_again_replays_its_flow_from_the_start(chat: Page, st
         keys.append(found[1])
     assert keys[0] != keys[1]
     for key in keys:  # each click: the markup, then the one recovery
-        assert [e["request_in_turn"] for e in stack.journal(key, count=2)] == [1, 2]
+        assert [e.request_in_turn for e in stack.journal(key, count=2)] == [1, 2]
 
 
 def test_with_a_real_model_no_banner_and_no_journal_links_show(

@@ -15,9 +15,9 @@ def test_grounded_turn_offers_read_grep_and_list_with_their_arguments(
 ):
     answered(chat, f"When do backups run? [[mock:clean#{key}]]")
     [request] = stack.journal(key)
-    tools = {t["function"]["name"]: t["function"] for t in request["body"]["tools"]}
+    tools = {t["function"]["name"]: t["function"] for t in request.body["tools"]}
     assert sorted(tools) == ["grep", "list", "read"]
-    assert all(t["type"] == "function" for t in request["body"]["tools"])
+    assert all(t["type"] == "function" for t in request.body["tools"])
     assert tools["read"]["parameters"]["required"] == ["path"]
     assert tools["grep"]["parameters"]["required"] == ["pattern"]
     assert tools["read"]["parameters"]["properties"]["path"]["type"] == "string"
@@ -32,7 +32,7 @@ def test_grep_and_list_results_use_virtual_paths(chat: Page, stack: Stack, key: 
     )
     _, second = stack.journal(key, count=2)
     grep_result, list_result = [
-        m["content"] for m in second["body"]["messages"] if m["role"] == "tool"
+        m["content"] for m in second.body["messages"] if m["role"] == "tool"
     ]
     assert re.search(r"^/homelab/backups\.md:\d+: ", grep_result, re.MULTILINE)
     assert "nextcloud.md" in list_result
@@ -43,7 +43,7 @@ def test_grep_and_list_results_use_virtual_paths(chat: Page, stack: Stack, key: 
 def test_tool_results_go_back_with_the_calls_id(chat: Page, stack: Stack, key: str):
     answered(chat, f"When do backups run? [[mock:tool-then-answer#{key}]]")
     _, second = stack.journal(key, count=2)
-    assistant, tool = second["body"]["messages"][-2:]
+    assistant, tool = second.body["messages"][-2:]
     assert assistant["role"] == "assistant"
     [call] = assistant["tool_calls"]
     assert call["function"] == {"name": "read", "arguments": '{"path": "/homelab/backup-notes.md"}'}
@@ -53,4 +53,4 @@ def test_tool_results_go_back_with_the_calls_id(chat: Page, stack: Stack, key: s
 def test_deflected_turn_offers_no_tools(chat: Page, stack: Stack, key: str):
     answered(chat, f"Write me a poem about cats [[mock:clean#{key}]]")
     [request] = stack.journal(key)
-    assert "tools" not in request["body"]
+    assert "tools" not in request.body

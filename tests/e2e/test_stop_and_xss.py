@@ -28,7 +28,7 @@ def test_stop_ends_the_turn_and_the_mock_sees_the_disconnect(
     expect(message).to_have_attribute("data-stopped", "true")
     expect(chat.get_by_test_id("chat-send")).to_be_enabled()
     # The slow flow runs for seconds more: left open, it would end `completed`.
-    assert [e["outcome"] for e in stack.journal(key)] == ["client_disconnected"]
+    assert [e.outcome for e in stack.journal(key)] == ["client_disconnected"]
     assert not [t for t in stack.history() if key in t["question"]]
 
 

@@ -45,10 +45,10 @@ def add_flows(mock_url: str, flows: dict[str, Any]) -> None:
 def assert_chat_recovery(entries: list[Entry], system: str) -> None:
     """The turn's second request (`entries[1]`) is its recovery: no tools, the first
     request's messages, the correction after its system message `system` (G2)."""
-    recovery = entries[1]["body"]
+    recovery = entries[1].body
     assert "tools" not in recovery
     assert recovery["messages"][0] == {
         "role": "system",
         "content": f"{system}\n\n{CORRECTION_INSTRUCTION}",
     }
-    assert recovery["messages"][1:] == entries[0]["body"]["messages"][1:]
+    assert recovery["messages"][1:] == entries[0].body["messages"][1:]

@@ -192,7 +192,7 @@ async def test_a_long_stream_comes_at_its_pace_and_can_be_left(
                 break
     assert step.content.startswith(text)
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 # --- faults -----------------------------------------------------------------------------------
@@ -318,8 +318,8 @@ async def test_a_stall_pauses_then_finishes_whole(
     assert raw.text == "one two three four"
     assert raw.types[-1] == "message_stop"
     [entry] = await settled_journal(http, key)
-    assert (entry["outcome"], entry["fault"]) == ("fault", "stall 0.3s after 2 chunks")
-    assert entry["chunks_sent"] == len(raw.events) + 1  # and the ping, which the SDK skips
+    assert (entry.outcome, entry.fault) == ("fault", "stall 0.3s after 2 chunks")
+    assert entry.chunks_sent == len(raw.events) + 1  # and the ping, which the SDK skips
 
 
 # --- requests: the journal, tool rounds, refusals ---------------------------------------------
@@ -335,10 +335,10 @@ async def test_the_journal_says_the_messages_api_was_used(
         await whole(claude, "clean", key)
         sent = 0
     [entry] = await settled_journal(http, key)
-    assert (entry["path"], entry["api"]) == ("/v1/messages", "anthropic")
-    assert (entry["flow"], entry["outcome"]) == ("clean", "completed")
-    assert (entry["stream"], entry["status"], entry["chunks_sent"]) == (stream, 200, sent)
-    assert (entry["body"]["messages"], entry["body"]["max_tokens"]) == (ask("clean", key), 1024)
+    assert (entry.path, entry.api) == ("/v1/messages", "anthropic")
+    assert (entry.flow, entry.outcome) == ("clean", "completed")
+    assert (entry.stream, entry.status, entry.chunks_sent) == (stream, 200, sent)
+    assert (entry.body["messages"], entry.body["max_tokens"]) == (ask("clean", key), 1024)
 
 
 async def test_the_mock_client_reads_the_messages_apis_entries(
@@ -378,7 +378,7 @@ async def test_a_tool_round_passes_its_result_back_as_a_tool_result_block(
     )
     assert text_of(second) == FLOWS["tool-then-answer"].steps[1].content
     entries = await settled_journal(http, key, count=2)
-    assert [e["request_in_turn"] for e in entries] == [1, 2]
+    assert [e.request_in_turn for e in entries] == [1, 2]
 
 
 async def test_a_previous_answer_with_its_thinking_block_can_be_sent_back(
@@ -451,7 +451,7 @@ async def test_an_unknown_flow_is_a_bad_request_listing_the_flows(
     assert caught.value.type == "invalid_request_error"
     assert "scaffold-recover" in str(caught.value.api_message)
     [entry] = await settled_journal(http, key)
-    assert (entry["path"], entry["outcome"], entry["status"]) == ("/v1/messages", "rejected", 400)
+    assert (entry.path, entry.outcome, entry.status) == ("/v1/messages", "rejected", 400)
 
 
 def body_of(content: object, role: object = "user", **fields: object) -> bytes:

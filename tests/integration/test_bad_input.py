@@ -41,8 +41,8 @@ async def test_unknown_flow_is_400_naming_it_and_listing_valid_ones(
     assert "scaffold-recover" in response.json()["error"]["message"]
     assert response.json()["error"]["code"] == "unknown_flow"
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "rejected"
-    assert entry["status"] == 400
+    assert entry.outcome == "rejected"
+    assert entry.status == 400
 
 
 async def test_malformed_trigger_is_400(http: httpx.AsyncClient):
@@ -157,7 +157,7 @@ async def test_a_lone_surrogate_is_kept_and_every_later_journal_read_still_answe
     )
     assert response.status_code == 200
     [entry] = await settled_journal(http, key)
-    assert entry["body"]["messages"][0]["content"].startswith("hi \ud800 ")
+    assert entry.body["messages"][0]["content"].startswith("hi \ud800 ")
     assert (await http.get("/_mock/requests")).status_code == 200
 
 

@@ -90,11 +90,11 @@ async def test_streamed_flow_replays_every_step(http: httpx.AsyncClient, key: st
         if isinstance(fault, ErrorEventFault):
             assert json.loads(result.events[-1])["error"]["message"] == fault.message
     entries = await settled_journal(http, key, count=len(flow.steps) + 1)
-    assert [e["request_in_turn"] for e in entries] == list(range(1, len(flow.steps) + 2))
-    assert [e["step"] for e in entries] == [
+    assert [e.request_in_turn for e in entries] == list(range(1, len(flow.steps) + 2))
+    assert [e.step for e in entries] == [
         min(n, len(flow.steps)) for n in range(1, len(flow.steps) + 2)
     ]
-    assert {e["flow"] for e in entries} == {name}
+    assert {e.flow for e in entries} == {name}
 
 
 QUICK = sorted(

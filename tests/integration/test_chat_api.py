@@ -36,8 +36,8 @@ async def test_grounded_turn_runs_the_tools_and_cites_the_notes(
     assert turn.last["type"] == "done"
     assert "/homelab/backup-notes.md" in turn.last["sources"]
     first, second = await settled_journal(http, key, count=2)
-    assert {t["function"]["name"] for t in first["body"]["tools"]} == {"read", "grep", "list"}
-    tool_message = second["body"]["messages"][-1]
+    assert {t["function"]["name"] for t in first.body["tools"]} == {"read", "grep", "list"}
+    tool_message = second.body["messages"][-1]
     assert tool_message["role"] == "tool"
     assert "restic" in tool_message["content"].lower() or tool_message["content"]
 
@@ -72,8 +72,8 @@ async def test_deflected_turn_answers_without_tools(
         "finish_reason": "stop",
     }
     [request] = await settled_journal(http, key, count=1)
-    assert "tools" not in request["body"]
-    assert request["body"]["messages"][-1]["role"] == "user"
+    assert "tools" not in request.body
+    assert request.body["messages"][-1]["role"] == "user"
 
 
 async def test_thinking_streams_before_the_answer(app_http: httpx.AsyncClient, key: str):
@@ -131,7 +131,7 @@ async def test_client_that_leaves_closes_the_upstream_stream_and_writes_no_row(
     # Left mid-answer: the slow flow's stream runs for seconds more, so had the app not closed
     # it, the mock would record it `completed`, never `client_disconnected`.
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
     history = (await app_http.get("/api/history", params={"limit": 200})).json()["turns"]
     assert turn_id not in {t["turn_id"] for t in history}
 
@@ -173,7 +173,7 @@ async def test_read_outside_the_notes_is_refused_and_reveals_nothing(
     turn = await ask(app_http, f"{BACKUPS} [[mock:read-outside#{key}]]")
     assert [t["ok"] for t in turn.of("tool")] == [False, False]
     _, second = await settled_journal(http, key, count=2)
-    results = [m["content"] for m in second["body"]["messages"] if m["role"] == "tool"]
+    results = [m["content"] for m in second.body["messages"] if m["role"] == "tool"]
     assert len(results) == 2
     assert all("root:" not in r for r in results)
 
@@ -185,7 +185,7 @@ async def test_round_cap_forces_a_final_answer_without_tools(
     cap = notes_app.settings.agent_max_rounds
     entries = await settled_journal(http, key, count=cap + 1)
     assert len(entries) == cap + 1
-    assert "tools" not in entries[-1]["body"]
+    assert "tools" not in entries[-1].body
     assert turn.last["type"] == "done"
 
 
@@ -308,7 +308,7 @@ async def test_a_grep_pattern_too_costly_to_compile_is_refused_and_the_app_stays
     assert (tool["name"], tool["ok"]) == ("grep", False)
     assert turn.last["type"] == "done"
     _, answer_request = await settled_journal(http, key, count=2)
-    refusal = answer_request["body"]["messages"][-1]["content"]
+    refusal = answer_request.body["messages"][-1]["content"]
     assert "at most 1000 repeats" in refusal
     assert (await app_http.get("/healthz")).status_code == 200
 

@@ -211,7 +211,7 @@ async def test_the_clients_default_v1_path_is_answered_too(
         answer = await whole(aio, "clean", key)
     assert text_of([answer]) == FLOWS["clean"].steps[0].content
     [entry] = await settled_journal(http, key)
-    assert entry["path"] == f"/v1/models/{MODEL}:generateContent"
+    assert entry.path == f"/v1/models/{MODEL}:generateContent"
 
 
 async def test_a_long_stream_comes_at_its_pace_and_is_left_when_the_client_closes(
@@ -230,7 +230,7 @@ async def test_a_long_stream_comes_at_its_pace_and_is_left_when_the_client_close
         await stream.aclose()
     assert FLOWS["slow"].steps[0].content.startswith(text)
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 # --- faults, as the client raises them ----------------------------------------------------
@@ -268,7 +268,7 @@ async def test_an_in_band_error_ends_the_stream_as_a_server_error_after_some_tex
     assert text_of(got.chunks)
     assert FLOWS["error-event"].steps[0].content.startswith(text_of(got.chunks))
     [entry] = await settled_journal(http, key)
-    assert (entry["outcome"], entry["fault"]) == ("fault", "error event after 3 chunks")
+    assert (entry.outcome, entry.fault) == ("fault", "error event after 3 chunks")
 
 
 async def test_a_whole_answer_with_an_in_band_error_is_a_server_error_500(aio: Any, key: str):
@@ -314,8 +314,8 @@ async def test_a_stall_pauses_then_the_stream_finishes_whole(
     assert text_of(got.chunks) == "one two three four"
     assert finish_of(got.chunks[-1]) == "STOP"
     [entry] = await settled_journal(http, key)
-    assert (entry["outcome"], entry["chunks_sent"]) == ("fault", len(got.chunks))
-    assert entry["fault"] == "stall 0.3s after 2 chunks"
+    assert (entry.outcome, entry.chunks_sent) == ("fault", len(got.chunks))
+    assert entry.fault == "stall 0.3s after 2 chunks"
 
 
 # --- the request: the journal, turns, side calls, extract steps ----------------------------
@@ -332,10 +332,10 @@ async def test_the_journal_says_the_gemini_api_was_used(
         await whole(aio, "clean", key)
         sent, method = 0, "generateContent"
     [entry] = await settled_journal(http, key)
-    assert (entry["path"], entry["api"]) == (f"/v1beta/models/{MODEL}:{method}", "gemini")
-    assert (entry["flow"], entry["outcome"]) == ("clean", "completed")
-    assert (entry["stream"], entry["status"], entry["chunks_sent"]) == (stream, 200, sent)
-    assert entry["body"]["contents"] == [{"parts": [{"text": ask("clean", key)}], "role": "user"}]
+    assert (entry.path, entry.api) == (f"/v1beta/models/{MODEL}:{method}", "gemini")
+    assert (entry.flow, entry.outcome) == ("clean", "completed")
+    assert (entry.stream, entry.status, entry.chunks_sent) == (stream, 200, sent)
+    assert entry.body["contents"] == [{"parts": [{"text": ask("clean", key)}], "role": "user"}]
 
 
 def read_tool() -> types.Tool:
@@ -362,7 +362,7 @@ async def test_a_tool_round_sends_the_call_back_with_its_response(
     second = await aio.models.generate_content(model=MODEL, contents=history, config=config)
     assert text_of([second]) == FLOWS["tool-then-answer"].steps[1].content
     entries = await settled_journal(http, key, count=2)
-    assert [e["request_in_turn"] for e in entries] == [1, 2]
+    assert [e.request_in_turn for e in entries] == [1, 2]
 
 
 async def test_an_extract_step_reads_the_note_then_quotes_the_tool_result(
@@ -409,7 +409,7 @@ async def test_a_title_call_between_two_requests_is_a_side_call_outside_the_turn
     assert text_of([title]) == FLOWS["side-call"].steps[0].content
     assert text_of([second]) == FLOWS["error-then-ok"].steps[1].content
     entries = await settled_journal(http, key, count=3)
-    assert [(e["side_call"], e["request_in_turn"]) for e in entries] == [
+    assert [(e.side_call, e.request_in_turn) for e in entries] == [
         (False, 1),
         (True, None),
         (False, 2),
@@ -438,7 +438,7 @@ async def test_an_unknown_flow_is_a_client_error_400_listing_the_flows(
     assert "scaffold-recover" in (got.error.message or "")
     [entry] = await settled_journal(http, key)
     path = f"/v1beta/models/{MODEL}:streamGenerateContent"
-    assert (entry["path"], entry["outcome"], entry["status"]) == (path, "rejected", 400)
+    assert (entry.path, entry.outcome, entry.status) == (path, "rejected", 400)
 
 
 def google_error(response: httpx.Response, status: int, name: str) -> dict[str, Any]:
@@ -620,7 +620,7 @@ async def test_a_json_array_stream_is_read_element_by_element_before_it_ends(
     assert len(read.elements) == 3
     assert FLOWS["slow"].steps[0].content.startswith(text_of(element_parts(read.elements)))
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 async def test_an_in_band_error_is_the_last_element_of_a_closed_array(

@@ -116,9 +116,9 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
         assert [use_name for use_name, _ in uses_of(answer)] == uses
     entries = await assert_guarded_turn(http, key, caplog, name, "messages", got)
     if len(entries) == 2:
-        recovery = entries[1]["body"]
+        recovery = entries[1].body
         assert recovery["system"] == f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}"
-        assert recovery["messages"] == entries[0]["body"]["messages"]
+        assert recovery["messages"] == entries[0].body["messages"]
 
 
 async def test_the_recovery_has_no_tools_and_folds_the_correction_into_system_blocks(
@@ -132,10 +132,10 @@ async def test_the_recovery_has_no_tools_and_folds_the_correction_into_system_bl
     assert expect is not None
     assert text_of(answer) == expect.shown
     first, recovery = await settled_journal(http, key, count=2)
-    assert "tools" in first["body"]
-    assert "tools" not in recovery["body"]
-    assert recovery["body"]["system"] == [*system, {"type": "text", "text": CORRECTION_INSTRUCTION}]
-    assert recovery["body"]["messages"] == first["body"]["messages"]
+    assert "tools" in first.body
+    assert "tools" not in recovery.body
+    assert recovery.body["system"] == [*system, {"type": "text", "text": CORRECTION_INSTRUCTION}]
+    assert recovery.body["messages"] == first.body["messages"]
 
 
 async def test_a_recovered_stream_is_one_message_whose_blocks_count_from_zero(
@@ -270,7 +270,7 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
                 break  # a 12 s answer, left after its first words
     assert FLOWS["slow"].steps[0].content.startswith(text)
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 async def test_a_silent_upstream_gets_the_client_ping_events(
@@ -286,7 +286,7 @@ async def test_a_silent_upstream_gets_the_client_ping_events(
     assert seen[-1] == "event: ping"  # the model went silent after its opening
     assert "event: message_start" in seen
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 # --- everything else --------------------------------------------------------------------------

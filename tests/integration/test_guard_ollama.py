@@ -324,7 +324,7 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
             if json.loads(line)["message"]["content"]:
                 break  # the first words are here; the model goes silent for 30 s next
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
@@ -463,7 +463,7 @@ async def test_each_flow_reaches_a_generate_client_as_its_expect_block_says(
     if (
         expect.recovery
     ):  # the correction went into `system`, which the front made the system message
-        assert entries[1]["body"]["messages"][0] == {
+        assert entries[1].body["messages"][0] == {
             "role": "system",
             "content": f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}",
         }

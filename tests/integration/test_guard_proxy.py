@@ -215,7 +215,7 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
             if '"content":"' in line and '"content":""' not in line:
                 break  # the first words are here; the model goes silent for 30 s next
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 # --- the client's key -------------------------------------------------------------------------
@@ -349,7 +349,7 @@ async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
     assert seen[-1] == ": keep-alive"
     assert any('"content":"' in line for line in seen)  # after the first words
     [entry] = await settled_journal(http, key)  # leaving mid-silence closed the stream too
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 @pytest.mark.usefixtures("runtime_flows")

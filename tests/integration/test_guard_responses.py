@@ -121,10 +121,10 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
         assert calls_of(whole) == [(c.name, c.arguments) for c in step.tool_calls]
     entries = await assert_guarded_turn(http, key, caplog, name, "responses", got)
     if len(entries) == 2:
-        recovery = entries[1]["body"]
+        recovery = entries[1].body
         assert "tools" not in recovery
         assert recovery["instructions"] == f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}"
-        assert recovery["input"] == entries[0]["body"]["input"]
+        assert recovery["input"] == entries[0].body["input"]
 
 
 async def test_a_recovered_stream_is_one_response_with_one_message(proxy_url: str, key: str):
@@ -163,11 +163,11 @@ async def test_the_correction_goes_into_the_inputs_system_message_when_there_are
     assert expect is not None
     assert whole.output_text == expect.shown
     first, recovery = await settled_journal(http, key, count=2)
-    assert "instructions" not in recovery["body"]
-    assert "tools" not in recovery["body"]
-    assert recovery["body"]["input"] == [
+    assert "instructions" not in recovery.body
+    assert "tools" not in recovery.body
+    assert recovery.body["input"] == [
         {"role": "developer", "content": f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}"},
-        first["body"]["input"][1],
+        first.body["input"][1],
     ]
 
 
@@ -283,7 +283,7 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
         await stream.close()
     assert FLOWS["slow"].steps[0].content.startswith(text)
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
@@ -295,7 +295,7 @@ async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
     assert seen[-1] == ": keep-alive"  # the model went silent after its opening events
     assert "event: response.created" in seen
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 # --- everything else --------------------------------------------------------------------------

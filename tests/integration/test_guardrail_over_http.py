@@ -24,7 +24,7 @@ from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
 from mock_llm import builtin_flows
 
 from ..deadlines import DEADLINE_S
-from ..journal import settled_journal
+from ..journal import Entry, settled_journal
 from ..servers import app_settings, serve_app
 from ..sse import Turn, ask
 from .conftest import AppUnderTest
@@ -82,8 +82,8 @@ async def history_ids(app_http: httpx.AsyncClient) -> set[str]:
     return {t["turn_id"] for t in turns}
 
 
-def sent_messages(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    return entry["body"]["messages"]
+def sent_messages(entry: Entry) -> list[dict[str, Any]]:
+    return entry.body["messages"]
 
 
 @pytest.mark.parametrize("mode", ["grounded", "deflected"])
@@ -111,7 +111,7 @@ async def test_scaffold_flow_over_http(
     assert len(recovery) == (1 if case.requests == 2 else 0)
     if case.requests == 2:
         first, second = (sent_messages(e) for e in entries)
-        assert "tools" not in entries[1]["body"]
+        assert "tools" not in entries[1].body
         assert [m["role"] for m in second] == [m["role"] for m in first] == ["system", "user"]
         assert second[0]["content"] == f"{first[0]['content']}\n\n{CORRECTION_INSTRUCTION}"
         assert second[1:] == first[1:]
@@ -145,7 +145,7 @@ async def test_a_round_with_a_real_tool_call_is_not_recovered_on_the_grounded_pa
     assert turn.text == CLEAN
     assert not [f for f in turn.frames if f.get("reason") == "recovery"]
     _, second = await settled_journal(http, key, count=2)
-    assert "tools" in second["body"]  # the answer round, not a recovery
+    assert "tools" in second.body  # the answer round, not a recovery
     assert sent_messages(second)[2]["content"] is None  # no markup sent back to the model
     stripped = markup_chars("tool-with-scaffold")
     assert log_line(notes_app.settings, turn).endswith(f" scaffold_stripped={stripped}")
@@ -160,7 +160,7 @@ async def test_a_tool_call_on_the_deflected_path_is_not_run_nor_recovered(
     assert not turn.of("tool")
     assert turn.text == ""
     [entry] = await settled_journal(http, key, count=1)
-    assert "tools" not in entry["body"]
+    assert "tools" not in entry.body
     stripped = markup_chars("tool-with-scaffold")
     assert log_line(notes_app.settings, turn).endswith(f" scaffold_stripped={stripped}")
     assert turn.last["type"] == "done"

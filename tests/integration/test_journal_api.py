@@ -42,8 +42,8 @@ async def test_fifty_concurrent_turns_are_counted_exactly_per_key(
     for turn_key, requests in plan.items():
         entries = await settled_journal(http, turn_key, count=requests)
         assert len(entries) == requests
-        assert [e["request_in_turn"] for e in entries] == list(range(1, requests + 1))
-        assert all(e["outcome"] == "completed" for e in entries)
+        assert [e.request_in_turn for e in entries] == list(range(1, requests + 1))
+        assert all(e.outcome == "completed" for e in entries)
 
 
 async def test_client_that_leaves_early_is_recorded_as_disconnected(
@@ -54,9 +54,9 @@ async def test_client_that_leaves_early_is_recorded_as_disconnected(
     [entry] = await settled_journal(http, key)
     # The slow flow runs for seconds more, so `client_disconnected` (not `completed`) is the
     # proof the mock saw the client go, however long it took to notice.
-    assert entry["outcome"] == "client_disconnected"
-    assert entry["disconnected_ms"] == entry["ended_ms"]
-    assert entry["chunks_sent"] >= 5
+    assert entry.outcome == "client_disconnected"
+    assert entry.disconnected_ms == entry.ended_ms
+    assert entry.chunks_sent >= 5
 
 
 async def test_entry_records_body_flow_step_and_timings(http: httpx.AsyncClient, key: str):
@@ -64,21 +64,23 @@ async def test_entry_records_body_flow_step_and_timings(http: httpx.AsyncClient,
     body = chat_body(f"[[mock:clean#{key}]]", tools=tools, stream_options={"include_usage": True})
     await read_sse(http, body)
     [entry] = await settled_journal(http, key)
-    assert entry["body"] == body
-    assert (entry["flow"], entry["step"], entry["steps"], entry["key"]) == ("clean", 1, 1, key)
-    assert entry["stream"] is True
-    assert entry["status"] == 200
-    assert entry["outcome"] == "completed"
-    assert entry["received_ms"] <= entry["first_chunk_ms"] <= entry["ended_ms"]
-    assert entry["chunks_sent"] > 3
+    assert entry.body == body
+    assert (entry.flow, entry.step, entry.steps, entry.key) == ("clean", 1, 1, key)
+    assert entry.stream is True
+    assert entry.status == 200
+    assert entry.outcome == "completed"
+    assert entry.first_chunk_ms is not None
+    assert entry.ended_ms is not None
+    assert entry.received_ms <= entry.first_chunk_ms <= entry.ended_ms
+    assert entry.chunks_sent > 3
 
 
 async def test_fault_outcome_names_the_fault(http: httpx.AsyncClient, key: str):
     await read_sse(http, chat_body(f"[[mock:drop-mid-stream#{key}]]"))
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "fault"
-    assert entry["fault"] == "cut(abort) after 6 chunks"
-    assert entry["chunks_sent"] == 6
+    assert entry.outcome == "fault"
+    assert entry.fault == "cut(abort) after 6 chunks"
+    assert entry.chunks_sent == 6
 
 
 async def test_flow_filter_selects_entries(http: httpx.AsyncClient, key: str):
@@ -114,7 +116,7 @@ async def test_a_read_names_its_schema_version_and_clock(http: httpx.AsyncClient
     read = (await http.get("/_mock/requests", params={"key": key})).json()
     assert read["version"] == JOURNAL_VERSION
     assert isinstance(read["started_at"], float)
-    assert entry["ended_ms"] <= read["now_ms"]
+    assert entry.ended_ms <= read["now_ms"]
     assert "settled" not in read
 
 
@@ -122,7 +124,8 @@ async def test_later_requests_arrive_later_on_the_one_clock(http: httpx.AsyncCli
     for _ in range(2):
         await read_sse(http, chat_body(f"[[mock:three-steps#{key}]]"))
     first, second = await settled_journal(http, key, count=2)
-    assert first["received_ms"] <= first["ended_ms"] <= second["received_ms"]
+    assert first.ended_ms is not None
+    assert first.received_ms <= first.ended_ms <= second.received_ms
 
 
 async def settle_read(http: httpx.AsyncClient, key: str, **params: int) -> dict:

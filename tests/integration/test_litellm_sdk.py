@@ -100,7 +100,7 @@ async def test_each_flow_comes_out_of_the_hook_as_its_expect_block_says(
     assert len(entries) == expect.requests
     if expect.recovery:
         assert_chat_recovery(entries, SYSTEM)
-        assert entries[1]["body"].get("stream", False) == stream
+        assert entries[1].body.get("stream", False) == stream
 
 
 async def test_a_clean_stream_comes_out_as_litellm_relays_it(mock_url: str, key: str):

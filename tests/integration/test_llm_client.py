@@ -197,7 +197,7 @@ async def outcome(http: httpx.AsyncClient, key: str) -> str:
     stream: left open, it would have ended `completed`.
     """
     [entry] = await settled_journal(http, key)
-    return entry["outcome"]
+    return entry.outcome
 
 
 # --- one streaming request -------------------------------------------------------------------
@@ -235,12 +235,12 @@ async def test_request_carries_tools_only_when_given(
     await drain(chat_stream(client, MODEL, ask("clean", key), tools))
 
     [entry] = await settled_journal(http, key)
-    assert entry["body"]["stream"] is True
-    assert entry["body"]["model"] == MODEL
+    assert entry.body["stream"] is True
+    assert entry.body["model"] == MODEL
     if tools is None:
-        assert "tools" not in entry["body"]
+        assert "tools" not in entry.body
     else:
-        assert entry["body"]["tools"] == tools
+        assert entry.body["tools"] == tools
 
 
 async def test_thinking_arrives_as_thinking_pieces_before_the_content(
@@ -609,7 +609,7 @@ async def test_a_slow_first_byte_spends_the_whole_budget_and_is_not_retried(
     assert error.message == MSG_TIMEOUT
     assert [i for i in items if isinstance(i, RetryNotice)] == []
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 @contextmanager

@@ -107,8 +107,8 @@ async def test_the_journal_says_which_api_was_used(
 ):
     await streamed(client, "clean", key)
     [entry] = await settled_journal(http, key)
-    assert (entry["path"], entry["api"]) == ("/api/chat", "ollama")
-    assert (entry["flow"], entry["outcome"]) == ("clean", "completed")
+    assert (entry.path, entry.api) == ("/api/chat", "ollama")
+    assert (entry.flow, entry.outcome) == ("clean", "completed")
 
 
 async def test_the_model_list_and_version_parse(client: ollama.AsyncClient, mock_url: str):

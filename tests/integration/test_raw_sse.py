@@ -67,9 +67,11 @@ async def test_stall_pauses_the_stream_mid_way_then_finishes_it_whole(
     assert len(result.events) == 7  # role, four words, finish, [DONE]: nothing lost
     assert result.joined("content") == "one two three four"
     [entry] = await settled_journal(http, key)
-    assert (entry["outcome"], entry["chunks_sent"]) == ("fault", 6)
-    assert entry["fault"] == "stall 0.3s after 2 chunks"
-    assert entry["ended_ms"] - entry["first_chunk_ms"] >= 300 - 1  # less clock rounding
+    assert (entry.outcome, entry.chunks_sent) == ("fault", 6)
+    assert entry.fault == "stall 0.3s after 2 chunks"
+    assert entry.ended_ms is not None
+    assert entry.first_chunk_ms is not None
+    assert entry.ended_ms - entry.first_chunk_ms >= 300 - 1  # less clock rounding
 
 
 async def test_reasoning_field_can_be_chosen_per_server(key: str):

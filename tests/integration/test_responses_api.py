@@ -176,7 +176,7 @@ async def test_a_long_stream_comes_at_its_pace_and_can_be_left(
         await stream.close()
     assert step.content.startswith(text)
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 # --- faults -----------------------------------------------------------------------------------
@@ -267,9 +267,11 @@ async def test_a_stall_pauses_then_finishes_whole(
     assert raw.text == "one two three four"
     assert raw.types[-1] == "response.completed"
     [entry] = await settled_journal(http, key)
-    assert (entry["outcome"], entry["chunks_sent"]) == ("fault", len(raw.events))
-    assert entry["fault"] == "stall 0.3s after 2 chunks"
-    assert entry["ended_ms"] - entry["first_chunk_ms"] >= 300 - 1  # less clock rounding
+    assert (entry.outcome, entry.chunks_sent) == ("fault", len(raw.events))
+    assert entry.fault == "stall 0.3s after 2 chunks"
+    assert entry.ended_ms is not None
+    assert entry.first_chunk_ms is not None
+    assert entry.ended_ms - entry.first_chunk_ms >= 300 - 1  # less clock rounding
 
 
 # --- requests: the journal, input items, refusals ---------------------------------------------
@@ -285,10 +287,10 @@ async def test_the_journal_says_the_responses_api_was_used(
         await sdk.responses.create(model="m", input=ask("clean", key))
         sent = 0
     [entry] = await settled_journal(http, key)
-    assert (entry["path"], entry["api"]) == ("/v1/responses", "responses")
-    assert (entry["flow"], entry["outcome"]) == ("clean", "completed")
-    assert (entry["stream"], entry["status"], entry["chunks_sent"]) == (stream, 200, sent)
-    assert entry["body"]["input"] == ask("clean", key)
+    assert (entry.path, entry.api) == ("/v1/responses", "responses")
+    assert (entry.flow, entry.outcome) == ("clean", "completed")
+    assert (entry.stream, entry.status, entry.chunks_sent) == (stream, 200, sent)
+    assert entry.body["input"] == ask("clean", key)
 
 
 async def test_the_responses_api_also_answers_without_the_v1_prefix(
@@ -318,7 +320,7 @@ async def test_a_tool_round_passes_its_output_back_as_input_items(
     )
     assert second.output_text == FLOWS["tool-then-answer"].steps[1].content
     entries = await settled_journal(http, key, count=2)
-    assert [e["request_in_turn"] for e in entries] == [1, 2]
+    assert [e.request_in_turn for e in entries] == [1, 2]
 
 
 async def test_an_extract_step_reads_the_note_then_quotes_the_tool_result(
@@ -372,4 +374,4 @@ async def test_an_unknown_flow_is_a_bad_request_naming_the_input(
     assert (caught.value.code, caught.value.param) == ("unknown_flow", "input")
     assert "scaffold-recover" in caught.value.message
     [entry] = await settled_journal(http, key)
-    assert (entry["path"], entry["outcome"], entry["status"]) == ("/v1/responses", "rejected", 400)
+    assert (entry.path, entry.outcome, entry.status) == ("/v1/responses", "rejected", 400)

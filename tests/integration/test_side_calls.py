@@ -82,12 +82,12 @@ async def test_the_journal_marks_the_title_call_as_a_side_call_under_the_key(
 ):
     await turn_with_a_title_call(http, key)
     entries = await settled_journal(http, key, count=3)
-    assert [(e["side_call"], e["flow"], e["step"], e["request_in_turn"]) for e in entries] == [
+    assert [(e.side_call, e.flow, e.step, e.request_in_turn) for e in entries] == [
         (False, "scaffold-recover", 1, 1),
         (True, "side-call", 1, None),
         (False, "scaffold-recover", 2, 2),
     ]
-    assert {e["key"] for e in entries} == {key}
+    assert {e.key for e in entries} == {key}
 
 
 async def test_side_calls_exclude_reads_only_the_turns_own_requests(
@@ -133,14 +133,14 @@ async def test_a_side_call_quoting_bad_and_doubled_triggers_is_answered_not_refu
     result = await read_sse(http, title_body(history))
     assert (result.status, result.joined("content")) == (200, SIDE_ANSWER)
     [entry] = await settled_journal(http, key)
-    assert (entry["side_call"], entry["outcome"]) == (True, "completed")
+    assert (entry.side_call, entry.outcome) == (True, "completed")
 
 
 async def test_a_request_no_rule_matches_still_plays_its_turn(http: httpx.AsyncClient, key: str):
     result = await read_sse(http, chat_body(f"### Not a task [[mock:clean#{key}]]"))
     assert result.joined("content") == CLEAN
     [entry] = await settled_journal(http, key)
-    assert entry["side_call"] is False
+    assert entry.side_call is False
 
 
 async def test_a_rule_added_at_run_time_matches_a_system_message_from_then_on(
@@ -231,7 +231,7 @@ async def test_a_rule_that_backtracks_for_ages_does_not_hang_the_server(key: str
             result = await read_sse(client, body)
             [entry] = await settled_journal(client, key)
     assert result.joined("content") == CLEAN
-    assert entry["side_call"] is False
+    assert entry.side_call is False
 
 
 # --- the command line and the client ----------------------------------------------------------

@@ -200,7 +200,7 @@ async def test_a_stall_trips_the_turns_one_deadline_and_closes_the_upstream_stre
             error = terminal(turn)
             assert (error["type"], error["detail"]) == ("error", TURN_TIMED_OUT)
             [entry] = await settled_journal(http, key)
-            assert entry["outcome"] == "client_disconnected"  # long before its 600 s stall
+            assert entry.outcome == "client_disconnected"  # long before its 600 s stall
             assert not await has_row(app, turn.turn_id)
             assert await pool_idle(app)
 
@@ -222,7 +222,7 @@ async def test_a_long_silence_upstream_sends_keep_alive_comments_between_frames(
     assert seen[-1] == ": keep-alive"
     assert any(json.loads(line[6:])["type"] == "delta" for line in seen if line.startswith("data"))
     [entry] = await settled_journal(http, key)  # leaving mid-silence closed the stream too
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 # --- disconnects: the upstream stream is closed, no row is written --------------------------
@@ -262,7 +262,7 @@ async def test_a_client_that_leaves_closes_the_upstream_stream_and_writes_no_row
     turn_id = await leave_after(app, http, key, flow, leave_on)
 
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
     assert await pool_idle(app)
     assert not await has_row(app, turn_id)
 
@@ -274,7 +274,7 @@ async def test_a_client_that_leaves_during_a_tool_call_leaves_no_request_open(
 
     await pool_idle(app)
     entries = await settled_journal(http, key)
-    assert entries[0]["outcome"] == "completed"  # the round that asked for the tool
+    assert entries[0].outcome == "completed"  # the round that asked for the tool
     # the next round was either never sent or closed when the client left
-    assert all(e["outcome"] == "client_disconnected" for e in entries[1:])
+    assert all(e.outcome == "client_disconnected" for e in entries[1:])
     assert not await has_row(app, turn_id)

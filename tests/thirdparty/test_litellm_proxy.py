@@ -157,15 +157,15 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
             assert canary not in shown
     entries = await settled_journal(http, key, count=expect.requests)
     assert len(entries) == expect.requests
-    assert entries[0]["body"]["tools"]
+    assert entries[0].body["tools"]
     if expect.recovery:
-        recovery = entries[1]["body"]
+        recovery = entries[1].body
         assert "tools" not in recovery
         assert recovery["messages"][0] == {
             "role": "system",
             "content": f"{SYSTEM}\n\n{CORRECTION_INSTRUCTION}",
         }
-        assert recovery["messages"][1:] == entries[0]["body"]["messages"][1:]
+        assert recovery["messages"][1:] == entries[0].body["messages"][1:]
 
 
 async def test_a_recovered_stream_is_one_completion_to_the_client(
@@ -271,7 +271,7 @@ async def test_a_client_that_leaves_closes_the_upstream_stream(
             if '"content":"' in line and '"content":""' not in line:
                 break  # the first words are here; the model goes silent for 30 s next
     [entry] = await settled_journal(http, key)
-    assert entry["outcome"] == "client_disconnected"
+    assert entry.outcome == "client_disconnected"
 
 
 def test_the_proxy_hands_the_guardrail_every_chunk_not_its_unified_path(tmp_path: Path):
