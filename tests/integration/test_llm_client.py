@@ -1,5 +1,5 @@
 """app.rag.llm (transport, chunks, errors, retry layer) against the real mock LLM served
-in-process, plus its pure retry arithmetic.
+in-process (its pure parts: tests/unit/test_llm_*.py).
 
 One mock server per module (the built-in flows plus a few of this file's own, written to a
 temporary flow file); every test plays its flow under its own KEY and reads the mock's
@@ -21,7 +21,6 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-import aiohttp
 import httpx
 import pytest
 
@@ -32,23 +31,16 @@ from app.rag.llm import (
     chat_stream,
     chat_stream_retried,
     make_client,
-    parse_retry_after,
-    retry_delay,
 )
-from app.rag.llm.chunks import _reasoning_text
 from app.rag.llm.errors import (
     MSG_CUT,
     MSG_ERROR_EVENT,
-    MSG_FAILED,
     MSG_MALFORMED,
     MSG_TIMEOUT,
     MSG_UNREACHABLE,
-    request_error,
-    stream_error,
 )
 from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
 from mock_llm import build_settings, serve_mock
-from servekit.sse import LineTooLong
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
@@ -263,24 +255,6 @@ async def test_reasoning_field_variants_give_the_thinking_exactly_once(
 
     assert error is None
     assert text_of(items, "thinking") == flows[flow][0]["reasoning"]
-
-
-@pytest.mark.parametrize(
-    ("extra", "expected"),
-    [
-        ({"reasoning_content": "a"}, "a"),
-        ({"reasoning": "b"}, "b"),
-        ({"reasoning_content": "same", "reasoning": "same"}, "same"),
-        ({"reasoning_content": "one", "reasoning": "two"}, "onetwo"),
-        ({"reasoning_content": None, "reasoning": ""}, ""),
-        ({"reasoning": {"not": "text"}}, ""),
-        ({}, ""),
-    ],
-)
-def test_reasoning_text_reads_either_field_without_duplicating(
-    extra: dict[str, Any], expected: str
-) -> None:
-    assert _reasoning_text(extra) == expected
 
 
 async def test_a_structured_tool_call_is_materialized_in_the_round_end(
@@ -877,157 +851,7 @@ async def test_a_finish_reason_without_done_is_a_complete_round() -> None:
     assert items == [StreamPiece("content", "all of it"), RoundEnd((), "stop")]
 
 
-# --- pure pieces -----------------------------------------------------------------------------
-
-NOW = 1_700_000_000.0
-
-
-@pytest.mark.parametrize(
-    ("headers", "expected"),
-    [
-        ({}, None),
-        ({"retry-after": "1"}, 1.0),
-        ({"retry-after": " 2.5 "}, 2.5),
-        ({"retry-after": "121"}, 121.0),
-        ({"retry-after": "-5"}, -5.0),
-        ({"retry-after": "inf"}, math.inf),
-        ({"retry-after": "1e400"}, math.inf),
-        ({"retry-after": "nan"}, None),
-        ({"retry-after": "garbage"}, None),
-        ({"retry-after": ""}, None),
-        ({"retry-after-ms": "1500"}, 1.5),
-        ({"retry-after-ms": "soon", "retry-after": "2"}, 2.0),
-        ({"retry-after": email.utils.formatdate(NOW + 3, usegmt=True)}, 3.0),
-        ({"retry-after": email.utils.formatdate(NOW - 30, usegmt=True)}, -30.0),
-        ({"retry-after": "Wed, 21 Oct 2015 07:28:00"}, None),  # no zone: not an HTTP date
-    ],
-)
-def test_parse_retry_after_reads_seconds_milliseconds_and_dates(
-    headers: dict[str, str], expected: float | None
-) -> None:
-    assert parse_retry_after(headers, now=NOW) == expected
-
-
-CONFIG = LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL)
-
-
-@pytest.mark.parametrize(
-    ("retry_after_s", "attempt", "rand", "expected"),
-    [
-        (None, 1, 0.0, 0.5),
-        (None, 1, 1.0, 0.375),
-        (None, 2, 0.0, 1.0),
-        (1.0, 1, 0.0, 1.0),
-        (10.0, 1, 0.0, 10.0),
-        (10.5, 1, 0.0, None),
-        (math.inf, 1, 0.0, None),
-        (-5.0, 1, 0.0, 0.5),
-        (0.0, 2, 0.0, 1.0),
-        (None, 3, 0.0, None),  # attempts used up
-        (None, 1, 7.0, 0.375),  # a bad random source is clamped
-    ],
-)
-def test_retry_delay_honours_retry_after_up_to_the_cap_else_backs_off(
-    retry_after_s: float | None, attempt: int, rand: float, expected: float | None
-) -> None:
-    error = LLMError("busy", status=429, retryable=True, retry_after_s=retry_after_s)
-    assert retry_delay(error, attempt, CONFIG, lambda: rand) == expected
-
-
-def test_backoff_is_capped_at_the_max_delay_even_for_huge_attempt_numbers() -> None:
-    config = LLMConfig(base_url="http://x/v1", model=MODEL, max_attempts=10_000)
-    error = LLMError("busy", retryable=True)
-    assert retry_delay(error, 5_000, config, lambda: 0.0) == config.retry_max_delay_s
-
-
-def test_retry_delay_never_retries_a_non_retryable_error() -> None:
-    assert retry_delay(LLMError("no", status=400), 1, CONFIG) is None
-
-
-@pytest.mark.parametrize(
-    ("exc", "message"),
-    [
-        (TimeoutError(), MSG_TIMEOUT),
-        (ConnectionRefusedError("refused"), MSG_UNREACHABLE),
-        (aiohttp.ServerDisconnectedError(), MSG_UNREACHABLE),
-        (aiohttp.SocketTimeoutError("slow"), MSG_TIMEOUT),
-        (ValueError("odd"), MSG_FAILED),
-    ],
-)
-def test_request_errors_map_to_plain_messages(exc: Exception, message: str) -> None:
-    assert request_error(exc).message == message
-
-
-@pytest.mark.parametrize(
-    ("exc", "message", "retryable"),
-    [
-        (aiohttp.ClientPayloadError("Response payload is not completed"), MSG_CUT, True),
-        (aiohttp.ServerDisconnectedError(), MSG_CUT, True),
-        (aiohttp.SocketTimeoutError("slow"), MSG_TIMEOUT, True),
-        (TimeoutError(), MSG_TIMEOUT, True),
-        (LineTooLong("too long"), MSG_MALFORMED, False),
-        (ValueError("crashed"), MSG_FAILED, False),
-    ],
-)
-def test_stream_errors_map_to_plain_messages(exc: Exception, message: str, retryable: bool) -> None:
-    error = stream_error(exc)
-    assert (error.message, error.retryable) == (message, retryable)
-
-
-def test_make_client_sets_the_connect_and_read_timeouts_and_the_endpoint() -> None:
-    config = LLMConfig(
-        base_url="http://127.0.0.1:1/v1/", model=MODEL, timeout_s=30, connect_timeout_s=3
-    )
-    client = make_client(config)
-
-    assert (client.timeout.sock_connect, client.timeout.sock_read) == (3, 30)
-    assert client.timeout.total is None  # the overall budget is chat_stream_retried's
-    assert client.url == "http://127.0.0.1:1/v1/chat/completions"
-
-
-def test_make_client_sends_the_configured_key_and_never_an_environment_key(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-environment")
-    without = make_client(LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL))
-    keyed = make_client(LLMConfig(base_url="http://127.0.0.1:1/v1", model=MODEL, api_key="k"))
-
-    assert "Authorization" not in without.headers
-    assert keyed.headers["Authorization"] == "Bearer k"
-
-
-def test_make_client_reads_the_proxy_from_the_environment_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
-    monkeypatch.setenv("NO_PROXY", "localhost")
-    proxied = make_client(LLMConfig(base_url="http://models.invalid/v1", model=MODEL))
-    bypassed = make_client(LLMConfig(base_url="http://localhost:1/v1", model=MODEL))
-
-    assert str(proxied.proxy) == "http://proxy.invalid:3128"
-    assert bypassed.proxy is None
-
-
-def test_config_repr_never_shows_the_api_key() -> None:
-    assert "sk-secret" not in repr(
-        LLMConfig(base_url="http://x/v1", model=MODEL, api_key="sk-secret")
-    )
-
-
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        {"max_attempts": 0},
-        {"timeout_s": 0},
-        {"timeout_s": math.inf},
-        {"connect_timeout_s": -1},
-        {"retry_after_cap_s": math.nan},
-        {"retry_base_delay_s": -0.5},
-    ],
-)
-def test_config_rejects_unusable_numbers(overrides: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match="must be"):
-        LLMConfig(base_url="http://x/v1", model=MODEL, **overrides)
+# --- the service's own messages and the time budget ----------------------------------------
 
 
 async def test_a_rejection_carries_the_services_own_message_as_one_short_line(
