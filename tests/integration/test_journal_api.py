@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from mock_llm import build_settings, serve_mock
-from mock_llm import server as mock_server
-from mock_llm.journal import JOURNAL_VERSION
+from mock_llm.journal.store import JOURNAL_VERSION
+from mock_llm.server import app as mock_server
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
