@@ -25,15 +25,14 @@ whose name ends in `.gz` is read gzip-compressed.
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import yaml
 
+from mock_llm.flows import yaml_nodes as nodes
 from mock_llm.flows.flow_text import FlowFileError, read_flow_text
 from mock_llm.flows.model import (
     EXTRACT_SENTENCES_MAX,
@@ -61,7 +60,6 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
 ARGUMENT_NODES_MAX = 10_000
 """Nodes a tool call's `arguments` mapping may hold, every alias counted where it is used."""
 ARGUMENT_DEPTH_MAX = 100
-T = TypeVar("T")
 
 _HTTP_DEFAULTS: Mapping[int, tuple[str, str]] = {
     400: ("Bad request (mock fault).", "invalid_request_error"),
@@ -76,14 +74,6 @@ _HTTP_DEFAULTS: Mapping[int, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Ctx:
-    source: str
-
-    def fail(self, node: yaml.Node, problem: str) -> FlowFileError:
-        return FlowFileError(self.source, node.start_mark.line + 1, problem)
-
-
 def load_flow_file(path: str | Path) -> dict[str, Flow]:
     """Read and validate one flow file from disk (gzip-compressed when its name ends in .gz)."""
     return parse_flows(read_flow_text(path), source=str(path))
@@ -91,32 +81,17 @@ def load_flow_file(path: str | Path) -> dict[str, Flow]:
 
 def parse_flows(text: str, source: str) -> dict[str, Flow]:
     """Validate the YAML text of a flow file and return its flows by name."""
-    ctx = _Ctx(source)
-    if "\t" in text and _is_json(text):
-        text = text.replace("\t", " ")
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise FlowFileError(source, line, f"not valid YAML: {exc.problem}") from exc
-    except yaml.reader.ReaderError as exc:  # a character YAML refuses; it carries no mark
-        line = text.count("\n", 0, exc.position) + 1
-        char = exc.character
-        code = char if isinstance(char, int) else ord(char)
-        problem = f"not valid YAML: character #x{code:04x} is not allowed ({exc.reason})"
-        raise FlowFileError(source, line, problem) from exc
-    except RecursionError as exc:
-        raise FlowFileError(source, None, "not valid YAML here: it nests too deeply") from exc
+    ctx = nodes.Context(source)
+    root = nodes.compose(text, source)
     if root is None:
         raise FlowFileError(source, None, "the file is empty; expected a 'flows:' mapping")
-    top = _mapping(ctx, root, "the file")
+    top = nodes.mapping(ctx, root, "the file")
     extensions = {key for key in top if key.startswith("x-")}  # anchors only, as in compose files
-    _reject_unknown(ctx, top, {"flows"} | extensions, "the file")
+    nodes.reject_unknown(ctx, top, {"flows"} | extensions, "the file")
     if "flows" not in top:
         raise ctx.fail(root, "the file is missing 'flows'")
     flows_node = top["flows"]
-    entries = _mapping(ctx, flows_node, "'flows'")
+    entries = nodes.mapping(ctx, flows_node, "'flows'")
     if not entries:
         raise ctx.fail(flows_node, "'flows' is empty; define at least one flow")
     flows: dict[str, Flow] = {}
@@ -127,16 +102,8 @@ def parse_flows(text: str, source: str) -> dict[str, Flow]:
     return flows
 
 
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
-def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
-    fields = _mapping(
+def _flow(ctx: nodes.Context, name: str, node: yaml.Node) -> Flow:
+    fields = nodes.mapping(
         ctx,
         node,
         f"flow {name!r}",
@@ -150,10 +117,10 @@ def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
         _step(ctx, f"flow {name!r} step {i}", item)
         for i, item in enumerate(cast(list[yaml.Node], steps_node.value), start=1)
     )
-    description = _opt(ctx, fields, "description", _string, "")
-    canary = _opt(ctx, fields, "canary", _string, None)
+    description = nodes.opt(ctx, fields, "description", nodes.string, "")
+    canary = nodes.opt(ctx, fields, "canary", nodes.string, None)
     expect = _expect(ctx, f"flow {name!r} expect", fields["expect"]) if "expect" in fields else None
-    family = _opt(ctx, fields, "family", _string, None)
+    family = nodes.opt(ctx, fields, "family", nodes.string, None)
     if family is not None and family not in FAMILY_NAMES:
         raise ctx.fail(
             fields["family"],
@@ -183,20 +150,20 @@ def _flow(ctx: _Ctx, name: str, node: yaml.Node) -> Flow:
 _EXPECT_KEYS = {"shown", "recovery", "stripped_chars", "error", "requests"}
 
 
-def _expect(ctx: _Ctx, what: str, node: yaml.Node) -> Expect:
+def _expect(ctx: nodes.Context, what: str, node: yaml.Node) -> Expect:
     """Every key is required: a checker relies on the whole outcome, or on none of it."""
-    fields = _mapping(ctx, node, what, required=_EXPECT_KEYS, allowed=_EXPECT_KEYS)
+    fields = nodes.mapping(ctx, node, what, required=_EXPECT_KEYS, allowed=_EXPECT_KEYS)
     error_node = fields["error"]
-    error = _scalar(ctx, error_node, "error")
+    error = nodes.scalar(ctx, error_node, "error")
     if error not in ("malformed", None):
         raise ctx.fail(error_node, f"{what}: 'error' must be malformed or null; got {error!r}")
-    requests = _integer(ctx, fields["requests"], "requests")
+    requests = nodes.integer(ctx, fields["requests"], "requests")
     if requests < 1:
         raise ctx.fail(fields["requests"], f"{what}: 'requests' must be 1 or more, not {requests}")
     expect = Expect(
-        shown=_string(ctx, fields["shown"], "shown"),
-        recovery=_boolean(ctx, fields["recovery"], "recovery"),
-        stripped_chars=_count(ctx, fields["stripped_chars"], "stripped_chars"),
+        shown=nodes.string(ctx, fields["shown"], "shown"),
+        recovery=nodes.boolean(ctx, fields["recovery"], "recovery"),
+        stripped_chars=nodes.count(ctx, fields["stripped_chars"], "stripped_chars"),
         error=error,
         requests=requests,
     )
@@ -229,8 +196,8 @@ _STEP_KEYS = {
 _NOT_WITH_CHUNKS = ("chunking", "delay_ms", "ttft_ms", "extract")
 
 
-def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
-    fields = _mapping(ctx, node, what, allowed=_STEP_KEYS)
+def _step(ctx: nodes.Context, what: str, node: yaml.Node) -> Step:
+    fields = nodes.mapping(ctx, node, what, allowed=_STEP_KEYS)
     if "extract" in fields and "content" in fields:
         raise ctx.fail(
             fields.key_nodes["extract"],
@@ -262,12 +229,14 @@ def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
         else call
         for i, (call, args_node) in enumerate(calls, start=1)
     )
-    finish: FinishReason | None = _opt(ctx, fields, "finish_reason", _choice(FINISH_REASONS), None)
-    reasoning_field: ReasoningField | None = _opt(
-        ctx, fields, "reasoning_field", _choice(REASONING_FIELDS), None
+    finish: FinishReason | None = nodes.opt(
+        ctx, fields, "finish_reason", nodes.choice(FINISH_REASONS), None
     )
-    content = _opt(ctx, fields, "content", _string, "")
-    reasoning = _opt(ctx, fields, "reasoning", _string, "")
+    reasoning_field: ReasoningField | None = nodes.opt(
+        ctx, fields, "reasoning_field", nodes.choice(REASONING_FIELDS), None
+    )
+    content = nodes.opt(ctx, fields, "content", nodes.string, "")
+    reasoning = nodes.opt(ctx, fields, "reasoning", nodes.string, "")
     if recorded:
         content = _joined(ctx, what, fields, "content", chunks)
         reasoning = _joined(ctx, what, fields, "reasoning", chunks)
@@ -276,12 +245,12 @@ def _step(ctx: _Ctx, what: str, node: yaml.Node) -> Step:
         reasoning=reasoning,
         tool_calls=tool_calls,
         finish_reason=finish,
-        chunking=_opt(ctx, fields, "chunking", _chunking, Chunking()),
-        delay_ms=_opt(ctx, fields, "delay_ms", _non_negative, 0.0),
-        ttft_ms=_opt(ctx, fields, "ttft_ms", _non_negative, 0.0),
+        chunking=nodes.opt(ctx, fields, "chunking", _chunking, Chunking()),
+        delay_ms=nodes.opt(ctx, fields, "delay_ms", nodes.non_negative, 0.0),
+        ttft_ms=nodes.opt(ctx, fields, "ttft_ms", nodes.non_negative, 0.0),
         reasoning_field=reasoning_field,
-        fault=_opt(ctx, fields, "fault", _fault, None),
-        extract=_opt(ctx, fields, "extract", _extract, None),
+        fault=nodes.opt(ctx, fields, "fault", _fault, None),
+        extract=nodes.opt(ctx, fields, "extract", _extract, None),
         recorded=chunks,
     )
 
@@ -290,7 +259,9 @@ _CHUNK_PARTS = ("reasoning", "content", "call")
 _CHUNK_SHAPES = "{reasoning: TEXT}, {content: TEXT} or {call: INDEX, arguments: TEXT}"
 
 
-def _chunks(ctx: _Ctx, what: str, node: yaml.Node, calls: int) -> tuple[RecordedChunk, ...]:
+def _chunks(
+    ctx: nodes.Context, what: str, node: yaml.Node, calls: int
+) -> tuple[RecordedChunk, ...]:
     """A recorded step's chunks, in the order the mock streams them: the reasoning's, the
     content's, then each tool call's by index, every call from its opening chunk on."""
     if not isinstance(node, yaml.SequenceNode) or not node.value:
@@ -320,21 +291,23 @@ def _chunks(ctx: _Ctx, what: str, node: yaml.Node, calls: int) -> tuple[Recorded
     return tuple(chunks)
 
 
-def _chunk(ctx: _Ctx, where: str, node: yaml.Node) -> RecordedChunk:
-    fields = _mapping(ctx, node, where, allowed={*_CHUNK_PARTS, "arguments", "after_ms"})
+def _chunk(ctx: nodes.Context, where: str, node: yaml.Node) -> RecordedChunk:
+    fields = nodes.mapping(ctx, node, where, allowed={*_CHUNK_PARTS, "arguments", "after_ms"})
     parts = [key for key in _CHUNK_PARTS if key in fields]
     if len(parts) != 1:
         raise ctx.fail(node, f"{where}: a chunk is one of {_CHUNK_SHAPES}")
-    after_ms = _opt(ctx, fields, "after_ms", _non_negative, 0.0)
+    after_ms = nodes.opt(ctx, fields, "after_ms", nodes.non_negative, 0.0)
     if parts[0] == "call":
         if "arguments" not in fields:
             raise ctx.fail(node, f"{where}: a 'call' chunk needs 'arguments' (a string)")
-        call = _count(ctx, fields["call"], "call")
-        return RecordedChunk("call", _string(ctx, fields["arguments"], "arguments"), call, after_ms)
+        call = nodes.count(ctx, fields["call"], "call")
+        return RecordedChunk(
+            "call", nodes.string(ctx, fields["arguments"], "arguments"), call, after_ms
+        )
     if "arguments" in fields:
         raise ctx.fail(fields.key_nodes["arguments"], f"{where}: 'arguments' goes with 'call'")
     part = "reasoning" if parts[0] == "reasoning" else "content"
-    return RecordedChunk(part, _string(ctx, fields[part], part), None, after_ms)
+    return RecordedChunk(part, nodes.string(ctx, fields[part], part), None, after_ms)
 
 
 def _chunk_rank(chunk: RecordedChunk) -> tuple[int, int]:
@@ -346,12 +319,12 @@ def _chunk_label(chunk: RecordedChunk) -> str:
 
 
 def _joined(
-    ctx: _Ctx, what: str, fields: _Fields, key: str, chunks: tuple[RecordedChunk, ...]
+    ctx: nodes.Context, what: str, fields: nodes.Fields, key: str, chunks: tuple[RecordedChunk, ...]
 ) -> str:
     """The text of a recorded step's `key` part: the join of its chunks, which the step may
     state too (the recorder does, for a reader), but only exactly."""
     joined = "".join(c.text for c in chunks if c.part == key)
-    if key in fields and _string(ctx, fields[key], key) != joined:
+    if key in fields and nodes.string(ctx, fields[key], key) != joined:
         raise ctx.fail(
             fields[key], f"{what}: {key!r} must be the join of its chunks (or be left out)"
         )
@@ -359,7 +332,7 @@ def _joined(
 
 
 def _joined_call(
-    ctx: _Ctx,
+    ctx: nodes.Context,
     what: str,
     call: ToolCall,
     args_node: yaml.Node | None,
@@ -377,28 +350,36 @@ def _joined_call(
 
 
 def _tool_call(
-    ctx: _Ctx, what: str, node: yaml.Node, *, arguments_optional: bool = False
+    ctx: nodes.Context, what: str, node: yaml.Node, *, arguments_optional: bool = False
 ) -> tuple[ToolCall, yaml.Node | None]:
     """The call, and the node of its `arguments` (None when a recorded step leaves them
     out: they are then the join of the call's chunks)."""
     required = {"name"} if arguments_optional else {"name", "arguments"}
-    fields = _mapping(ctx, node, what, required=required, allowed={"name", "arguments", "id"})
-    name = _string(ctx, fields["name"], "name")
-    call_id = _opt(ctx, fields, "id", _string, None)
+    fields = nodes.mapping(ctx, node, what, required=required, allowed={"name", "arguments", "id"})
+    name = nodes.string(ctx, fields["name"], "name")
+    call_id = nodes.opt(ctx, fields, "id", nodes.string, None)
     if "arguments" not in fields:
         return ToolCall(name, "", call_id), None
     args_node = fields["arguments"]
     if isinstance(args_node, yaml.MappingNode):
-        _check_size(ctx, args_node, f"{what}: 'arguments'")
+        nodes.check_size(
+            ctx,
+            args_node,
+            f"{what}: 'arguments'",
+            max_nodes=ARGUMENT_NODES_MAX,
+            max_depth=ARGUMENT_DEPTH_MAX,
+        )
         try:
-            arguments = json.dumps(_construct(ctx, args_node), ensure_ascii=False)
+            arguments = json.dumps(nodes.construct(ctx, args_node), ensure_ascii=False)
         except (TypeError, ValueError) as exc:  # a date, bytes, a set...
             raise ctx.fail(args_node, f"{what}: 'arguments' cannot be sent as JSON: {exc}") from exc
-    elif isinstance(args_node, yaml.ScalarNode) and isinstance(_construct(ctx, args_node), str):
-        arguments = cast(str, _construct(ctx, args_node))
+    elif isinstance(args_node, yaml.ScalarNode) and isinstance(
+        nodes.construct(ctx, args_node), str
+    ):
+        arguments = cast(str, nodes.construct(ctx, args_node))
     else:
         raise ctx.fail(args_node, f"{what}: 'arguments' must be a mapping or a JSON string")
-    arguments = _encodable(ctx, args_node, arguments, "arguments")
+    arguments = nodes.encodable(ctx, args_node, arguments, "arguments")
     return ToolCall(name=name, arguments=arguments, id=call_id), args_node
 
 
@@ -411,37 +392,39 @@ _FAULT_KEYS: Mapping[str, set[str]] = {
 }
 
 
-def _fault(ctx: _Ctx, node: yaml.Node, key: str) -> Fault:
-    fields = _mapping(ctx, node, f"'{key}'", required={"kind"})
-    kind = _choice(tuple(_FAULT_KEYS))(ctx, fields["kind"], "kind")
-    _reject_unknown(ctx, fields, _FAULT_KEYS[kind] | {"kind"}, f"a {kind!r} fault")
+def _fault(ctx: nodes.Context, node: yaml.Node, key: str) -> Fault:
+    fields = nodes.mapping(ctx, node, f"'{key}'", required={"kind"})
+    kind = nodes.choice(tuple(_FAULT_KEYS))(ctx, fields["kind"], "kind")
+    nodes.reject_unknown(ctx, fields, _FAULT_KEYS[kind] | {"kind"}, f"a {kind!r} fault")
     if kind == "http":
         return _http_fault(ctx, node, fields)
-    after = _opt(ctx, fields, "after_chunks", _count, 0)
+    after = nodes.opt(ctx, fields, "after_chunks", nodes.count, 0)
     if kind == "cut":
-        mode = _opt(ctx, fields, "mode", _choice(("abort", "eof")), "abort")
+        mode = nodes.opt(ctx, fields, "mode", nodes.choice(("abort", "eof")), "abort")
         return CutFault(after, mode)
     if kind == "stall":
         if "seconds" not in fields:
             raise ctx.fail(node, "a 'stall' fault needs 'seconds'")
-        return StallFault(after, _non_negative(ctx, fields["seconds"], "seconds"))
+        return StallFault(after, nodes.non_negative(ctx, fields["seconds"], "seconds"))
     if kind == "malformed":
-        line = _opt(ctx, fields, "line", _string, MalformedFault(0).line)
+        line = nodes.opt(ctx, fields, "line", nodes.string, MalformedFault(0).line)
         if "\n" in line or "\r" in line:
             raise ctx.fail(fields["line"], "'line' must be a single line")
         return MalformedFault(after, line)
     return ErrorEventFault(
         after,
-        message=_opt(ctx, fields, "message", _string, "The model stream failed (mock fault)."),
-        type=_opt(ctx, fields, "type", _string, "server_error"),
-        code=_opt(ctx, fields, "code", _string, None),
+        message=nodes.opt(
+            ctx, fields, "message", nodes.string, "The model stream failed (mock fault)."
+        ),
+        type=nodes.opt(ctx, fields, "type", nodes.string, "server_error"),
+        code=nodes.opt(ctx, fields, "code", nodes.string, None),
     )
 
 
-def _http_fault(ctx: _Ctx, node: yaml.Node, fields: _Fields) -> HttpFault:
+def _http_fault(ctx: nodes.Context, node: yaml.Node, fields: nodes.Fields) -> HttpFault:
     if "status" not in fields:
         raise ctx.fail(node, "an 'http' fault needs 'status'")
-    status = _integer(ctx, fields["status"], "status")
+    status = nodes.integer(ctx, fields["status"], "status")
     if not 400 <= status <= 599:
         raise ctx.fail(fields["status"], f"'status' must be 400 to 599, not {status}")
     default_message, default_type = _HTTP_DEFAULTS.get(
@@ -450,189 +433,29 @@ def _http_fault(ctx: _Ctx, node: yaml.Node, fields: _Fields) -> HttpFault:
     default_retry = 1.0 if status == 429 else None
     return HttpFault(
         status=status,
-        message=_opt(ctx, fields, "message", _string, default_message),
-        type=_opt(ctx, fields, "type", _string, default_type),
-        code=_opt(ctx, fields, "code", _string, None),
-        retry_after=_opt(ctx, fields, "retry_after", _optional(_non_negative), default_retry),
+        message=nodes.opt(ctx, fields, "message", nodes.string, default_message),
+        type=nodes.opt(ctx, fields, "type", nodes.string, default_type),
+        code=nodes.opt(ctx, fields, "code", nodes.string, None),
+        retry_after=nodes.opt(
+            ctx, fields, "retry_after", nodes.optional(nodes.non_negative), default_retry
+        ),
     )
 
 
-# --- node helpers ---------------------------------------------------------------------
-
-Parser = Callable[[_Ctx, yaml.Node, str], T]
-
-
-class _Fields(dict[str, yaml.Node]):
-    """A mapping's values by key, remembering each key's node for error lines."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.key_nodes: dict[str, yaml.Node] = {}
-
-
-def _check_size(ctx: _Ctx, node: yaml.Node, what: str) -> None:
-    """Fail when `node` holds too many nodes (aliases counted at every use) or nests too deep.
-
-    Iterative, and stops at the budget, so a recursive anchor or an alias bomb costs at most
-    ARGUMENT_NODES_MAX steps to refuse.
-    """
-    pending: list[tuple[yaml.Node, int]] = [(node, 1)]
-    seen = 0
-    while pending:
-        current, depth = pending.pop()
-        seen += 1
-        if seen > ARGUMENT_NODES_MAX:
-            raise ctx.fail(node, f"{what} holds more than {ARGUMENT_NODES_MAX} values")
-        if depth > ARGUMENT_DEPTH_MAX:
-            raise ctx.fail(node, f"{what} nests deeper than {ARGUMENT_DEPTH_MAX} levels")
-        if isinstance(current, yaml.SequenceNode):
-            pending += [(child, depth + 1) for child in cast(list[yaml.Node], current.value)]
-        elif isinstance(current, yaml.MappingNode):
-            for key, value in cast(list[tuple[yaml.Node, yaml.Node]], current.value):
-                pending += [(key, depth + 1), (value, depth + 1)]
-
-
-def _mapping(
-    ctx: _Ctx,
-    node: yaml.Node,
-    what: str,
-    required: set[str] | None = None,
-    allowed: set[str] | None = None,
-) -> _Fields:
-    if not isinstance(node, yaml.MappingNode):
-        raise ctx.fail(node, f"{what} must be a mapping")
-    fields = _Fields()
-    for key_node, value_node in cast(list[tuple[yaml.Node, yaml.Node]], node.value):
-        if not isinstance(key_node, yaml.ScalarNode):
-            raise ctx.fail(key_node, f"{what}: keys must be strings, not a list or mapping")
-        key = _construct(ctx, key_node)
-        if not isinstance(key, str):
-            raise ctx.fail(key_node, f"{what}: keys must be strings, not {key!r}")
-        if key in fields:
-            raise ctx.fail(key_node, f"{what}: duplicate key {key!r}")
-        fields[key] = value_node
-        fields.key_nodes[key] = key_node
-    if allowed is not None:
-        _reject_unknown(ctx, fields, allowed, what)
-    missing = sorted((required or set()) - fields.keys())
-    if missing:
-        raise ctx.fail(node, f"{what} is missing {', '.join(repr(m) for m in missing)}")
-    return fields
-
-
-def _reject_unknown(ctx: _Ctx, fields: _Fields, allowed: set[str], what: str) -> None:
-    for key in fields:
-        if key not in allowed:
-            expected = ", ".join(sorted(allowed))
-            raise ctx.fail(
-                fields.key_nodes[key], f"{what}: unknown key {key!r} (expected one of: {expected})"
-            )
-
-
-def _opt(ctx: _Ctx, fields: _Fields, key: str, parse: Parser[T], default: T) -> T:
-    if key not in fields:
-        return default
-    return parse(ctx, fields[key], key)
-
-
-def _construct(ctx: _Ctx, node: yaml.Node) -> Any:
-    try:
-        return yaml.SafeLoader("").construct_object(node, deep=True)  # type: ignore[no-untyped-call]
-    except (yaml.YAMLError, ValueError, TypeError, ArithmeticError) as exc:
-        problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) else exc
-        raise ctx.fail(node, f"cannot read this value: {problem}") from exc
-
-
-def _encodable(ctx: _Ctx, node: yaml.Node, value: str, key: str) -> str:
-    """`value` with JSON-style surrogate pairs (`\\ud83d\\ude00`) joined; a lone one fails.
-
-    YAML keeps the two halves of an escaped pair apart, and a lone half cannot be sent as
-    UTF-8, so it would only fail later, in the middle of a stream.
-    """
-    try:
-        return value.encode("utf-16", "surrogatepass").decode("utf-16")
-    except UnicodeDecodeError as exc:
-        raise ctx.fail(
-            node, f"'{key}' holds a lone UTF-16 surrogate (an unpaired \\uD8xx)"
-        ) from exc
-
-
-def _scalar(ctx: _Ctx, node: yaml.Node, key: str) -> Any:
-    if not isinstance(node, yaml.ScalarNode):
-        raise ctx.fail(node, f"'{key}' must be a single value")
-    return _construct(ctx, node)
-
-
-def _string(ctx: _Ctx, node: yaml.Node, key: str) -> str:
-    value = _scalar(ctx, node, key)
-    if not isinstance(value, str):
-        raise ctx.fail(node, f"'{key}' must be a string, not {value!r}")
-    return _encodable(ctx, node, value, key)
-
-
-def _integer(ctx: _Ctx, node: yaml.Node, key: str) -> int:
-    value = _scalar(ctx, node, key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ctx.fail(node, f"'{key}' must be a whole number, not {value!r}")
-    return value
-
-
-def _boolean(ctx: _Ctx, node: yaml.Node, key: str) -> bool:
-    value = _scalar(ctx, node, key)
-    if not isinstance(value, bool):
-        raise ctx.fail(node, f"'{key}' must be true or false, not {value!r}")
-    return value
-
-
-def _count(ctx: _Ctx, node: yaml.Node, key: str) -> int:
-    value = _integer(ctx, node, key)
-    if value < 0:
-        raise ctx.fail(node, f"'{key}' must be 0 or more, not {value}")
-    return value
-
-
-def _non_negative(ctx: _Ctx, node: yaml.Node, key: str) -> float:
-    value = _scalar(ctx, node, key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ctx.fail(node, f"'{key}' must be a number >= 0, not {value!r}")
-    if not (math.isfinite(value) and value >= 0):
-        raise ctx.fail(node, f"'{key}' must be a finite number >= 0, not {value!r}")
-    return float(value)
-
-
-def _optional(parse: Parser[T]) -> Parser[T | None]:
-    """`parse`, or None for an explicit null (`retry_after: null`: no Retry-After header)."""
-
-    def parse_or_null(ctx: _Ctx, node: yaml.Node, key: str) -> T | None:
-        if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
-            return None
-        return parse(ctx, node, key)
-
-    return parse_or_null
-
-
-def _choice(options: tuple[str, ...]) -> Parser[Any]:
-    def parse(ctx: _Ctx, node: yaml.Node, key: str) -> str:
-        value = _scalar(ctx, node, key)
-        if value not in options:
-            raise ctx.fail(node, f"'{key}' must be one of {', '.join(options)}; got {value!r}")
-        return cast(str, value)
-
-    return parse
-
-
-def _extract(ctx: _Ctx, node: yaml.Node, key: str) -> Extract:
+def _extract(ctx: nodes.Context, node: yaml.Node, key: str) -> Extract:
     """`extract: true`, or a mapping of `sentences` (1 to 10), `fallback`, `preamble` and
     `read` (a tool name)."""
     if isinstance(node, yaml.ScalarNode):
-        if _scalar(ctx, node, key) is True:
+        if nodes.scalar(ctx, node, key) is True:
             return Extract()
         raise ctx.fail(
             node, f"'{key}' must be true or a mapping (sentences, fallback, preamble, read)"
         )
-    fields = _mapping(ctx, node, f"'{key}'", allowed={"sentences", "fallback", "preamble", "read"})
+    fields = nodes.mapping(
+        ctx, node, f"'{key}'", allowed={"sentences", "fallback", "preamble", "read"}
+    )
     spec = Extract()
-    sentences = _opt(ctx, fields, "sentences", _integer, spec.sentences)
+    sentences = nodes.opt(ctx, fields, "sentences", nodes.integer, spec.sentences)
     if not 1 <= sentences <= EXTRACT_SENTENCES_MAX:
         raise ctx.fail(
             fields["sentences"],
@@ -640,21 +463,21 @@ def _extract(ctx: _Ctx, node: yaml.Node, key: str) -> Extract:
         )
     return Extract(
         sentences=sentences,
-        fallback=_opt(ctx, fields, "fallback", _string, spec.fallback),
-        preamble=_opt(ctx, fields, "preamble", _string, spec.preamble),
-        read=_opt(ctx, fields, "read", _tool_name, None),
+        fallback=nodes.opt(ctx, fields, "fallback", nodes.string, spec.fallback),
+        preamble=nodes.opt(ctx, fields, "preamble", nodes.string, spec.preamble),
+        read=nodes.opt(ctx, fields, "read", _tool_name, None),
     )
 
 
-def _tool_name(ctx: _Ctx, node: yaml.Node, key: str) -> str:
-    name = _string(ctx, node, key)
+def _tool_name(ctx: nodes.Context, node: yaml.Node, key: str) -> str:
+    name = nodes.string(ctx, node, key)
     if not name.strip():
         raise ctx.fail(node, f"'{key}' must name a tool, not be empty")
     return name
 
 
-def _chunking(ctx: _Ctx, node: yaml.Node, key: str) -> Chunking:
-    value = _scalar(ctx, node, key)
+def _chunking(ctx: nodes.Context, node: yaml.Node, key: str) -> Chunking:
+    value = nodes.scalar(ctx, node, key)
     if value in ("whole", "char", "word"):
         return Chunking(cast(Any, value))
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
