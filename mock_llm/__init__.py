@@ -27,8 +27,9 @@ if _typing.TYPE_CHECKING:
     from mock_llm.flows.flow_file import FlowFileError, load_flow_file, parse_flows
     from mock_llm.flows.model import Expect, Flow, Step
     from mock_llm.play.side_calls import SideCallsRefused
-    from mock_llm.server.app import MockSettings, create_app
+    from mock_llm.server.app import create_app
     from mock_llm.server.runner import build_settings, serve_mock
+    from mock_llm.server.state import MockSettings
     from servekit.in_thread import serve_in_thread
     from servekit.listen import bind_socket, socket_url
 
@@ -74,7 +75,8 @@ _HOMES = {
     "mock_llm.flows.flow_file": ("FlowFileError", "load_flow_file", "parse_flows"),
     "mock_llm.flows.model": ("Expect", "Flow", "Step"),
     "mock_llm.server.runner": ("build_settings", "serve_mock"),
-    "mock_llm.server.app": ("MockSettings", "create_app"),
+    "mock_llm.server.app": ("create_app",),
+    "mock_llm.server.state": ("MockSettings",),
     "mock_llm.play.side_calls": ("SideCallsRefused",),
     "servekit.in_thread": ("serve_in_thread",),
     "servekit.listen": ("bind_socket", "socket_url"),

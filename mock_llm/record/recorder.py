@@ -66,7 +66,7 @@ from mock_llm.record.recorded_apis import RecordedApi, recorded_api
 from mock_llm.record.recorded_step import LineReader, error_step, json_object, read_json
 from mock_llm.record.recording import Recording, description, turn_of
 from mock_llm.record.redaction import Redactor
-from mock_llm.server.app import quiet_abort_logs
+from mock_llm.server.played import quiet_abort_logs
 from servekit.error_bodies import openai_error_body
 from servekit.hop_by_hop import end_to_end
 from servekit.httpx_pool import HttpxPool

@@ -21,12 +21,9 @@ from mock_llm.flows.model import ReasoningField
 from mock_llm.journal.store import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
 from mock_llm.play.side_calls import SideCallRules
 from mock_llm.play.turns import DEFAULT_QUIET_RESET_S
-from mock_llm.server.app import (
-    DEFAULT_MAX_FLOWS_BODY_BYTES,
-    MockSettings,
-    create_app,
-    quiet_abort_logs,
-)
+from mock_llm.server.app import create_app
+from mock_llm.server.played import quiet_abort_logs
+from mock_llm.server.state import DEFAULT_MAX_FLOWS_BODY_BYTES, MockSettings
 from servekit.in_thread import serve_in_thread
 from servekit.limits import DEFAULT_MAX_BODY_BYTES
 

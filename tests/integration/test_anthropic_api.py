@@ -24,7 +24,7 @@ from anthropic.types import (
 
 from mock_llm import MockClient
 from mock_llm.flows.model import HttpFault
-from mock_llm.server.app import MAX_ERROR_MESSAGE_CHARS
+from mock_llm.server.answers import MAX_ERROR_MESSAGE_CHARS
 from mock_llm.wire.anthropic import STOP_REASONS
 
 from ..deadlines import DEADLINE_S
