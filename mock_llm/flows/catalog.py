@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mock_llm.flows.flow_file import load_flow_file, parse_flows
-from mock_llm.flows.model import Expect, Flow, RecordedChunk, Step
-from mock_llm.play.response_plan import describe_fault
+from mock_llm.flows.model import Expect, Flow, RecordedChunk, Step, describe_fault
 
 BUILTIN_RESOURCE = "builtin_flows.yaml"
 DEFAULT_FLOW = "default"

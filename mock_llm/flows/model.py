@@ -226,3 +226,16 @@ class Flow:
     def step_for(self, index: int) -> Step:
         """The step for the 0-based request index; the last step repeats."""
         return self.steps[min(index, len(self.steps) - 1)]
+
+
+def describe_fault(fault: Fault) -> str:
+    """A short label for the journal, e.g. `cut(abort) after 3 chunks`."""
+    if isinstance(fault, HttpFault):
+        return f"http {fault.status}"
+    if isinstance(fault, CutFault):
+        return f"cut({fault.mode}) after {fault.after_chunks} chunks"
+    if isinstance(fault, StallFault):
+        return f"stall {fault.seconds:g}s after {fault.after_chunks} chunks"
+    if isinstance(fault, MalformedFault):
+        return f"malformed line after {fault.after_chunks} chunks"
+    return f"error event after {fault.after_chunks} chunks"

@@ -39,13 +39,13 @@ from mock_llm.flows.chunking import REAL_PACING, answer_delay_s, gap_s, paced, t
 from mock_llm.flows.model import (
     CutFault,
     ErrorEventFault,
-    Fault,
     HttpFault,
     MalformedFault,
     ReasoningField,
     StallFault,
     Step,
     ToolCall,
+    describe_fault,
 )
 from mock_llm.play.extractive import extract_answer, note_to_read
 from mock_llm.wire import anthropic as anthropic_wire
@@ -106,19 +106,6 @@ class RequestShape:
     tools: tuple[str, ...] = ()  # the names of the functions the request offers
     api: Api = "openai"  # the wire format: chat completions, Ollama, Responses, Messages, Gemini
     json_array: bool = False  # Gemini's stream framing without `alt=sse`: one JSON array
-
-
-def describe_fault(fault: Fault) -> str:
-    """A short label for the journal, e.g. `cut(abort) after 3 chunks`."""
-    if isinstance(fault, HttpFault):
-        return f"http {fault.status}"
-    if isinstance(fault, CutFault):
-        return f"cut({fault.mode}) after {fault.after_chunks} chunks"
-    if isinstance(fault, StallFault):
-        return f"stall {fault.seconds:g}s after {fault.after_chunks} chunks"
-    if isinstance(fault, MalformedFault):
-        return f"malformed line after {fault.after_chunks} chunks"
-    return f"error event after {fault.after_chunks} chunks"
 
 
 def plan_response(

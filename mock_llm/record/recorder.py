@@ -59,8 +59,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mock_llm.flows.flow_file import load_flow_file
 from mock_llm.flows.flow_writer import dump_flows
-from mock_llm.flows.model import CutFault, Step
-from mock_llm.play.response_plan import describe_fault
+from mock_llm.flows.model import CutFault, Step, describe_fault
 from mock_llm.record.content_coding import READABLE_CODINGS, BodyDecoder
 from mock_llm.record.recorded_apis import RecordedApi, recorded_api
 from mock_llm.record.recorded_step import LineReader, error_step, json_object, read_json

@@ -18,9 +18,10 @@ import anyio.to_thread
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from mock_llm.flows.model import describe_fault
 from mock_llm.flows.trigger import TriggerError
 from mock_llm.journal.store import JournalEntry
-from mock_llm.play.response_plan import Api, RequestShape, describe_fault
+from mock_llm.play.response_plan import Api, RequestShape
 from mock_llm.play.routing import Destination, route_request
 from mock_llm.play.side_calls import SideCallRules
 from mock_llm.play.stream_template import plan_stream_response
