@@ -83,7 +83,7 @@ def serve_mock(port: int, keep_alive_s: int) -> None:
     """`python -m mock_llm` with uvicorn's `timeout_keep_alive` set (this script's child)."""
     import uvicorn
 
-    from mock_llm.runner import build_settings, uvicorn_config
+    from mock_llm.server.runner import build_settings, uvicorn_config
     from servekit.listen import bind_socket
 
     config = uvicorn_config(build_settings())

@@ -13,7 +13,6 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from mock_llm.catalog import builtin_flows, load_catalog
     from mock_llm.client import (
         FlowsAdded,
         FlowSummary,
@@ -24,11 +23,13 @@ if _typing.TYPE_CHECKING:
         MockClientError,
         SideCallsAdded,
     )
-    from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
-    from mock_llm.flows import Expect, Flow, Step
-    from mock_llm.runner import build_settings, serve_mock
-    from mock_llm.server import MockSettings, create_app
-    from mock_llm.side_calls import SideCallsRefused
+    from mock_llm.flows.catalog import builtin_flows, load_catalog
+    from mock_llm.flows.flow_file import FlowFileError, load_flow_file, parse_flows
+    from mock_llm.flows.model import Expect, Flow, Step
+    from mock_llm.play.side_calls import SideCallsRefused
+    from mock_llm.server.app import create_app
+    from mock_llm.server.runner import build_settings, serve_mock
+    from mock_llm.server.state import MockSettings
     from servekit.in_thread import serve_in_thread
     from servekit.listen import bind_socket, socket_url
 
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 _HOMES = {
-    "mock_llm.catalog": ("builtin_flows", "load_catalog"),
+    "mock_llm.flows.catalog": ("builtin_flows", "load_catalog"),
     "mock_llm.client": (
         "FlowSummary",
         "FlowsAdded",
@@ -71,11 +72,12 @@ _HOMES = {
         "MockClientError",
         "SideCallsAdded",
     ),
-    "mock_llm.flow_file": ("FlowFileError", "load_flow_file", "parse_flows"),
-    "mock_llm.flows": ("Expect", "Flow", "Step"),
-    "mock_llm.runner": ("build_settings", "serve_mock"),
-    "mock_llm.server": ("MockSettings", "create_app"),
-    "mock_llm.side_calls": ("SideCallsRefused",),
+    "mock_llm.flows.flow_file": ("FlowFileError", "load_flow_file", "parse_flows"),
+    "mock_llm.flows.model": ("Expect", "Flow", "Step"),
+    "mock_llm.server.runner": ("build_settings", "serve_mock"),
+    "mock_llm.server.app": ("create_app",),
+    "mock_llm.server.state": ("MockSettings",),
+    "mock_llm.play.side_calls": ("SideCallsRefused",),
     "servekit.in_thread": ("serve_in_thread",),
     "servekit.listen": ("bind_socket", "socket_url"),
 }

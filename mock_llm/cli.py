@@ -3,7 +3,7 @@ told to listen anywhere else (`servekit.listen`, shared with `python -m app` and
 guard`); a bad flow file or side-call rule stops the start.
 
 `python -m mock_llm record --upstream URL --out FILE` (the first word `record`) runs the
-recording proxy instead (mock_llm/recorder.py); a bad upstream URL, `--redact` pattern or
+recording proxy instead (mock_llm/record/recorder.py); a bad upstream URL, `--redact` pattern or
 existing recording stops its start the same way.
 """
 
@@ -18,12 +18,14 @@ from typing import cast
 
 import uvicorn
 
-from mock_llm.chunking import REAL_PACING, parse_pacing
-from mock_llm.flow_file import FlowFileError
-from mock_llm.flows import REASONING_FIELDS, ReasoningField
-from mock_llm.journal import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
-from mock_llm.recorder import DEFAULT_PORT as RECORDER_PORT
-from mock_llm.recorder import (
+from mock_llm.flows.chunking import REAL_PACING, parse_pacing
+from mock_llm.flows.flow_file import FlowFileError
+from mock_llm.flows.model import REASONING_FIELDS, ReasoningField
+from mock_llm.journal.store import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
+from mock_llm.play.side_calls import SideCallsRefused
+from mock_llm.play.turns import DEFAULT_QUIET_RESET_S
+from mock_llm.record.recorder import DEFAULT_PORT as RECORDER_PORT
+from mock_llm.record.recorder import (
     Recorder,
     RecorderSettings,
     Upstream,
@@ -31,10 +33,8 @@ from mock_llm.recorder import (
     load_recording,
     recorder_config,
 )
-from mock_llm.redaction import RedactionError, Redactor, compile_patterns
-from mock_llm.runner import build_settings, uvicorn_config
-from mock_llm.side_calls import SideCallsRefused
-from mock_llm.turns import DEFAULT_QUIET_RESET_S
+from mock_llm.record.redaction import RedactionError, Redactor, compile_patterns
+from mock_llm.server.runner import build_settings, uvicorn_config
 from servekit.limits import DEFAULT_MAX_BODY_BYTES
 from servekit.listen import listen, socket_url
 
@@ -108,7 +108,7 @@ def _pacing(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m mock_llm [options]` serves the mock; `python -m mock_llm record ...`
-    records an upstream's answers as flows (mock_llm.recorder)."""
+    records an upstream's answers as flows (mock_llm.record.recorder)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["record"]:
         return record_main(argv[1:])

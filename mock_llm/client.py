@@ -32,12 +32,12 @@ from typing import Any, Self, TypeVar, cast
 import httpx
 
 # `X as X`: re-exported for kits, what they need of flows besides the endpoints.
-from mock_llm.flow_text import FlowFileError as FlowFileError
-from mock_llm.flow_text import read_flow_text as read_flow_text
-from mock_llm.flows import Expect as Expect
-from mock_llm.flows import family_covered as family_covered
-from mock_llm.journal import JOURNAL_VERSION
-from mock_llm.journal_query import DEFAULT_TIMEOUT_MS
+from mock_llm.flows.flow_text import FlowFileError as FlowFileError
+from mock_llm.flows.flow_text import read_flow_text as read_flow_text
+from mock_llm.flows.model import Expect as Expect
+from mock_llm.flows.model import family_covered as family_covered
+from mock_llm.journal.query import DEFAULT_TIMEOUT_MS
+from mock_llm.journal.store import JOURNAL_VERSION
 
 DEFAULT_TIMEOUT_S = 30.0
 T = TypeVar("T")
@@ -302,6 +302,6 @@ def flow_outcomes(text: str, source: str) -> dict[str, Expect | None]:
     """Each flow of a flow file's YAML `text`, by name, with the outcome its `expect` block
     states (None where it states none); FlowFileError, naming `source` and the line, for an
     invalid file. The parser (and YAML) loads on the first call, not with the client."""
-    from mock_llm.flow_file import parse_flows
+    from mock_llm.flows.flow_file import parse_flows
 
     return {name: flow.expect for name, flow in parse_flows(text, source=source).items()}

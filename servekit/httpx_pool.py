@@ -1,7 +1,7 @@
 """Pooled httpx connections to an upstream server, with the one retry of `servekit.pool`.
 
 The same race as `servekit.pool` (read its docstring), for a client built on httpx (the
-recorder's, `mock_llm.recorder`). httpx keeps an idle connection 5 s by default
+recorder's, `mock_llm.record.recorder`). httpx keeps an idle connection 5 s by default
 (`keepalive_expiry`), as long as uvicorn's keep-alive, and it does not retry: httpcore
 drops a pooled connection the server had already closed (its socket reads as readable),
 but a request sent on one that the server closes at that moment raises

@@ -1,7 +1,7 @@
 """The mock's trigger grammar, `[[mock:FLOW]]` and `[[mock:FLOW#KEY]]`. Pure.
 
 Two sides read it: the mock, which plays the flow a chat request's trigger names
-(mock_llm.trigger), and an app that searches its users' text, which must never search a
+(mock_llm.flows.trigger), and an app that searches its users' text, which must never search a
 trigger's words (the notes app's retrieval: they would count as words the notes never
 use and pull a question under the grounding threshold, so tests and the conformance kit
 would see other modes than users do). The grammar lives here, in the neutral package,

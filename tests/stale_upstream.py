@@ -33,9 +33,9 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from mock_llm import anthropic_wire
-from mock_llm.flows import Step
-from mock_llm.wire import CompletionMeta
+from mock_llm.flows.model import Step
+from mock_llm.wire import anthropic as anthropic_wire
+from mock_llm.wire.openai import CompletionMeta
 from servekit.json_codec import dumps
 
 from .deadlines import DEADLINE_S

@@ -37,7 +37,7 @@ DEMO_EXAMPLES = (
     DemoExample("Dropped stream", "drop-mid-stream", "When do backups run?"),
     DemoExample("Hostile HTML", "xss", "When do backups run?"),
 )
-"""The guardrail's failure shapes, each a built-in flow (mock_llm/builtin_flows.yaml)."""
+"""The guardrail's failure shapes, each a built-in flow (mock_llm/flows/builtin_flows.yaml)."""
 
 
 @router.get("/api/info")

@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from guardrail.policy import CORRECTION_INSTRUCTION
 from mock_llm import MockClient, load_flow_file, serve_mock
-from mock_llm.recorder import RecorderSettings, Upstream, serve_recorder
+from mock_llm.record.recorder import RecorderSettings, Upstream, serve_recorder
 
 from ..deadlines import DEADLINE_S
 from .kit_runs import KIT_DEADLINE_S, run_kit

@@ -16,8 +16,8 @@ import pytest
 from guardrail.policy import scrub
 from guardrail.registries import DEFAULT_REGISTRY
 from mock_llm import builtin_flows
-from mock_llm.chunking import split
-from mock_llm.flows import Step
+from mock_llm.flows.chunking import split
+from mock_llm.flows.model import Step
 
 from ..families import hidden_canary
 from ..journal import Entry, settled_journal

@@ -17,9 +17,9 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_llm import build_settings, create_app, load_flow_file
-from mock_llm.flows import Flow
-from mock_llm.recorder import Recorder, RecorderSettings, Upstream, serve_recorder
-from mock_llm.server import quiet_abort_logs
+from mock_llm.flows.model import Flow
+from mock_llm.record.recorder import Recorder, RecorderSettings, Upstream, serve_recorder
+from mock_llm.server.played import quiet_abort_logs
 from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S

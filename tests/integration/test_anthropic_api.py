@@ -23,9 +23,9 @@ from anthropic.types import (
 )
 
 from mock_llm import MockClient
-from mock_llm.anthropic_wire import STOP_REASONS
-from mock_llm.flows import HttpFault
-from mock_llm.server import MAX_ERROR_MESSAGE_CHARS
+from mock_llm.flows.model import HttpFault
+from mock_llm.server.answers import MAX_ERROR_MESSAGE_CHARS
+from mock_llm.wire.anthropic import STOP_REASONS
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal

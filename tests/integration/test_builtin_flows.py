@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from mock_llm import builtin_flows
-from mock_llm.flows import (
+from mock_llm.flows.model import (
     CutFault,
     ErrorEventFault,
     Flow,

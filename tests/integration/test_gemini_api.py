@@ -28,7 +28,7 @@ from google import genai
 from google.genai import errors, types
 
 from mock_llm import build_settings, serve_mock
-from mock_llm.server import MAX_ERROR_MESSAGE_CHARS
+from mock_llm.server.answers import MAX_ERROR_MESSAGE_CHARS
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal

@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
-from mock_llm import wire
-from mock_llm.anthropic_wire import stream_events
-from mock_llm.flows import Step
+from mock_llm.flows.model import Step
+from mock_llm.wire import openai as openai_wire
+from mock_llm.wire.anthropic import stream_events
 from servekit.json_codec import json_object
 from servekit.sse import SseDecoder
 
@@ -334,7 +334,7 @@ async def test_an_unreachable_upstream_is_a_502_in_anthropics_shape(body: bytes)
 
 # --- an upstream that breaks where the mock cannot ------------------------------------------
 
-META = wire.CompletionMeta(id="chatcmpl-scripted1", created=1_700_000_000, model="m")
+META = openai_wire.CompletionMeta(id="chatcmpl-scripted1", created=1_700_000_000, model="m")
 ASKED: list[dict[str, Any]] = [{"role": "user", "content": "When do backups run?"}]
 
 

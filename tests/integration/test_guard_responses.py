@@ -23,10 +23,10 @@ import openai
 import pytest
 
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
-from mock_llm import wire
-from mock_llm.flows import Chunking, Step
-from mock_llm.responses_wire import response as mock_response
-from mock_llm.responses_wire import stream_events
+from mock_llm.flows.model import Chunking, Step
+from mock_llm.wire import openai as openai_wire
+from mock_llm.wire.responses import response as mock_response
+from mock_llm.wire.responses import stream_events
 from servekit.json_codec import dumps
 from servekit.sse import SseDecoder
 
@@ -328,7 +328,7 @@ async def test_an_unreachable_upstream_is_a_502_that_says_so():
 
 # --- an upstream that breaks where the mock cannot ------------------------------------------
 
-META = wire.CompletionMeta(id="chatcmpl-scripted1", created=1_700_000_000, model="m")
+META = openai_wire.CompletionMeta(id="chatcmpl-scripted1", created=1_700_000_000, model="m")
 ASKED: list[dict[str, Any]] = [{"role": "user", "content": "When do backups run?"}]
 
 

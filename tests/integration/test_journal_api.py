@@ -15,9 +15,9 @@ from contextlib import aclosing, asynccontextmanager
 import httpx
 import pytest
 
-from mock_llm import build_settings, serve_mock
-from mock_llm import server as mock_server
-from mock_llm.journal import JOURNAL_VERSION
+from mock_llm import build_settings, create_app, serve_mock
+from mock_llm.journal.store import JOURNAL_VERSION
+from mock_llm.server import chat_routes
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal
@@ -200,10 +200,8 @@ async def test_an_unexpected_failure_of_the_chat_handler_still_ends_its_entry(
     def broken(raw: bytes, **options: object) -> object:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(mock_server, "parse_chat_request", broken)
-    transport = httpx.ASGITransport(
-        mock_server.create_app(build_settings()), raise_app_exceptions=False
-    )
+    monkeypatch.setattr(chat_routes, "parse_chat_request", broken)
+    transport = httpx.ASGITransport(create_app(build_settings()), raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://mock") as client:
         answer = await client.post("/v1/chat/completions", json={"model": "m"})
         [entry] = (await client.get("/_mock/requests")).json()["requests"]

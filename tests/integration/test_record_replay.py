@@ -21,10 +21,10 @@ import openai
 import pytest
 
 from mock_llm import build_settings, load_flow_file, parse_flows
-from mock_llm.flows import CutFault, ErrorEventFault, HttpFault, MalformedFault
-from mock_llm.recorder import RecorderSettings, Upstream, serve_recorder
-from mock_llm.redaction import REDACTED, Redactor, compile_patterns
-from mock_llm.runner import serve_mock
+from mock_llm.flows.model import CutFault, ErrorEventFault, HttpFault, MalformedFault
+from mock_llm.record.recorder import RecorderSettings, Upstream, serve_recorder
+from mock_llm.record.redaction import REDACTED, Redactor, compile_patterns
+from mock_llm.server.runner import serve_mock
 
 from ..deadlines import DEADLINE_S, POLL_S
 from ..ports import refusing_port

@@ -25,10 +25,10 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from mock_llm import build_settings, load_flow_file
-from mock_llm.flows import CutFault, ErrorEventFault, HttpFault, MalformedFault
-from mock_llm.recorder import Recorder, RecorderSettings, Upstream, recorder_config
-from mock_llm.response_plan import Api
-from mock_llm.runner import serve_mock
+from mock_llm.flows.model import CutFault, ErrorEventFault, HttpFault, MalformedFault
+from mock_llm.play.response_plan import Api
+from mock_llm.record.recorder import Recorder, RecorderSettings, Upstream, recorder_config
+from mock_llm.server.runner import serve_mock
 from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S

@@ -20,7 +20,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from mock_llm.recorder import Recorder, RecorderSettings, Upstream, recorder_config
+from mock_llm.record.recorder import Recorder, RecorderSettings, Upstream, recorder_config
 from servekit.in_thread import serve_in_thread
 
 from ..deadlines import DEADLINE_S

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from app.main import FRONTEND, PAGE_POLICY
-from mock_llm.server import API_POLICY
+from mock_llm.server.app import API_POLICY
 from servekit.security_headers import security_headers
 
 from ..sse import chat_body

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from mock_llm import MockClient, MockClientError, build_settings, builtin_flows, serve_mock
-from mock_llm.side_calls import MAX_BODY_BYTES, MAX_PATTERN_CHARS, MAX_PATTERNS
+from mock_llm.play.side_calls import MAX_BODY_BYTES, MAX_PATTERN_CHARS, MAX_PATTERNS
 
 from ..deadlines import DEADLINE_S
 from ..journal import settled_journal

@@ -13,11 +13,11 @@ from pydantic import TypeAdapter
 
 import app
 from app.rag.index import NotesIndex
-from mock_llm import wire
-from mock_llm.flows import Step, ToolCall
-from mock_llm.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.flows.model import Step, ToolCall
+from mock_llm.play.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.wire import openai as openai_wire
 
-META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
+META = openai_wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
 CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
 FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
@@ -78,7 +78,7 @@ def sent_body(p: ResponsePlan) -> dict[str, Any]:
 
 
 @pytest.fixture
-def meta() -> wire.CompletionMeta:
+def meta() -> openai_wire.CompletionMeta:
     return META
 
 

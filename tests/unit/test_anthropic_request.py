@@ -1,4 +1,4 @@
-"""mock_llm.anthropic_request: a Messages API body read as the chat messages the mock plays."""
+"""mock_llm.wire.anthropic_request: a Messages API body read as the chat messages the mock plays."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.anthropic_request import parse_anthropic_request
-from mock_llm.chat_request import ChatRequest, RequestError, offered_tools
-from mock_llm.extractive import note_to_read
-from mock_llm.flows import Extract
-from mock_llm.routing import route_request
-from mock_llm.side_calls import SideCallRules
-from mock_llm.trigger import last_user_text
+from mock_llm.flows.model import Extract
+from mock_llm.flows.trigger import last_user_text
+from mock_llm.play.extractive import note_to_read
+from mock_llm.play.routing import route_request
+from mock_llm.play.side_calls import SideCallRules
+from mock_llm.wire.anthropic_request import parse_anthropic_request
+from mock_llm.wire.chat_request import ChatRequest, RequestError, offered_tools
 
 QUESTION = "When do backups run? [[mock:tool-then-answer#k1]]"
 

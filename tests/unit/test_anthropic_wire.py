@@ -1,4 +1,4 @@
-"""mock_llm.anthropic_wire and the Messages API side of response_plan: typed SSE events,
+"""mock_llm.wire.anthropic and the Messages API side of response_plan: typed SSE events,
 whole messages, pauses, faults. Every event and every message is also validated against the
 official SDK's own models (`RawMessageStreamEvent`, `Message`), which reject a missing or
 mistyped field, and streams are folded by the SDK's own stream accumulator."""
@@ -15,10 +15,9 @@ from anthropic.types import Message, RawMessageStreamEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm import builtin_flows, wire
-from mock_llm.anthropic_wire import signature, stream_events
-from mock_llm.chunking import split
-from mock_llm.flows import (
+from mock_llm import builtin_flows
+from mock_llm.flows.chunking import split
+from mock_llm.flows.model import (
     Chunking,
     CutFault,
     ErrorEventFault,
@@ -30,7 +29,9 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.response_plan import Pause, ResponsePlan, Send
+from mock_llm.play.response_plan import Pause, ResponsePlan, Send
+from mock_llm.wire import openai as openai_wire
+from mock_llm.wire.anthropic import signature, stream_events
 from servekit.error_bodies import anthropic_error_type as error_type
 
 from .conftest import CALL, FULL, MESSAGES, META, plan, sent, typed_events
@@ -164,7 +165,7 @@ def test_message_start_opens_with_no_content_and_message_delta_carries_the_usage
     opening = events[0]["message"]
     assert (opening["id"], opening["model"], opening["content"]) == ("msg_mock7", "lfm2-test", [])
     assert (opening["stop_reason"], opening["usage"]["output_tokens"]) == (None, 0)
-    counts = wire.usage(FULL, MESSAGES)
+    counts = openai_wire.usage(FULL, MESSAGES)
     assert opening["usage"]["input_tokens"] == counts["prompt_tokens"]
     usage = events[-2]["usage"]
     assert (usage["input_tokens"], usage["output_tokens"]) == (

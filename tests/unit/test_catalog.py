@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mock_llm.catalog import (
+from mock_llm.flows.catalog import (
     RuntimeFlowsRefused,
     add_runtime_flows,
     builtin_flows,
@@ -13,7 +13,7 @@ from mock_llm.catalog import (
     load_catalog,
     text_size,
 )
-from mock_llm.flow_file import FlowFileError, parse_flows
+from mock_llm.flows.flow_file import FlowFileError, parse_flows
 
 CONTRACT_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mock_llm.chat_request import (
+from mock_llm.wire.chat_request import (
     RequestError,
     json_depth_over,
     offered_tools,

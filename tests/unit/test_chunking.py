@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.chunking import TimedFrames, split, step_parts
-from mock_llm.flows import Chunking, RecordedChunk, Step, ToolCall
+from mock_llm.flows.chunking import TimedFrames, split, step_parts
+from mock_llm.flows.model import Chunking, RecordedChunk, Step, ToolCall
 
 MODES = [
     Chunking("whole"),

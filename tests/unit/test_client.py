@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from mock_llm import Expect, JournalRecord, MockClient, MockClientError
-from mock_llm.journal import JOURNAL_VERSION
+from mock_llm.journal.store import JOURNAL_VERSION
 
 RECORD: dict[str, Any] = {
     "seq": 3, "path": "/v1/chat/completions", "key": "k1", "flow": "clean", "step": 1,

@@ -1,4 +1,4 @@
-"""mock_llm.content_coding: a body's gzip or deflate decoded read by read, and told apart
+"""mock_llm.record.content_coding: a body's gzip or deflate decoded read by read, and told apart
 from one that was cut before its end."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.content_coding import UNREADABLE, BodyDecoder
+from mock_llm.record.content_coding import UNREADABLE, BodyDecoder
 
 from .test_recording_formats import rechunk
 

@@ -17,8 +17,8 @@ from app.config import BUNDLED_NOTES
 from app.rag.grounding import is_grounded
 from app.rag.index import NotesIndex
 from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
-from mock_llm.flow_file import load_flow_file
-from mock_llm.response_plan import RequestShape, plan_response
+from mock_llm.flows.flow_file import load_flow_file
+from mock_llm.play.response_plan import RequestShape, plan_response
 
 from .conftest import META, sent_body
 

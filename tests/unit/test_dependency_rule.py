@@ -9,6 +9,10 @@
 - app imports the mock only to embed the demo (`DEMO_WIRING`), and no guard or kit;
 - mock_llm imports nothing of the app, the guard or the kit.
 
+Inside mock_llm, its sub-packages are layers (`MOCK_LAYERS`): flows <- wire <- play <-
+server <- record, the journal beside them, and the client, which the kit imports, reads only
+the flow model and the journal.
+
 (The conformance kit's own rule is pinned with the kit.)
 """
 
@@ -81,3 +85,56 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path):
         encoding="utf-8",
     )
     assert imported_packages(probe, "app") == {"guard", "conformance", "mock_llm", "servekit"}
+
+
+MOCK_LAYERS = {
+    "flows": frozenset(),
+    "wire": frozenset({"flows"}),
+    "journal": frozenset(),
+    "play": frozenset({"flows", "wire"}),
+    "server": frozenset({"flows", "wire", "play", "journal"}),
+    "record": frozenset({"flows", "wire", "server"}),
+}
+"""Which of mock_llm's other sub-packages each one may import: the flow model and the wire
+formats know nothing of playing, serving or recording; the journal stands alone."""
+
+
+def mock_subpackages(path: Path) -> set[str]:
+    """The sub-packages of mock_llm that `path` imports (`mock_llm.X...` or `mock_llm`
+    itself, named "")."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "mock_llm":
+                found.add(parts[1] if len(parts) > 1 else "")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for layer in sorted(MOCK_LAYERS) for path in files(f"mock_llm/{layer}")],
+    ids=lambda path: str(path.relative_to(ROOT)),
+)
+def test_a_mock_sub_package_imports_only_the_layers_below_it(path: Path):
+    layer = path.parent.name
+    assert mock_subpackages(path) - {layer} - MOCK_LAYERS[layer] == set()
+
+
+def test_the_mock_client_imports_only_the_flow_model_and_the_journal():
+    assert mock_subpackages(ROOT / "mock_llm" / "client.py") <= {"flows", "journal"}
+
+
+def test_the_layer_reader_sees_dotted_and_bare_imports(tmp_path: Path):
+    """A control: a dotted import, the package itself, and a `from` import of a module."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import mock_llm.server.app\nfrom mock_llm import Flow\nfrom mock_llm.play import turns\n",
+        encoding="utf-8",
+    )
+    assert mock_subpackages(probe) == {"server", "", "play"}

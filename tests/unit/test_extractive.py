@@ -8,7 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.extractive import (
+from mock_llm.flows.model import Extract
+from mock_llm.play.extractive import (
     MAX_CONTEXT_CHARS,
     MAX_SENTENCE_CHARS,
     context_sentences,
@@ -17,7 +18,6 @@ from mock_llm.extractive import (
     note_to_read,
     prose_units,
 )
-from mock_llm.flows import Extract
 
 INSTRUCTIONS = (
     "Answer from the notes. Cite the note paths you used, for example"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mock_llm import Expect, Flow, builtin_flows, parse_flows
-from mock_llm.flows import ExpectedError
+from mock_llm.flows.model import ExpectedError
 
 FLOWS = builtin_flows()
 MARKUP = re.compile(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
-from mock_llm.flows import (
+from mock_llm.flows.flow_file import FlowFileError, load_flow_file, parse_flows
+from mock_llm.flows.model import (
     Chunking,
     CutFault,
     ErrorEventFault,

@@ -1,4 +1,4 @@
-"""mock_llm.flow_writer: any flow written as a flow file reads back as the same flow."""
+"""mock_llm.flows.flow_writer: any flow written as a flow file reads back as the same flow."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mock_llm import builtin_flows
-from mock_llm.flow_file import FlowFileError, load_flow_file, parse_flows
-from mock_llm.flow_writer import dump_flows
-from mock_llm.flows import (
+from mock_llm.flows.flow_file import FlowFileError, load_flow_file, parse_flows
+from mock_llm.flows.flow_writer import dump_flows
+from mock_llm.flows.model import (
     FAMILY_NAMES,
     Chunking,
     CutFault,

@@ -1,4 +1,4 @@
-"""mock_llm.gemini_request: a Gemini API call (path, `alt`, body) read as the chat messages
+"""mock_llm.wire.gemini_request: a Gemini API call (path, `alt`, body) read as the chat messages
 the mock plays; every bad body a clear RequestError, never another exception."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.chat_request import RequestError, offered_tools
-from mock_llm.gemini_request import parse_call, parse_gemini_request
-from mock_llm.trigger import last_user_text
+from mock_llm.flows.trigger import last_user_text
+from mock_llm.wire.chat_request import RequestError, offered_tools
+from mock_llm.wire.gemini_request import parse_call, parse_gemini_request
 
 STREAM = "gemini-2.5-flash:streamGenerateContent"
 WHOLE = "gemini-2.5-flash:generateContent"

@@ -1,4 +1,4 @@
-"""mock_llm.gemini_wire and the Gemini side of response_plan: SSE events, the JSON-array
+"""mock_llm.wire.gemini and the Gemini side of response_plan: SSE events, the JSON-array
 framing, whole answers, pauses, faults. Every chunk and every answer is also validated
 against the official google-genai client's own model (`GenerateContentResponse`), which
 refuses a field it does not know."""
@@ -13,9 +13,9 @@ from google.genai import types
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm import builtin_flows, gemini_wire, wire
-from mock_llm.chunking import split
-from mock_llm.flows import (
+from mock_llm import builtin_flows
+from mock_llm.flows.chunking import split
+from mock_llm.flows.model import (
     Chunking,
     CutFault,
     ErrorEventFault,
@@ -27,7 +27,9 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.response_plan import Pause, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.play.response_plan import Pause, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.wire import gemini as gemini_wire
+from mock_llm.wire import openai as openai_wire
 
 from .conftest import CALL, FULL, MESSAGES, META
 
@@ -171,7 +173,7 @@ def test_the_stream_and_the_whole_answer_say_the_same():
 
 def test_the_last_chunk_carries_the_whole_usage_and_the_others_the_prompts_count():
     elements = chunks(FULL)
-    prompt = wire.usage(FULL, MESSAGES)["prompt_tokens"]
+    prompt = openai_wire.usage(FULL, MESSAGES)["prompt_tokens"]
     assert all(
         c["usageMetadata"] == {"promptTokenCount": prompt, "totalTokenCount": prompt}
         for c in elements[:-1]
@@ -180,7 +182,7 @@ def test_the_last_chunk_carries_the_whole_usage_and_the_others_the_prompts_count
 
 
 def test_usage_counts_thoughts_apart_from_the_answer():
-    counts = wire.usage(FULL, MESSAGES)
+    counts = openai_wire.usage(FULL, MESSAGES)
     thoughts = counts["completion_tokens_details"]["reasoning_tokens"]
     assert gemini_wire.usage_metadata(FULL, MESSAGES) == {
         "promptTokenCount": counts["prompt_tokens"],

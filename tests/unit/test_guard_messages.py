@@ -1,7 +1,7 @@
 """guard.messages_stream and guard.messages_api: Anthropic's Messages API through the
 guardrail, event by event and whole. Pure.
 
-Streams are built in the shape the API (and the mock, `mock_llm.anthropic_wire`) sends
+Streams are built in the shape the API (and the mock, `mock_llm.wire.anthropic`) sends
 them; every event the guard sends is validated against the official SDK's own model
 (`RawMessageStreamEvent`, pings and errors aside), and its block indexes are checked to be
 what the SDK accumulates by: 0, 1, 2, ... in the order the blocks start, every other event
@@ -24,7 +24,7 @@ from guard.responses_api import raw_event
 from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
-from mock_llm.anthropic_wire import event, message, stream_events
+from mock_llm.wire.anthropic import event, message, stream_events
 
 from .scaffolding_helpers import cut_anywhere
 from .test_guard_responses import ANSWERED, ASKED, CALL, CLEAN, FLOWS, LOOKALIKE, META, decode

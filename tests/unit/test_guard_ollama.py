@@ -23,8 +23,9 @@ from guard.ollama import (
 from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
-from mock_llm import builtin_flows, ollama_wire
-from mock_llm.wire import CompletionMeta
+from mock_llm import builtin_flows
+from mock_llm.wire import ollama as ollama_wire
+from mock_llm.wire.openai import CompletionMeta
 from servekit.sse import LineTooLong
 
 from ..families import hidden_canary

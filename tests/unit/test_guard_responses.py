@@ -22,9 +22,10 @@ from guard.responses_whole import ResponseGuard
 from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
-from mock_llm import builtin_flows, wire
-from mock_llm.responses_wire import response as mock_response
-from mock_llm.responses_wire import stream_events
+from mock_llm import builtin_flows
+from mock_llm.wire import openai as openai_wire
+from mock_llm.wire.responses import response as mock_response
+from mock_llm.wire.responses import stream_events
 from servekit.sse import SseDecoder, SseEvent
 
 from .scaffolding_helpers import cut_at
@@ -35,8 +36,8 @@ CLEAN = "Backups run nightly at 02:00 with restic to the NAS."
 LOOKALIKE = "tool_call_start is a word, <|some_other_token|>, a lone <|tool_call_end|>, a < b."
 EVENTS = pydantic.TypeAdapter[ResponseStreamEvent](ResponseStreamEvent)
 FLOWS = builtin_flows()
-META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="m")
-RECOVERY_META = wire.CompletionMeta(id="chatcmpl-mock8", created=1_700_000_009, model="m")
+META = openai_wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="m")
+RECOVERY_META = openai_wire.CompletionMeta(id="chatcmpl-mock8", created=1_700_000_009, model="m")
 ASKED: list[dict[str, Any]] = [{"role": "user", "content": "When do backups run?"}]
 ANSWERED = sorted(n for n, f in FLOWS.items() if f.steps[0].fault is None and n != "slow")
 """The built-in flows whose first step answers (`slow`'s whole stream is long to build)."""
@@ -200,7 +201,7 @@ def split(text: str, cuts: list[int]) -> list[str]:
     return [p for p in cut_at(text, *(c % (len(text) + 1) for c in cuts)) if p] or [""]
 
 
-def mock_stream(step_flow: str, step: int = 0, meta: wire.CompletionMeta = META) -> bytes:
+def mock_stream(step_flow: str, step: int = 0, meta: openai_wire.CompletionMeta = META) -> bytes:
     frames = stream_events(FLOWS[step_flow].steps[step], meta, ASKED)
     return b"".join(data for _, data in frames)
 

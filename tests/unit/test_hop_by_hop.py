@@ -12,7 +12,7 @@ from multidict import CIMultiDict
 from starlette.requests import Request
 
 from guard.upstream import response_headers, upstream_headers
-from mock_llm.recorder import _response_headers, _upstream_headers
+from mock_llm.record.recorder import _response_headers, _upstream_headers
 from servekit.hop_by_hop import HOP_BY_HOP, end_to_end
 
 NAMED = [("Connection", "keep-alive, X-Private"), ("X-Private", "p"), ("X-Kept", "k")]

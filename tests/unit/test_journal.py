@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mock_llm.journal import JOURNAL_VERSION, Journal, MockClock
+from mock_llm.journal.store import JOURNAL_VERSION, Journal, MockClock
 
 
 def fake_clock(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mock_llm.journal_query import (
+from mock_llm.journal.query import (
     DEFAULT_TIMEOUT_MS,
     MAX_SETTLE_MS,
     MAX_TIMEOUT_MS,

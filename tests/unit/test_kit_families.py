@@ -1,5 +1,5 @@
 """What the kit expects of a family flow, by the model name the app asks for
-(conformance.upstream.Expected, mock_llm.flows.family_covered), and that its lists of family
+(conformance.upstream.Expected, mock_llm.flows.model.family_covered), and that its lists of family
 flows are the mock's."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from conformance.test_contract import FAMILY_FLOWS, LOOKALIKE_FLOWS
 from conformance.upstream import Expected
 from mock_llm import Expect, builtin_flows
-from mock_llm.flows import family_covered
+from mock_llm.flows.model import family_covered
 
 STRIPPED = Expect("clean", False, 40, None, 1)
 WHOLE = Expect("raw <tool_call>", False, 0, None, 1)

@@ -43,11 +43,16 @@ def test_the_guard_proxy_and_the_app_load_nothing_of_the_mock(statement: str):
 def test_the_mock_client_loads_neither_the_server_nor_the_flow_file_parser():
     loaded = loaded_after("import mock_llm.client")
     assert "mock_llm.client" in loaded
-    assert not {"mock_llm.server", "mock_llm.flow_file", "mock_llm.runner", "yaml"} & set(loaded)
+    assert not {
+        "mock_llm.server.app",
+        "mock_llm.flows.flow_file",
+        "mock_llm.server.runner",
+        "yaml",
+    } & set(loaded)
 
 
 def test_a_name_of_the_package_loads_its_module_on_first_use():
     loaded = loaded_after(
-        "import mock_llm\nassert 'mock_llm.server' not in sys.modules\nmock_llm.create_app"
+        "import mock_llm\nassert 'mock_llm.server.app' not in sys.modules\nmock_llm.create_app"
     )
-    assert "mock_llm.server" in loaded
+    assert "mock_llm.server.app" in loaded

@@ -1,16 +1,16 @@
-"""mock_llm.ollama_wire and the Ollama side of response_plan: lines, whole answers, faults."""
+"""mock_llm.wire.ollama and the Ollama side of response_plan: lines, whole answers, faults."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from mock_llm import wire
-from mock_llm.flows import ErrorEventFault, HttpFault, MalformedFault, Step, ToolCall
-from mock_llm.ollama_wire import chat_lines, chat_response, tool_calls
-from mock_llm.response_plan import RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.flows.model import ErrorEventFault, HttpFault, MalformedFault, Step, ToolCall
+from mock_llm.play.response_plan import RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.wire import openai as openai_wire
+from mock_llm.wire.ollama import chat_lines, chat_response, tool_calls
 
-META = wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
+META = openai_wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
 
 

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from mock_llm.cli import parse_args, parse_record_args
-from mock_llm.flow_file import parse_flows
-from mock_llm.redaction import Redactor, compile_patterns
+from mock_llm.flows.flow_file import parse_flows
+from mock_llm.record.redaction import Redactor, compile_patterns
 
 DOCS = Path(__file__).parents[2] / "docs" / "mock_llm.md"
 

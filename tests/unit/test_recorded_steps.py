@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from mock_llm.catalog import step_to_json
-from mock_llm.chunking import (
+from mock_llm.flows.catalog import step_to_json
+from mock_llm.flows.chunking import (
     NO_PACING,
     REAL_PACING,
     answer_delay_s,
@@ -19,10 +19,10 @@ from mock_llm.chunking import (
     pieces,
     ttft_s,
 )
-from mock_llm.flow_file import FlowFileError, parse_flows
-from mock_llm.flows import Chunking, CutFault, HttpFault, RecordedChunk, Step, ToolCall
-from mock_llm.ollama_wire import chat_lines
-from mock_llm.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
+from mock_llm.flows.flow_file import FlowFileError, parse_flows
+from mock_llm.flows.model import Chunking, CutFault, HttpFault, RecordedChunk, Step, ToolCall
+from mock_llm.play.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
+from mock_llm.wire.ollama import chat_lines
 
 from .conftest import MESSAGES, META, plan, sent_chunks, sent_events
 

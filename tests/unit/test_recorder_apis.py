@@ -11,8 +11,15 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_llm.flow_file import load_flow_file
-from mock_llm.flows import CutFault, ErrorEventFault, HttpFault, MalformedFault, Step, ToolCall
+from mock_llm.flows.flow_file import load_flow_file
+from mock_llm.flows.model import (
+    CutFault,
+    ErrorEventFault,
+    HttpFault,
+    MalformedFault,
+    Step,
+    ToolCall,
+)
 
 from .test_recorder_edges import (
     ANSWER_BYTES,

@@ -24,10 +24,10 @@ import httpx
 import pytest
 from starlette.types import Message, Scope
 
-from mock_llm.flow_file import load_flow_file
-from mock_llm.flow_writer import dump_flows
-from mock_llm.flows import CutFault, Flow, HttpFault, Step
-from mock_llm.recorder import (
+from mock_llm.flows.flow_file import load_flow_file
+from mock_llm.flows.flow_writer import dump_flows
+from mock_llm.flows.model import CutFault, Flow, HttpFault, Step
+from mock_llm.record.recorder import (
     MAX_BODY_BYTES,
     MAX_RECORDED_BODY_BYTES,
     Recorder,

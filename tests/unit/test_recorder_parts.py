@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from mock_llm.cli import main, parse_args, parse_record_args
-from mock_llm.flow_file import load_flow_file
-from mock_llm.flow_writer import dump_flows
-from mock_llm.flows import Flow, Step
-from mock_llm.recorder import (
+from mock_llm.flows.flow_file import load_flow_file
+from mock_llm.flows.flow_writer import dump_flows
+from mock_llm.flows.model import Flow, Step
+from mock_llm.record.recorder import (
     Upstream,
     UpstreamError,
     _upstream_headers,

@@ -1,4 +1,4 @@
-"""mock_llm.recording: streams and answers as recorded steps, and which flow they go in.
+"""mock_llm.record.recording: streams and answers as recorded steps, and which flow they go in.
 
 The strongest check is a loop through the mock's own wire format: a step's stream, read by
 the parser, gives a step whose stream is byte for byte the same."""
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mock_llm import builtin_flows
-from mock_llm.flows import (
+from mock_llm.flows.model import (
     CutFault,
     ErrorEventFault,
     HttpFault,
@@ -23,7 +23,8 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.recording import (
+from mock_llm.play.response_plan import ResponsePlan, Send
+from mock_llm.record.recording import (
     Recording,
     RequestTurn,
     StreamParser,
@@ -35,7 +36,6 @@ from mock_llm.recording import (
     request_turn,
     retry_after,
 )
-from mock_llm.response_plan import ResponsePlan, Send
 
 from .conftest import plan, sent_body
 

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mock_llm import builtin_flows
-from mock_llm.flows import (
+from mock_llm.flows.model import (
     CutFault,
     ErrorEventFault,
     HttpFault,
@@ -27,11 +27,11 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.recorded_step import LineReader
-from mock_llm.recording import StreamParser, completion_step
-from mock_llm.recording_ollama import OllamaStreamParser, ollama_answer_step
-from mock_llm.recording_responses import ResponsesStreamParser, responses_answer_step
-from mock_llm.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.play.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.record.recorded_step import LineReader
+from mock_llm.record.recording import StreamParser, completion_step
+from mock_llm.record.recording_ollama import OllamaStreamParser, ollama_answer_step
+from mock_llm.record.recording_responses import ResponsesStreamParser, responses_answer_step
 
 from .conftest import MESSAGES, META
 from .test_recording import DEEP, recorded_steps

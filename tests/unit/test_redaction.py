@@ -1,4 +1,4 @@
-"""mock_llm.redaction: what matches is `[REDACTED]`, across chunk boundaries, which are
+"""mock_llm.record.redaction: what matches is `[REDACTED]`, across chunk boundaries, which are
 mapped through the replacement."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.flows import (
+from mock_llm.flows.model import (
     CutFault,
     ErrorEventFault,
     HttpFault,
@@ -18,7 +18,7 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.redaction import (
+from mock_llm.record.redaction import (
     REDACTED,
     RedactionError,
     Redactor,

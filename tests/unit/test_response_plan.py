@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm.flows import (
+from mock_llm.flows.model import (
     Chunking,
     CutFault,
     ErrorEventFault,
@@ -20,7 +20,7 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
+from mock_llm.play.response_plan import FaultFired, Pause, RequestShape, Send, plan_response
 from servekit.json_codec import dumps
 from servekit.sse import json_event
 

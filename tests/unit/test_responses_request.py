@@ -1,4 +1,4 @@
-"""mock_llm.responses_request: a Responses API body read as the chat messages the mock plays."""
+"""mock_llm.wire.responses_request: a Responses API body read as the messages the mock plays."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mock_llm.chat_request import RequestError, offered_tools
-from mock_llm.responses_request import parse_responses_request
-from mock_llm.trigger import last_user_text
+from mock_llm.flows.trigger import last_user_text
+from mock_llm.wire.chat_request import RequestError, offered_tools
+from mock_llm.wire.responses_request import parse_responses_request
 
 
 def body(**fields: object) -> bytes:

@@ -1,4 +1,4 @@
-"""mock_llm.responses_wire and the Responses side of response_plan: typed SSE events, whole
+"""mock_llm.wire.responses and the Responses side of response_plan: typed SSE events, whole
 responses, pauses, faults. Every event and every response is also validated against the
 official SDK's own models (`ResponseStreamEvent`, `Response`), which reject a missing or
 mistyped field."""
@@ -12,9 +12,9 @@ import pydantic
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from mock_llm import builtin_flows, wire
-from mock_llm.chunking import split
-from mock_llm.flows import (
+from mock_llm import builtin_flows
+from mock_llm.flows.chunking import split
+from mock_llm.flows.model import (
     Chunking,
     CutFault,
     ErrorEventFault,
@@ -25,8 +25,9 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.response_plan import Pause, ResponsePlan, Send
-from mock_llm.responses_wire import failure_events, response, stream_events
+from mock_llm.play.response_plan import Pause, ResponsePlan, Send
+from mock_llm.wire import openai as openai_wire
+from mock_llm.wire.responses import failure_events, response, stream_events
 
 from .conftest import CALL, FULL, MESSAGES, META, plan, sent, typed_events
 
@@ -131,7 +132,7 @@ def test_the_last_event_carries_the_whole_response_with_usage():
         "lfm2-test",
     )
     assert whole["incomplete_details"] is None
-    usage = wire.usage(FULL, MESSAGES)
+    usage = openai_wire.usage(FULL, MESSAGES)
     assert whole["usage"] == {
         "input_tokens": usage["prompt_tokens"],
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},

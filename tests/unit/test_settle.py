@@ -11,9 +11,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mock_llm.journal import Journal, JournalEntry, MockClock
-from mock_llm.journal_query import JournalQuery
-from mock_llm.settle import ChangeSignal, quiet_left_ms, wait_settled
+from mock_llm.journal.query import JournalQuery
+from mock_llm.journal.settle import ChangeSignal, quiet_left_ms, wait_settled
+from mock_llm.journal.store import Journal, JournalEntry, MockClock
 
 from ..deadlines import DEADLINE_S
 

@@ -15,11 +15,11 @@ import pytest
 
 from mock_llm import JournalRecord, MockClient, SideCallsAdded
 from mock_llm.cli import main, parse_args
-from mock_llm.journal import JOURNAL_VERSION, Journal
-from mock_llm.journal_query import QueryError, parse_journal_query
-from mock_llm.routing import Destination, route_request
-from mock_llm.runner import build_settings
-from mock_llm.side_calls import (
+from mock_llm.flows.trigger import TriggerError
+from mock_llm.journal.query import QueryError, parse_journal_query
+from mock_llm.journal.store import JOURNAL_VERSION, Journal
+from mock_llm.play.routing import Destination, route_request
+from mock_llm.play.side_calls import (
     COMPILE_BUDGET,
     MAX_PATTERN_CHARS,
     MAX_PATTERNS,
@@ -31,7 +31,7 @@ from mock_llm.side_calls import (
     parse_patterns_body,
     side_call_key,
 )
-from mock_llm.trigger import TriggerError
+from mock_llm.server.runner import build_settings
 
 TITLE = "### Task: Generate a concise, 3-5 word title"
 Message = dict[str, Any]

@@ -15,11 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mock_llm import stream_template, wire
-from mock_llm.catalog import builtin_flows
-from mock_llm.chunking import NO_PACING, REAL_PACING
-from mock_llm.flow_file import load_flow_file
-from mock_llm.flows import (
+from mock_llm.flows.catalog import builtin_flows
+from mock_llm.flows.chunking import NO_PACING, REAL_PACING
+from mock_llm.flows.flow_file import load_flow_file
+from mock_llm.flows.model import (
     REASONING_FIELDS,
     Chunking,
     CutFault,
@@ -33,7 +32,8 @@ from mock_llm.flows import (
     Step,
     ToolCall,
 )
-from mock_llm.response_plan import (
+from mock_llm.play import stream_template
+from mock_llm.play.response_plan import (
     Api,
     Pause,
     RequestShape,
@@ -41,7 +41,8 @@ from mock_llm.response_plan import (
     Send,
     plan_response,
 )
-from mock_llm.stream_template import StreamTemplates
+from mock_llm.play.stream_template import StreamTemplates
+from mock_llm.wire import openai as openai_wire
 
 Format = Api | Literal["gemini-json-array"]
 """A wire format: an API, or Gemini's stream framing without `alt=sse` (one JSON array)."""
@@ -52,9 +53,9 @@ MESSAGES: list[dict[str, Any]] = [
     {"role": "user", "content": "when do backups run?"},
 ]
 METAS = (
-    wire.CompletionMeta("chatcmpl-mock7", 1_700_000_000, "lfm2-test"),
-    wire.CompletionMeta("chatcmpl-mock123456", 5, "gpt-4o-mini"),
-    wire.CompletionMeta('chatcmpl-é"\\\ud800x', 0, 'mödel "quoted" \\ \n \ud800'),
+    openai_wire.CompletionMeta("chatcmpl-mock7", 1_700_000_000, "lfm2-test"),
+    openai_wire.CompletionMeta("chatcmpl-mock123456", 5, "gpt-4o-mini"),
+    openai_wire.CompletionMeta('chatcmpl-é"\\\ud800x', 0, 'mödel "quoted" \\ \n \ud800'),
 )
 
 
@@ -81,7 +82,7 @@ def shape(
 def served(
     store: StreamTemplates,
     step: Step,
-    meta: wire.CompletionMeta,
+    meta: openai_wire.CompletionMeta,
     field: ReasoningField,
     request: RequestShape,
     pacing: float = REAL_PACING,
@@ -132,7 +133,9 @@ def test_a_template_serves_many_requests_each_with_its_own_meta():
     store = StreamTemplates()
     request = shape("openai", include_usage=True)
     for seq in range(50):
-        meta = wire.CompletionMeta(f"chatcmpl-mock{seq}", 1_700_000_000 + seq, f"model-{seq}")
+        meta = openai_wire.CompletionMeta(
+            f"chatcmpl-mock{seq}", 1_700_000_000 + seq, f"model-{seq}"
+        )
         plan = store.plan(step, meta, "reasoning_content", request)
         assert plan == plan_response(step, meta, "reasoning_content", request)
     assert len(store) == 1
@@ -330,7 +333,7 @@ def test_requests_the_templates_do_not_serve_get_the_reference():
     store = StreamTemplates()
     step = Step(content="x y")
     for meta, request in [
-        (wire.CompletionMeta("resp-no-prefix", 1, "m"), shape("openai", False)),
+        (openai_wire.CompletionMeta("resp-no-prefix", 1, "m"), shape("openai", False)),
         (METAS[0], RequestShape(False, False, MESSAGES, (), "openai")),
     ]:
         for _ in range(3):
@@ -455,7 +458,7 @@ authored_steps = st.builds(
     fault=faults,
 )
 metas = st.builds(
-    wire.CompletionMeta,
+    openai_wire.CompletionMeta,
     id=st.text(max_size=12).map(lambda s: "chatcmpl-" + s),
     created=st.integers(0, 4_102_444_800),
     model=texts,
@@ -478,8 +481,8 @@ messages = st.lists(
 )
 def test_any_stream_from_a_template_is_the_reference_plan(
     step: Step,
-    first: wire.CompletionMeta,
-    second: wire.CompletionMeta,
+    first: openai_wire.CompletionMeta,
+    second: openai_wire.CompletionMeta,
     api: Format,
     include_usage: bool,
     field: ReasoningField,

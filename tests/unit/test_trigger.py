@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mock_llm.trigger import Trigger, TriggerError, find_trigger, last_user_text, message_text
+from mock_llm.flows.trigger import Trigger, TriggerError, find_trigger, last_user_text, message_text
 from servekit.trigger_grammar import TRIGGER, strip_triggers
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mock_llm.turns import TurnTracker
+from mock_llm.play.turns import TurnTracker
 
 
 class FakeClock:

@@ -1,0 +1,249 @@
+"""The request journal: what the mock received, in order, and how each response ended.
+
+Tests count upstream requests per turn from it (`GET /_mock/requests?key=KEY`) and check
+that a client that went away was seen going away. It is bounded twice: past `capacity` entries,
+or past `max_body_bytes` of request bodies held in all, the oldest entries are dropped and
+counted in `dropped`, so a server left running under load (or fed huge bodies) never grows
+without limit. Entries are mutable while their response is in flight
+(`outcome: in_progress`) and are finished exactly once.
+
+Deliberate choices:
+- One clock for every time field (`MockClock`): milliseconds since the mock started, on a
+  monotonic clock, so arrival, first chunk, end and disconnect times of any two entries
+  can be compared and subtracted, and a wall-clock step cannot reorder them. The wall time
+  of the start is reported once (`started_at`) for matching against other logs.
+- The JSON read has a `version` (JOURNAL_VERSION). Version 1 was the unversioned shape,
+  with `received_at` and `timings.disconnected_at` in Unix time and
+  `timings.first_chunk_ms`/`ended_ms` since arrival; version 2 drops `timings` and the
+  wall-clock fields, so a reader of the old shape fails on a missing key instead of
+  silently reading times of a different meaning.
+- An entry says whether it was a side call (`side_call`, see `side_calls.py`). That field
+  was added within version 2: an added field is a compatible change, and readers ignore
+  fields they do not know.
+- The journal calls `on_change` whenever an entry arrives, is identified (its key is
+  known), ends, or the journal is cleared, so a reader waiting for a turn to settle
+  (`settle.py`) is woken instead of polling.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mock_llm.journal.query import SideCallsFilter
+
+Outcome = Literal["in_progress", "completed", "client_disconnected", "fault", "rejected"]
+DEFAULT_CAPACITY = 1000
+DEFAULT_MAX_HELD_BYTES = 64 * 1024 * 1024
+"""The request-body bytes the journal holds in all (not a limit on one request)."""
+JOURNAL_VERSION = 2
+
+
+class MockClock:
+    """Milliseconds since the mock started, on a monotonic clock (the sources are injectable)."""
+
+    def __init__(
+        self,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._monotonic = monotonic
+        self._origin = monotonic()
+        self.started_at = wall()
+
+    def now_ms(self) -> float:
+        return round((self._monotonic() - self._origin) * 1000, 3)
+
+
+def _nothing() -> None:
+    return None
+
+
+_STANDALONE_CLOCK = MockClock()  # for entries made outside a journal (unit tests)
+
+
+@dataclass
+class JournalEntry:
+    seq: int
+    received_ms: float
+    path: str
+    api: str = "openai"
+    """The wire format the request came in: `openai` (chat completions), `ollama`,
+    `responses`, `anthropic` (the Messages API) or `gemini`."""
+    body: Any = None
+    key: str | None = None
+    flow: str | None = None
+    step: int | None = None
+    steps: int | None = None
+    request_in_turn: int | None = None
+    stream: bool = False
+    status: int = 200
+    outcome: Outcome = "in_progress"
+    error: str | None = None
+    fault: str | None = None
+    chunks_sent: int = 0
+    first_chunk_ms: float | None = None
+    ended_ms: float | None = None
+    disconnected_ms: float | None = None
+    body_bytes: int = 0
+    side_call: bool = False
+    """Whether a side-call rule matched the request (it then belongs to no turn)."""
+    identified: bool = False
+    """Whether the request was read far enough to know its key (None when it has none)."""
+    _now_ms: Callable[[], float] = field(
+        default=_STANDALONE_CLOCK.now_ms, repr=False, compare=False
+    )
+    _changed: Callable[[], None] = field(default=_nothing, repr=False, compare=False)
+
+    @property
+    def last_activity_ms(self) -> float:
+        """When this entry last arrived or ended, on the mock's clock."""
+        return self.ended_ms if self.ended_ms is not None else self.received_ms
+
+    def identify(self, key: str | None, side_call: bool = False) -> None:
+        """The request was read: it belongs to the turn `key` (None for a keyless one), or
+        it is a side call made for that turn."""
+        self.key = key
+        self.side_call = side_call
+        self.identified = True
+        self._changed()
+
+    def note_chunks(self, count: int) -> None:
+        """`count` more chunk frames went out."""
+        if count and self.chunks_sent == 0:
+            self.first_chunk_ms = self._now_ms()
+        self.chunks_sent += count
+
+    def finish(self, outcome: Outcome, error: str | None = None) -> None:
+        if self.outcome != "in_progress":
+            return
+        self.outcome = outcome
+        self.error = error
+        self.identified = True
+        self.ended_ms = self._now_ms()
+        if outcome == "client_disconnected":
+            self.disconnected_ms = self.ended_ms
+        self._changed()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "path": self.path,
+            "api": self.api,
+            "key": self.key,
+            "flow": self.flow,
+            "step": self.step,
+            "steps": self.steps,
+            "request_in_turn": self.request_in_turn,
+            "side_call": self.side_call,
+            "stream": self.stream,
+            "status": self.status,
+            "outcome": self.outcome,
+            "error": self.error,
+            "fault": self.fault,
+            "chunks_sent": self.chunks_sent,
+            "received_ms": self.received_ms,
+            "first_chunk_ms": self.first_chunk_ms,
+            "ended_ms": self.ended_ms,
+            "disconnected_ms": self.disconnected_ms,
+            "body": self.body,
+        }
+
+
+class Journal:
+    def __init__(
+        self,
+        capacity: int = DEFAULT_CAPACITY,
+        max_body_bytes: int = DEFAULT_MAX_HELD_BYTES,
+        clock: MockClock | None = None,
+    ) -> None:
+        self._entries: deque[JournalEntry] = deque()
+        self.capacity = capacity
+        self._max_body_bytes = max_body_bytes
+        self._body_bytes = 0
+        self.clock = clock if clock is not None else MockClock()
+        self._seq = 0
+        self.dropped = 0
+        self.on_change: Callable[[], None] = _nothing
+        """Called after an entry arrives or ends, and after the journal is cleared."""
+
+    def open(self, path: str, api: str = "openai") -> JournalEntry:
+        """Start an entry for a request that just arrived at `path`, in the wire format `api`."""
+        self._seq += 1
+        entry = JournalEntry(
+            seq=self._seq,
+            received_ms=self.clock.now_ms(),
+            path=path,
+            api=api,
+            _now_ms=self.clock.now_ms,
+            _changed=self._changed,
+        )
+        self._entries.append(entry)
+        self._trim()
+        self._changed()
+        return entry
+
+    def _changed(self) -> None:
+        self.on_change()
+
+    def attach_body(self, entry: JournalEntry, body: Any, size: int) -> None:
+        """Keep the request body (`size` bytes on the wire) with its entry."""
+        entry.body = body
+        entry.body_bytes = size
+        self._body_bytes += size
+        self._trim()
+
+    def _trim(self) -> None:
+        while len(self._entries) > 1 and (
+            len(self._entries) > self.capacity or self._body_bytes > self._max_body_bytes
+        ):
+            self._body_bytes -= self._entries.popleft().body_bytes
+            self.dropped += 1
+
+    def any_unidentified(self) -> bool:
+        """Whether a request is still being read, so its key (it could be any) is not known."""
+        return any(not e.identified for e in self._entries)
+
+    def entries(
+        self,
+        key: str | None = None,
+        flow: str | None = None,
+        side_calls: SideCallsFilter = "include",
+    ) -> list[JournalEntry]:
+        """The entries of `key` and `flow` (None: any), with side calls, without, or only."""
+        return [
+            e
+            for e in self._entries
+            if (key is None or e.key == key)
+            and (flow is None or e.flow == flow)
+            and (side_calls == "include" or e.side_call == (side_calls == "only"))
+        ]
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._body_bytes = 0
+        self.dropped = 0
+        self._changed()
+
+    def to_json(self, entries: list[JournalEntry], settled: bool | None = None) -> dict[str, Any]:
+        """A journal read: `entries` with the schema version, the clock and the bounds.
+
+        `settled` is there only for a read that waited for its turn to settle.
+        """
+        read: dict[str, Any] = {
+            "version": JOURNAL_VERSION,
+            "started_at": self.clock.started_at,
+            "now_ms": self.clock.now_ms(),
+            "requests": [e.to_json() for e in entries],
+            "dropped": self.dropped,
+            "capacity": self.capacity,
+        }
+        if settled is not None:
+            read["settled"] = settled
+        return read
+
+    def __len__(self) -> int:
+        return len(self._entries)

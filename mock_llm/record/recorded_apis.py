@@ -1,0 +1,101 @@
+"""The APIs the recorder records, each with how its request names a turn and how its answer
+is read. Pure.
+
+`recorded_api(method, path)` says whether a request is one the recorder records: a `POST`
+to chat completions (`/v1/chat/completions`, `/chat/completions`), Ollama's `/api/chat` or
+`/api/generate`, or the Responses API (`/v1/responses`, `/responses`). Each API reads its
+request as chat messages (`messages`: what `recording.turn_of` names a turn by, the
+trigger in the last user message), its stream by a reader of its own (`reader`, chosen by
+the answer's content type `stream_type`) and its whole answer by `whole`; an error status
+is `recorded_step.error_step` in every one.
+
+Deliberate choices:
+- A Responses request is read as the mock reads it (`responses_request`: `instructions` a
+  system message, `input` a user message or its items as messages, function calls and
+  their outputs as assistant and tool messages), so a turn's tool rounds are later steps
+  of its flow as in chat completions. A request the mock would refuse is named by the hash
+  of no messages.
+- /api/generate has no messages: its `system` is a system message and its `prompt` the
+  user message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from mock_llm.flows.model import Step
+from mock_llm.record.recorded_step import JSON, LineReader, json_object, read_json
+from mock_llm.record.recording import StreamParser, chat_messages, completion_step
+from mock_llm.record.recording_ollama import OllamaStreamParser, ollama_answer_step
+from mock_llm.record.recording_responses import ResponsesStreamParser, responses_answer_step
+from mock_llm.wire.chat_request import RequestError
+from mock_llm.wire.responses_request import parse_responses_request
+
+
+@dataclass(frozen=True)
+class RecordedApi:
+    name: str
+    stream_type: str
+    """The content type of its streams (any other answer is read whole)."""
+    reader: Callable[[], LineReader]
+    whole: Callable[[bytes], Step]
+    messages: Callable[[bytes], list[JSON]]
+    """The request's conversation as chat messages (any bytes; none when unreadable)."""
+
+
+def _chat_messages(raw: bytes) -> list[JSON]:
+    return chat_messages(read_json(raw))
+
+
+def _generate_messages(raw: bytes) -> list[JSON]:
+    body = json_object(read_json(raw)) or {}
+    system, prompt = body.get("system"), body.get("prompt")
+    messages: list[JSON] = (
+        [{"role": "system", "content": system}] if isinstance(system, str) else []
+    )
+    return [*messages, {"role": "user", "content": prompt if isinstance(prompt, str) else ""}]
+
+
+def _responses_messages(raw: bytes) -> list[JSON]:
+    try:
+        return parse_responses_request(raw).messages
+    except RequestError:
+        return []
+
+
+CHAT = RecordedApi(
+    "chat completions", "text/event-stream", StreamParser, completion_step, _chat_messages
+)
+OLLAMA_CHAT = RecordedApi(
+    "Ollama chat", "application/x-ndjson", OllamaStreamParser, ollama_answer_step, _chat_messages
+)
+OLLAMA_GENERATE = RecordedApi(
+    "Ollama generate",
+    "application/x-ndjson",
+    partial(OllamaStreamParser, generate=True),
+    partial(ollama_answer_step, generate=True),
+    _generate_messages,
+)
+RESPONSES = RecordedApi(
+    "Responses",
+    "text/event-stream",
+    ResponsesStreamParser,
+    responses_answer_step,
+    _responses_messages,
+)
+APIS: Mapping[str, RecordedApi] = {
+    "/v1/chat/completions": CHAT,
+    "/chat/completions": CHAT,
+    "/api/chat": OLLAMA_CHAT,
+    "/api/generate": OLLAMA_GENERATE,
+    "/v1/responses": RESPONSES,
+    "/responses": RESPONSES,
+}
+"""The paths recorded, as the client sends them."""
+
+
+def recorded_api(method: str, path: str) -> RecordedApi | None:
+    """The API of a request the recorder records; None for one it only passes through."""
+    return APIS.get(path) if method == "POST" else None

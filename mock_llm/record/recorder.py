@@ -1,0 +1,515 @@
+"""The recording proxy (`python -m mock_llm record`): pass everything through, keep each
+model answer as a flow.
+
+It sits in front of any OpenAI-compatible server (or Ollama). A client's request goes
+upstream as it came (its body byte for byte, its headers but the hop-by-hop ones), and the
+upstream's response comes back as it is sent, read by read, with its status and headers:
+the client cannot tell the recorder is there. Meanwhile every answer of the APIs the
+recorder records (mock_llm.record.recorded_apis: chat completions, Ollama's `/api/chat` and
+`/api/generate`, the Responses API) is read by its API's reader and, once it has ended,
+written into the recording as a step of a flow, redacted (mock_llm.record.redaction). Anything
+else (`GET /v1/models`...) only passes through. `/api/...` (Ollama's native API) goes to
+the server's root: the base URL without its `/v1`.
+
+Deliberate choices:
+- The recording file is written whole after every completed exchange, to a temporary file
+  in the same folder that then replaces it (`os.replace`), so it is always a complete flow
+  file and Ctrl-C loses nothing. A name ending in `.gz` is written gzip-compressed. An
+  existing file is continued: its flows are kept, and new ones are added after them.
+- Secrets never reach the file: no header and no request body is ever written (a flow is
+  named from the trigger or a hash, and its description names the model), and the values
+  of the Authorization and API-key headers are redacted from everything recorded, in case
+  an upstream echoes a key in an error message.
+- `Accept-Encoding` is narrowed to what the recorder can read (gzip, deflate, identity):
+  a body it could not decode could not be recorded. A compressed body that does not
+  decode to its end (mock_llm.record.content_coding: a gzip body cut before its trailer) is not
+  recorded, and the log says why.
+- An answer with a line longer than the readers hold (8 MiB) is not recorded either; its
+  bytes pass on all the same.
+- Timing is taken here only (`time.monotonic`), from the moment the request goes upstream.
+- An exchange the client leaves before it ended is not recorded: it says nothing about
+  the upstream. Nor is one the upstream could not be reached for (the client gets a 502,
+  whose message names the cause: `error=ConnectError reused=false`).
+- The upstream is reached through `servekit.httpx_pool.HttpxPool`: idle connections are
+  kept 1.5 s (httpx's default 5 s is uvicorn's keep-alive), and a request that a server
+  closing its pooled connection lost before the answer began is sent once more on a fresh
+  connection (httpx itself never retries it: issue 29).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import anyio.to_thread
+import httpx
+import uvicorn
+from starlette.types import Message, Receive, Scope, Send
+
+from mock_llm.flows.flow_file import load_flow_file
+from mock_llm.flows.flow_writer import dump_flows
+from mock_llm.flows.model import CutFault, Step, describe_fault
+from mock_llm.record.content_coding import READABLE_CODINGS, BodyDecoder
+from mock_llm.record.recorded_apis import RecordedApi, recorded_api
+from mock_llm.record.recorded_step import LineReader, error_step, json_object, read_json
+from mock_llm.record.recording import Recording, description, turn_of
+from mock_llm.record.redaction import Redactor
+from mock_llm.server.played import quiet_abort_logs
+from servekit.error_bodies import openai_error_body
+from servekit.hop_by_hop import end_to_end
+from servekit.httpx_pool import HttpxPool
+from servekit.in_thread import serve_in_thread
+from servekit.json_codec import dumps
+from servekit.pool import POOL_IDLE_S, RequestFailed
+
+DEFAULT_PORT = 8097
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The largest request the recorder passes on: its own limit, above servekit's default, for
+the requests a real upstream takes (long conversations, images as data URLs)."""
+MAX_RECORDED_BODY_BYTES = 16 * 1024 * 1024
+"""The most of a non-streamed answer kept to parse; a longer one passes through unrecorded."""
+SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
+"""Headers whose values are redacted from whatever is recorded (no header is written)."""
+COMMENT = (
+    "Recorded by python -m mock_llm record; replay with python -m mock_llm --flows FILE.\n"
+    "Each step's chunks are the stream as it arrived (docs/mock_llm.md, Record and replay)."
+)
+
+
+class UpstreamError(ValueError):
+    """An `--upstream` that is not an http(s) base URL."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The upstream's base URL, and how it may be shown (no userinfo, no query)."""
+
+    url: str
+    display: str
+
+    @classmethod
+    def parse(cls, text: str) -> Upstream:
+        parts = urlsplit(text.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UpstreamError(
+                f"expected an http(s) base URL such as http://127.0.0.1:8080/v1, not {text!r}"
+            )
+        path = parts.path.rstrip("/")
+        host = parts.netloc.rpartition("@")[2]
+        display = urlunsplit((parts.scheme, host, path, "", ""))
+        return cls(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")), display)
+
+    def target(self, path: str, query: str) -> str:
+        """Where a request for `path` goes: `/v1/X` and `/X` both to the base URL's `/X`;
+        Ollama's `/api/X` to the server's root, the base URL without its `/v1`."""
+        base = urlsplit(self.url)
+        root = base.path
+        if path == "/api" or path.startswith("/api/"):
+            root = root.removesuffix("/v1")
+        elif path == "/v1" or path.startswith("/v1/"):
+            path = path[3:]
+        queries = "&".join(q for q in (base.query, query) if q)
+        return urlunsplit((base.scheme, base.netloc, root + path, queries, ""))
+
+
+@dataclass(frozen=True)
+class RecorderSettings:
+    upstream: Upstream
+    out: Path
+    redactor: Redactor = field(default_factory=Redactor)
+    max_body_bytes: int = MAX_BODY_BYTES
+    connect_timeout_s: float = 30.0
+    upstream_idle_s: float = POOL_IDLE_S
+    """How long an idle connection to the upstream is kept for reuse."""
+    log: Callable[[str], None] | None = None
+    """Where a line per recorded exchange goes (the command line prints it)."""
+
+
+def load_recording(path: Path) -> Recording:
+    """The recording at `path` to continue, or a new one; FlowFileError for a bad file."""
+    if not path.exists():
+        return Recording()
+    return Recording(flows=load_flow_file(path))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all (gzip-compressed for a `.gz` name)."""
+    data = text.encode("utf-8")
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def narrow_accept_encoding(value: str) -> str:
+    """`Accept-Encoding` with only the codings the recorder can read (else `identity`)."""
+    kept = [
+        item.strip()
+        for item in value.split(",")
+        if item.split(";")[0].strip().lower() in READABLE_CODINGS
+    ]
+    return ", ".join(kept) or "identity"
+
+
+def secret_values(headers: Iterable[tuple[str, str]]) -> list[str]:
+    """The secrets a request's headers carry: whole values, and a Bearer/Basic token."""
+    secrets: list[str] = []
+    for name, value in headers:
+        if name.lower() in SECRET_HEADERS and value.strip():
+            secrets.append(value.strip())
+            scheme, _, token = value.strip().partition(" ")
+            if token.strip() and scheme.lower() in ("bearer", "basic", "token"):
+                secrets.append(token.strip())
+    return secrets
+
+
+@dataclass
+class _Relayed:
+    """What the recorder read of an answer while relaying it."""
+
+    problem: str | None = None
+    """Why there is nothing to record (the upstream could not be reached)."""
+    headers: httpx.Headers = field(default_factory=httpx.Headers)
+    decoder: BodyDecoder = field(default_factory=lambda: BodyDecoder(""))
+    reader: LineReader | None = None
+    """The stream's reader (None: the answer is read whole, from `kept`)."""
+    kept: bytearray = field(default_factory=bytearray)
+    """The decoded body of an answer that is not a stream (an error status's too)."""
+
+
+@dataclass
+class _Exchange:
+    """One request through the recorder, as the client and the upstream see it."""
+
+    method: str
+    path: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    started: float = 0.0
+    status: int = 0
+    response_headers: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    broken: bool = False
+    client_gone: bool = False
+    answered: bool = False
+    """The whole response went to the client (a disconnect after that is not a departure)."""
+
+
+class Recorder:
+    """The recorder as an ASGI app."""
+
+    def __init__(self, settings: RecorderSettings, recording: Recording | None = None) -> None:
+        self.settings = settings
+        self.recording = recording if recording is not None else load_recording(settings.out)
+        self._pool: HttpxPool | None = None
+        self._write_lock = anyio.Lock()
+        self.saved = 0
+        """Answers recorded and written so far."""
+        self.skipped = 0
+        """Answers that passed through but were not recorded (see `_unrecordable`)."""
+        self._counted = threading.Condition()
+
+    def wait_for(self, *, saved: int = 0, skipped: int = 0, timeout_s: float) -> bool:
+        """Block until at least `saved` exchanges are written and `skipped` passed unrecorded
+        (a client has its answer just before the file is written); False on timeout. From
+        any thread but the recorder's own."""
+        with self._counted:
+            return self._counted.wait_for(
+                lambda: self.saved >= saved and self.skipped >= skipped, timeout_s
+            )
+
+    def _count(self, *, saved: int = 0, skipped: int = 0) -> None:
+        with self._counted:
+            self.saved += saved
+            self.skipped += skipped
+            self._counted.notify_all()
+
+    @property
+    def pool(self) -> HttpxPool:
+        if self._pool is None:
+            timeout = httpx.Timeout(None, connect=self.settings.connect_timeout_s)
+            self._pool = HttpxPool(
+                timeout=timeout, idle_s=self.settings.upstream_idle_s, follow_redirects=False
+            )
+        return self._pool
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        body = await self._read_body(receive)
+        if body is None:
+            return
+        if isinstance(body, int):
+            await _answer_error(send, body, "The request body is too large for the recorder.")
+            return
+        exchange = _Exchange(scope["method"], scope["path"], headers, body)
+        query = scope.get("query_string", b"").decode("latin-1")
+        await self._proxy(exchange, query, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _read_body(self, receive: Receive) -> bytes | int | None:
+        """The request body; 413 past the limit; None when the client left."""
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            part = message.get("body", b"")
+            size += len(part)
+            if size > self.settings.max_body_bytes:
+                return 413
+            parts.append(part)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+    async def _proxy(self, exchange: _Exchange, query: str, receive: Receive, send: Send) -> None:
+        """Forward the exchange, watching for the client going away all along (even while the
+        upstream has not answered yet); then record it, when it is of an API recorded."""
+        request = self.pool.client.build_request(
+            exchange.method,
+            self.settings.upstream.target(exchange.path, query),
+            headers=_upstream_headers(exchange.headers),
+            content=exchange.body,
+        )
+        api = recorded_api(exchange.method, exchange.path)
+        relayed = _Relayed()
+        when = datetime.now(UTC)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_watch_disconnect, receive, group.cancel_scope, exchange)
+            await self._forward(exchange, request, send, relayed, api)
+            group.cancel_scope.cancel()
+        if api is None:
+            return
+        # (a broken upstream body has returned without finishing ours: the client's breaks too)
+        relayed.decoder.finish()
+        problem = relayed.problem or _unrecordable(exchange, relayed)
+        if problem is not None:
+            self._count(skipped=1)
+            self._log(f"mock_llm record: {exchange.path}: not recorded: {problem}")
+            return
+        step = self._step(exchange, relayed, api)
+        await self._record(exchange, step, when, api)
+
+    async def _forward(
+        self,
+        exchange: _Exchange,
+        request: httpx.Request,
+        send: Send,
+        relayed: _Relayed,
+        api: RecordedApi | None,
+    ) -> None:
+        """Send the request upstream and relay its answer read by read, reading a copy."""
+        exchange.started = time.monotonic()
+        try:
+            response = await self.pool.send(request, stream=True)
+        except RequestFailed as failed:
+            relayed.problem = f"the upstream cannot be reached ({failed.cause})"
+            await _answer_error(send, 502, f"mock_llm record: {relayed.problem}")
+            return
+        try:
+            exchange.status = response.status_code
+            relayed.headers = response.headers
+            relayed.decoder = BodyDecoder(response.headers.get("content-encoding", ""))
+            content_type = response.headers.get("content-type", "").lower()
+            if api is not None and content_type.startswith(api.stream_type):
+                relayed.reader = api.reader() if response.status_code < 400 else None
+            reader = relayed.reader
+            start = {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": _response_headers(response.headers.raw),
+            }
+            if not await _relay(send, start, exchange):
+                return
+            length = response.headers.get("content-length", "")
+            remaining = int(length) if length.isdigit() else None
+            try:
+                async for raw in response.aiter_raw():
+                    at_ms = (time.monotonic() - exchange.started) * 1000
+                    if remaining is not None:  # the client may close once it has it all
+                        remaining -= len(raw)
+                        exchange.answered = remaining <= 0
+                    body = {"type": "http.response.body", "body": raw, "more_body": True}
+                    if not await _relay(send, body, exchange):
+                        return
+                    if api is None:
+                        continue
+                    data = relayed.decoder(raw)
+                    if reader is not None:
+                        reader.feed(data, at_ms)
+                    elif len(relayed.kept) <= MAX_RECORDED_BODY_BYTES:
+                        relayed.kept += data
+            except httpx.HTTPError:
+                exchange.broken = True
+                return
+            exchange.answered = True
+            await _relay(
+                send, {"type": "http.response.body", "body": b"", "more_body": False}, exchange
+            )
+        finally:
+            await response.aclose()
+
+    def _log(self, line: str) -> None:
+        if self.settings.log is not None:
+            self.settings.log(line)
+
+    def _step(self, exchange: _Exchange, relayed: _Relayed, api: RecordedApi) -> Step:
+        if exchange.status >= 400:
+            step = error_step(exchange.status, relayed.headers, bytes(relayed.kept))
+        elif relayed.reader is not None:
+            step = relayed.reader.step(exchange.broken)
+        elif exchange.broken:
+            step = Step(fault=CutFault(0, "abort"))
+        else:
+            step = api.whole(bytes(relayed.kept))
+        return self.settings.redactor.with_secrets(secret_values(exchange.headers)).step(step)
+
+    async def _record(
+        self, exchange: _Exchange, step: Step, when: datetime, api: RecordedApi
+    ) -> None:
+        turn = turn_of(api.messages(exchange.body))
+        model = (json_object(read_json(exchange.body)) or {}).get("model")
+        redactor = self.settings.redactor.with_secrets(secret_values(exchange.headers))
+        stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = redactor.text(description(self.settings.upstream.display, stamp, model))
+        name = self.recording.add(turn, step, text)
+        async with self._write_lock:
+            document = dump_flows(self.recording.flows.values(), COMMENT)
+            try:
+                await anyio.to_thread.run_sync(write_atomically, self.settings.out, document)
+            except OSError as exc:  # the answer went through; the next write may succeed
+                self._log(f"mock_llm record: cannot write {self.settings.out}: {exc}")
+                return
+            self._count(saved=1)
+        steps = len(self.recording.flows[name].steps)
+        self._log(f"mock_llm record: {name} step {steps}: {_summary(step)}")
+
+
+def _unrecordable(exchange: _Exchange, relayed: _Relayed) -> str | None:
+    """Why an exchange is not recorded, or None."""
+    if exchange.client_gone:
+        return "the client left before the answer ended"
+    if relayed.decoder.problem is not None:
+        return relayed.decoder.problem
+    if not (200 <= exchange.status < 300 or 400 <= exchange.status <= 599):
+        return f"the upstream answered {exchange.status}"
+    if len(relayed.kept) > MAX_RECORDED_BODY_BYTES:
+        return f"the answer is longer than {MAX_RECORDED_BODY_BYTES} bytes"
+    if relayed.reader is not None:
+        return relayed.reader.problem
+    return None
+
+
+async def _relay(send: Send, message: Message, exchange: _Exchange) -> bool:
+    """Send `message` to the client; False when it has gone."""
+    try:
+        await send(message)
+    except OSError:
+        exchange.client_gone = not exchange.answered
+        return False
+    return True
+
+
+def _summary(step: Step) -> str:
+    parts = [f"{len(step.recorded)} chunks" if step.recorded else "whole"]
+    if step.fault is not None:
+        parts.append(describe_fault(step.fault))
+    else:
+        parts.append(step.resolved_finish_reason)
+    return ", ".join(parts)
+
+
+async def _watch_disconnect(
+    receive: Receive, scope: anyio.CancelScope, exchange: _Exchange
+) -> None:
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            if not exchange.answered:
+                exchange.client_gone = True
+                scope.cancel()
+            return
+
+
+def _upstream_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The client's headers as they go upstream: hop-by-hop ones (and those `Connection`
+    names) dropped, `Host` and `Content-Length` left to the client library,
+    `Accept-Encoding` narrowed to what the recorder reads."""
+    return [
+        (name, narrow_accept_encoding(value) if name.lower() == "accept-encoding" else value)
+        for name, value in end_to_end(headers, also=("host", "content-length"))
+    ]
+
+
+def _response_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    return end_to_end(raw)
+
+
+async def _answer_error(send: Send, status: int, message: str) -> None:
+    body = dumps(
+        openai_error_body(message, "server_error" if status >= 500 else "invalid_request_error")
+    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def recorder_config(recorder: Recorder, *, access_log: bool = False) -> uvicorn.Config:
+    """uvicorn's config for the recorder: the upstream's own `server` and `date` headers
+    pass through, so uvicorn adds none of its own."""
+    quiet_abort_logs()
+    return uvicorn.Config(
+        recorder,
+        access_log=access_log,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+        lifespan="on",
+        server_header=False,
+        date_header=False,
+    )
+
+
+@contextmanager
+def serve_recorder(settings: RecorderSettings) -> Generator[tuple[str, Recorder]]:
+    """The recorder in a background thread on a free 127.0.0.1 port: its URL, and itself."""
+    recorder = Recorder(settings)
+    with serve_in_thread(recorder_config(recorder)) as url:
+        yield url, recorder

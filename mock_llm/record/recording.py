@@ -1,0 +1,276 @@
+"""What a chat-completions upstream answered, as flow steps; which flow a request's answer
+belongs to. Pure.
+
+The recorder (`python -m mock_llm record`, mock_llm/record/recorder.py) passes every chat
+completion through and hands the bytes here, with the time each read arrived; this module
+turns them into a `Step` the mock replays the same way (mock_llm.record.recorded_step gathers the
+pieces; Ollama's and the Responses API's answers have readers of their own):
+
+- A stream (`StreamParser`) is read as SSE (`servekit.sse.SseDecoder`, the SDK's
+  rules): every `data:` event is a chunk, `[DONE]`, an in-band `{"error": ...}` event, or a
+  line that is not JSON. Each chunk's delta becomes recorded chunks: a piece of reasoning
+  (`reasoning_content` or `reasoning`), of content, or of a tool call's arguments, the
+  first delta of a call being its opening (id, name, and whatever arguments it carries,
+  often none). Deltas with no text (the role chunk's `""`, a `null` content) carry nothing
+  and are not recorded. A delta carrying two parts at once (reasoning and content, or two
+  tool calls) becomes two chunks, the second with no gap.
+- How the stream ended becomes the step's fault: none after `[DONE]`; an `error_event`
+  fault after an `{"error": ...}` event; a `cut` fault when it ended without `[DONE]`
+  (`abort` when the connection broke, `eof` when the body ended cleanly); a `malformed`
+  fault for a `data:` line that is not JSON. Faults fire where they did: `after_chunks`
+  counts the frames before them as the mock numbers its own (the role chunk, each recorded
+  chunk, the finish chunk, the usage chunk).
+- A whole answer (`completion_step`) is a step with the whole texts and no chunks; an
+  upstream error status (`error_step`, any format) is an `http` fault with the status, the
+  error body's message, type and code, and `Retry-After`.
+
+Naming (`turn_of`, `Recording`): a `[[mock:NAME#KEY]]` trigger in the last user message
+names the flow NAME; without one, the flow is `rec-` and 12 hex digits of the SHA-256 of
+the request's messages up to and including the last user message (canonical JSON), so
+every request of one turn (its tool rounds) gets the same name. A request with no
+assistant or tool message after its last user message starts a turn, and a new flow
+(`NAME-2`, `NAME-3`... when NAME is taken); a later request of a turn adds a step to its
+flow. A keyed trigger is a turn by itself, as on the mock: each request with the same
+NAME and KEY adds a step to the flow the first one started. Every API's request is read as
+chat messages first (`turn_of` takes them), so a turn is named the same in each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import cast
+
+from mock_llm.flows.model import (
+    ErrorEventFault,
+    Flow,
+    MalformedFault,
+    Step,
+)
+from mock_llm.flows.trigger import TriggerError, find_trigger, last_user_text
+from mock_llm.record.recorded_step import (
+    JSON,
+    LineReader,
+    clean_text,
+    error_fields,
+    error_step,
+    finish_reason,
+    function_calls,
+    json_object,
+    one_line,
+    read_json,
+    retry_after,
+    whole_step,
+)
+from servekit.openai_chunks import (
+    choices_of,
+    delta_of,
+    first_choice,
+    message_of,
+    reasoning_texts,
+    tool_call_items,
+)
+from servekit.sse import SseDecoder
+
+__all__ = [
+    "Recording",
+    "RequestTurn",
+    "StreamParser",
+    "chat_messages",
+    "clean_text",
+    "completion_step",
+    "description",
+    "error_step",
+    "read_json",
+    "request_turn",
+    "retry_after",
+    "turn_of",
+]
+
+
+class StreamParser(LineReader):
+    """Reads an SSE chat-completion stream as it arrives (`feed`), then builds its step
+    (`step`). Times are milliseconds since the request went upstream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._events = SseDecoder()
+        self._chunk_seen = False
+        self._finish_seen = False
+        self._usage_seen = False
+
+    @property
+    def ended(self) -> bool:
+        """Nothing after this is part of the answer: `[DONE]` or an error event came."""
+        return self.done or self._error is not None
+
+    def _feed(self, data: bytes, at_ms: float) -> None:
+        for event in self._events.feed(data):
+            self._event(event.data, at_ms)
+
+    def _frames(self) -> int:
+        """Frames the mock would have sent by now: role, recorded chunks, finish, usage."""
+        return self._chunk_seen + self._pieces.pieces + self._finish_seen + self._usage_seen
+
+    def _event(self, payload: str, at_ms: float) -> None:
+        if self.ended or not payload:
+            return
+        if payload == "[DONE]":
+            self.done = True
+            return
+        obj = json_object(read_json(payload))
+        if obj is None:
+            self._not_json(payload)
+            return
+        if "error" in obj and not obj.get("choices"):
+            message, type_, code = error_fields(obj, "server_error")
+            self._error = ErrorEventFault(self._frames(), message, type_, code)
+            return
+        self._chunk(obj, at_ms)
+
+    def _chunk(self, obj: JSON, at_ms: float) -> None:
+        first = not self._chunk_seen
+        self._chunk_seen = True
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices:
+            if obj.get("usage") is not None and not first:
+                self._usage_seen = True
+            return
+        choice = first_choice(choices_of(obj))  # the mock plays one choice of `n > 1`
+        delta = delta_of(choice)
+        if delta is not None:
+            self._delta(delta, at_ms)
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str):
+            self._finish = finish_reason(finish)
+            self._finish_seen = True
+
+    def _delta(self, delta: JSON, at_ms: float) -> None:
+        named = reasoning_texts(delta)
+        if named:  # both fields with one text is one piece (`--reasoning-field both`)
+            text = named.get("reasoning_content") or named["reasoning"]
+            self._pieces.reasoning_names.update(n for n, t in named.items() if t == text)
+            self._pieces.reasoning(text, at_ms)
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self._pieces.content(content, at_ms)
+        for position, item in tool_call_items(delta):
+            self._tool_call(item, position, at_ms)
+
+    def _tool_call(self, item: JSON, position: int, at_ms: float) -> None:
+        key = item.get("index", position)
+        key = key if isinstance(key, int) and not isinstance(key, bool) else position
+        self._pieces.function_call(key, item, at_ms)
+
+    def _flush(self, at_ms: float) -> None:  # an event the body ended without its blank line
+        for event in self._events.finish():
+            self._event(event.data, at_ms)
+
+
+def completion_step(body: bytes) -> Step:
+    """The step of a whole (not streamed) answer: its texts whole, no chunks."""
+    answer = json_object(read_json(body))
+    if answer is None:
+        return Step(fault=MalformedFault(0, one_line(body.decode("utf-8", "replace"))))
+    choices = answer.get("choices")
+    if "error" in answer and not choices:
+        message, type_, code = error_fields(answer, "server_error")
+        return Step(fault=ErrorEventFault(0, message, type_, code))
+    choice = first_choice(choices_of(answer))  # the mock plays one choice of `n > 1`
+    fields = message_of(choice) or {}
+    names = set(reasoning_texts(fields))
+    reasoning = fields.get("reasoning_content") or fields.get("reasoning") or ""
+    calls = function_calls(fields.get("tool_calls"))
+    finish = finish_reason(choice.get("finish_reason"))
+    return whole_step(fields.get("content"), reasoning, calls, finish, names)
+
+
+# --- naming ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RequestTurn:
+    """Which turn a request belongs to: the flow `name` its trigger gives (or `rec-HASH`),
+    the trigger's `key`, and whether it is the `first` request of its turn."""
+
+    name: str
+    key: str | None
+    first: bool
+
+
+def chat_messages(body: object) -> list[JSON]:
+    """The messages of a chat request body (any JSON; the objects of its `messages` list)."""
+    raw = cast(JSON, body).get("messages") if isinstance(body, dict) else None
+    items = cast(list[object], raw) if isinstance(raw, list) else []
+    return [cast(JSON, m) for m in items if isinstance(m, dict)]
+
+
+def request_turn(body: object) -> RequestTurn:
+    """The turn of a chat request body (any JSON; a body without messages hashes `[]`)."""
+    return turn_of(chat_messages(body))
+
+
+def turn_of(messages: Sequence[JSON]) -> RequestTurn:
+    """The turn of a request whose conversation is `messages`, as chat messages."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    later = messages[last_user + 1 :]
+    first = not any(m.get("role") in ("assistant", "tool", "function") for m in later)
+    try:
+        trigger = find_trigger(last_user_text(messages))
+    except TriggerError:
+        trigger = None
+    if trigger is not None:
+        return RequestTurn(trigger.flow, trigger.key, first)
+    canonical = json.dumps(
+        list(messages[: last_user + 1]), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return RequestTurn(f"rec-{digest[:12]}", None, first)
+
+
+@dataclass
+class Recording:
+    """The flows of one recording, in the order their turns started."""
+
+    flows: dict[str, Flow] = field(default_factory=dict[str, Flow])
+    _keyed: dict[tuple[str, str], str] = field(default_factory=dict[tuple[str, str], str])
+    _latest: dict[str, str] = field(default_factory=dict[str, str])
+
+    def add(self, turn: RequestTurn, step: Step, description: str) -> str:
+        """Add the step of a request of `turn`; the name of the flow it went into."""
+        name = self._flow_of(turn)
+        if name is not None:
+            flow = self.flows[name]
+            self.flows[name] = replace(flow, steps=(*flow.steps, step))
+            return name
+        name = self._unique(turn.name)
+        self.flows[name] = Flow(name, description, (step,), source="recording")
+        if turn.key is not None:
+            self._keyed[(turn.name, turn.key)] = name
+        else:
+            self._latest[turn.name] = name
+        return name
+
+    def _flow_of(self, turn: RequestTurn) -> str | None:
+        if turn.key is not None:
+            return self._keyed.get((turn.name, turn.key))
+        if turn.first:
+            return None
+        return self._latest.get(turn.name)
+
+    def _unique(self, name: str) -> str:
+        if name not in self.flows:
+            return name
+        suffix = 2
+        while f"{name}-{suffix}" in self.flows:
+            suffix += 1
+        return f"{name}-{suffix}"
+
+
+def description(upstream: str, when_utc: str, model: object, notes: Sequence[str] = ()) -> str:
+    """A recorded flow's description: from which upstream, when, and the requested model."""
+    what = f" (model {model})" if isinstance(model, str) and model else ""
+    text = f"Recorded from {upstream} at {when_utc}{what} by python -m mock_llm record."
+    return " ".join([text, *notes])

@@ -1,0 +1,126 @@
+"""What an Ollama upstream answered (`POST /api/chat`, `POST /api/generate`), as flow steps.
+Pure.
+
+A stream is NDJSON (`servekit.ndjson.NdjsonLines`), one JSON object per line, read
+the way mock_llm.wire.ollama writes it: `message.thinking` is a piece of reasoning and
+`message.content` a piece of content (for /api/generate the line's own `thinking` and
+`response`); the tool calls of a line (`message.tool_calls`, arguments as an object) are
+recorded whole, each as its opening with all its arguments (Ollama does not stream them);
+the `done: true` line ends the answer with its `done_reason`. A whole answer
+(`"stream": false`) is that last object with the whole message.
+
+How the stream ended becomes the step's fault, as for chat completions: an `error` fault
+at an `{"error": ...}` line (nothing after it is recorded), a `cut` fault when the body
+ended before the `done: true` line (`abort` when the connection broke, `eof` when it ended
+cleanly), a `malformed` fault for a line that is not a JSON object (a blank line is
+skipped). `after_chunks` counts the lines before the fault as the mock numbers its own: one
+per piece of reasoning or content, one for a line of tool calls, one for the `done` line.
+
+Deliberate choices:
+- `done_reason` `length` is the finish reason `length`; `stop` is `tool_calls` when the
+  answer called tools (Ollama says `stop` either way), else `stop`. Ollama has no
+  `content_filter`, no error type or code (an error line is `server_error`), and no tool
+  call ids unless a server sends them: a recording from Ollama holds what it said.
+- /api/generate has no tool calls; its step replays on /api/chat (and every other format)
+  like any other, `response` as the content.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from mock_llm.flows.model import ErrorEventFault, FinishReason, MalformedFault, Step
+from mock_llm.record.recorded_step import (
+    JSON,
+    LineReader,
+    error_fields,
+    finish_reason,
+    function_calls,
+    json_object,
+    one_line,
+    read_json,
+    whole_step,
+)
+from servekit.ndjson import NdjsonLines
+
+
+def _texts(obj: JSON, generate: bool) -> tuple[JSON, str, str]:
+    """Where a line's texts are (the message, or the line itself for /api/generate), and
+    the names of its content and thinking there."""
+    if generate:
+        return obj, "response", "thinking"
+    return json_object(obj.get("message")) or {}, "content", "thinking"
+
+
+def _finish(done_reason: object, called: bool) -> FinishReason | None:
+    finish = finish_reason(done_reason)
+    return "tool_calls" if finish == "stop" and called else finish
+
+
+class OllamaStreamParser(LineReader):
+    """Reads an Ollama NDJSON stream as it arrives (`feed`), then builds its step (`step`).
+    Times are milliseconds since the request went upstream."""
+
+    def __init__(self, *, generate: bool = False) -> None:
+        super().__init__()
+        self._generate = generate
+        self._lines = NdjsonLines()
+        self._calls_line = False
+
+    def _feed(self, data: bytes, at_ms: float) -> None:
+        for line in self._lines.feed(data):
+            self._line(line, at_ms)
+
+    def _frames(self) -> int:
+        """Lines the mock would have sent by now: a piece each, the tool calls, the end."""
+        return self._pieces.texts + self._calls_line + self.done
+
+    def _line(self, raw: bytes, at_ms: float) -> None:
+        if self.done or self._error is not None or not raw.strip():
+            return
+        text = raw.decode("utf-8", "replace")
+        obj = json_object(read_json(text))
+        if obj is None:
+            self._not_json(text)
+            return
+        if "error" in obj:
+            message, type_, code = error_fields(obj, "server_error")
+            self._error = ErrorEventFault(self._frames(), message, type_, code)
+            return
+        holder, content_key, thinking_key = _texts(obj, self._generate)
+        thinking = holder.get(thinking_key)
+        if isinstance(thinking, str) and thinking:
+            self._pieces.reasoning(thinking, at_ms)
+        content = holder.get(content_key)
+        if isinstance(content, str) and content:
+            self._pieces.content(content, at_ms)
+        calls = holder.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            self._calls_line = True
+            for item in cast(list[object], calls):
+                self._tool_call(json_object(item) or {}, at_ms)
+        if obj.get("done") is True:
+            self.done = True
+            self._finish = _finish(obj.get("done_reason"), self._pieces.calls > 0)
+
+    def _tool_call(self, item: JSON, at_ms: float) -> None:
+        self._pieces.function_call(self._pieces.calls, item, at_ms)  # each whole: a new call
+
+    def _flush(self, at_ms: float) -> None:  # a last line the body ended without its end
+        for line in self._lines.finish():
+            self._line(line, at_ms)
+
+
+def ollama_answer_step(body: bytes, *, generate: bool = False) -> Step:
+    """The step of a whole Ollama answer (`"stream": false`): its texts whole, no chunks."""
+    text = body.decode("utf-8", "replace")
+    answer = json_object(read_json(body))
+    if answer is None:
+        return Step(fault=MalformedFault(0, one_line(text)))
+    if "error" in answer:
+        message, type_, code = error_fields(answer, "server_error")
+        return Step(fault=ErrorEventFault(0, message, type_, code))
+    holder, content_key, thinking_key = _texts(answer, generate)
+    calls = function_calls(holder.get("tool_calls"))
+    finish = _finish(answer.get("done_reason"), bool(calls))
+    return whole_step(holder.get(content_key), holder.get(thinking_key), calls, finish)

@@ -1,0 +1,206 @@
+"""Validate an Anthropic Messages API request (`POST /v1/messages`) and read it as the chat
+messages the rest of the mock works on. Pure: bytes in, a ChatRequest or a RequestError.
+
+The mapping keeps what routing, extractive steps and usage estimates read:
+
+- `system` (a string, or text blocks) becomes a first `system` message;
+- each of `messages` keeps its role (`user` or `assistant`) and its content, a string or a
+  list of content blocks kept as sent (the mock reads a block's `text`, as a chat content
+  part's), with two exceptions that make a tool round what it is on chat completions:
+  an assistant message's `tool_use` blocks (`id`, `name`, `input`) become its `tool_calls`
+  (the input as JSON text), and a user message's `tool_result` blocks (`tool_use_id`,
+  `content`) become `tool` messages answering those calls, in their place among the
+  message's other blocks. A user message of tool results alone is thus no user message,
+  and the question before it stays the last one, trigger and all;
+- `tools` without a `type` (or `type: "custom"`) are the request's offered tools, by
+  `name`; Anthropic's server tools (`web_search_...`) are skipped.
+
+Blocks of other types (`image`, `document`, `thinking`, `redacted_thinking`, ...) are
+accepted and carry no text. `max_tokens` is required, a positive integer, as on the API,
+but a flow decides where an answer ends; `thinking` must be an object with a `type`, and a
+flow decides whether there is reasoning. Everything else (`temperature`, `tool_choice`,
+`metadata`, `stop_sequences`, ...) is accepted and ignored.
+
+Each error names its place the way the API's messages do (`messages.2.content.0.text: ...`);
+the Messages API's error body has no `param`, so the place is in the message itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from mock_llm.wire.chat_request import ChatRequest, RequestError, body_model, decode_body
+
+ROLES = ("user", "assistant")
+TOOL_TYPES = (None, "custom")
+"""The `type` of a tool the request offers by name (the others are server tools)."""
+OWNERS = {"tool_use": ("assistant", "an"), "tool_result": ("user", "a")}
+"""The role whose messages a tool block belongs in (with its article, for the message)."""
+
+
+def parse_anthropic_request(raw: bytes) -> ChatRequest:
+    """The request, validated, with `messages` read from `system` and `messages`."""
+    body = decode_body(raw)
+    model = body_model(body)
+    _max_tokens(body.get("max_tokens"))
+    messages = _system(body.get("system"))
+    messages += _messages(body.get("messages"))
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _error("stream", "must be a boolean.")
+    _thinking(body.get("thinking"))
+    tools = _tool_names(body.get("tools"))
+    return ChatRequest(body, model, messages, stream, include_usage=False, tool_names=tools)
+
+
+def _error(param: str, problem: str) -> RequestError:
+    return RequestError(f"{param}: {problem}", param)
+
+
+def _max_tokens(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _error("max_tokens", "a positive integer is required.")
+
+
+def _system(value: object) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        _blocks(cast(list[object], value), "system")
+    elif not isinstance(value, str):
+        raise _error("system", "must be a string or a list of text blocks.")
+    return [{"role": "system", "content": value}]
+
+
+def _messages(value: object) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not value:
+        raise _error("messages", "must be a non-empty list of messages.")
+    messages: list[dict[str, Any]] = []
+    for index, item in enumerate(cast(list[object], value)):
+        param = f"messages.{index}"
+        if not isinstance(item, dict):
+            raise _error(param, "must be an object.")
+        fields = cast(dict[str, Any], item)
+        role = fields.get("role")
+        if role not in ROLES:
+            raise _error(f"{param}.role", f"must be 'user' or 'assistant'; got {role!r}.")
+        content = fields.get("content")
+        if isinstance(content, str):
+            messages.append({"role": role, "content": content})
+        elif isinstance(content, list):
+            blocks = _blocks(cast(list[object], content), f"{param}.content", role)
+            messages += _assistant(blocks) if role == "assistant" else _user(blocks)
+        else:
+            raise _error(f"{param}.content", "must be a string or a list of content blocks.")
+    return messages
+
+
+def _blocks(blocks: list[object], param: str, role: str | None = None) -> list[dict[str, Any]]:
+    """The blocks, each an object with a string `type`; a `text` block's text a string, a
+    `tool_use` block (assistant only) and a `tool_result` block (user only) well formed.
+    Without a role (a `system` list, a tool result's content) only text blocks count."""
+    checked: list[dict[str, Any]] = []
+    for index, block in enumerate(blocks):
+        where = f"{param}.{index}"
+        if not isinstance(block, dict):
+            raise _error(where, "must be an object (a content block).")
+        fields = cast(dict[str, Any], block)
+        kind = fields.get("type")
+        if not isinstance(kind, str):
+            raise _error(f"{where}.type", "must be a string.")
+        if kind == "text" and not isinstance(fields.get("text"), str):
+            raise _error(f"{where}.text", "must be a string.")
+        if kind in OWNERS:
+            owner, article = OWNERS[kind]
+            if role != owner:
+                raise _error(where, f"a {kind} block belongs in {article} {owner} message.")
+            _check_tool_block(fields, kind, where)
+        checked.append(fields)
+    return checked
+
+
+def _check_tool_block(block: dict[str, Any], kind: str, where: str) -> None:
+    if kind == "tool_use":
+        for name in ("id", "name"):
+            if not isinstance(block.get(name), str):
+                raise _error(f"{where}.{name}", "must be a string.")
+        if not isinstance(block.get("input"), dict):
+            raise _error(f"{where}.input", "must be an object.")
+        return
+    if not isinstance(block.get("tool_use_id"), str):
+        raise _error(f"{where}.tool_use_id", "must be a string.")
+    content = block.get("content")
+    if isinstance(content, list):
+        _blocks(cast(list[object], content), f"{where}.content")
+    elif content is not None and not isinstance(content, str):
+        raise _error(f"{where}.content", "must be a string or a list of content blocks.")
+
+
+def _assistant(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An assistant message: its tool_use blocks as tool calls, the rest as its content."""
+    calls = [
+        {
+            "id": block["id"],
+            "type": "function",
+            "function": {"name": block["name"], "arguments": json.dumps(block["input"])},
+        }
+        for block in blocks
+        if block["type"] == "tool_use"
+    ]
+    rest = [block for block in blocks if block["type"] != "tool_use"]
+    if not calls:
+        return [{"role": "assistant", "content": rest}]
+    return [{"role": "assistant", "content": rest or None, "tool_calls": calls}]
+
+
+def _user(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A user message: each tool_result block a tool message, the blocks between them user
+    messages, in order (no user message for tool results alone)."""
+    messages: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for block in blocks:
+        if block["type"] != "tool_result":
+            pending.append(block)
+            continue
+        if pending:
+            messages.append({"role": "user", "content": pending})
+            pending = []
+        content = block.get("content")
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": block["tool_use_id"],
+                "content": "" if content is None else content,
+            }
+        )
+    if pending or not messages:
+        messages.append({"role": "user", "content": pending})
+    return messages
+
+
+def _thinking(value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict) or not isinstance(cast(dict[str, Any], value).get("type"), str):
+        raise _error("thinking", "must be an object with a string 'type'.")
+
+
+def _tool_names(value: object) -> tuple[str, ...]:
+    """The names of the custom tools (Anthropic's server tools are skipped)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _error("tools", "must be a list.")
+    names: list[str] = []
+    for index, tool in enumerate(cast(list[object], value)):
+        param = f"tools.{index}"
+        if not isinstance(tool, dict):
+            raise _error(param, "must be an object.")
+        fields = cast(dict[str, Any], tool)
+        if fields.get("type") in TOOL_TYPES:
+            name = fields.get("name")
+            if not isinstance(name, str):
+                raise _error(f"{param}.name", "must be a string.")
+            names.append(name)
+    return tuple(names)
