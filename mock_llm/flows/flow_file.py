@@ -33,7 +33,8 @@ from typing import Any, cast
 import yaml
 
 from mock_llm.flows import yaml_nodes as nodes
-from mock_llm.flows.flow_text import FlowFileError, read_flow_text
+from mock_llm.flows.flow_text import FlowFileError as FlowFileError
+from mock_llm.flows.flow_text import read_flow_text as read_flow_text
 from mock_llm.flows.model import (
     EXTRACT_SENTENCES_MAX,
     FAMILY_NAMES,
