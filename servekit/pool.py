@@ -165,32 +165,23 @@ class Pool:
         """The response (its head read; the caller reads the body and releases it). A stale
         pooled connection is retried once on a fresh one; any other failure, and the
         retry's, raises RequestFailed."""
+
+        async def send(session: aiohttp.ClientSession, ctx: _Connection) -> aiohttp.ClientResponse:
+            return await session.request(
+                method, url, data=data, headers=headers, proxy=proxy, proxy_auth=proxy_auth,
+                trace_request_ctx=ctx,
+            )  # fmt: skip
+
         connection = _Connection()
         try:
-            return await self.session.request(
-                method,
-                url,
-                data=data,
-                headers=headers,
-                proxy=proxy,
-                proxy_auth=proxy_auth,
-                trace_request_ctx=connection,
-            )
+            return await send(self.session, connection)
         except REQUEST_ERRORS as error:
             if not (connection.reused and stale(error)):
                 raise RequestFailed(error, reused=connection.reused, retried=False) from error
         self.retried += 1
         retry = _Connection()
         try:
-            return await self._fresh_session().request(
-                method,
-                url,
-                data=data,
-                headers=headers,
-                proxy=proxy,
-                proxy_auth=proxy_auth,
-                trace_request_ctx=retry,
-            )
+            return await send(self._fresh_session(), retry)
         except REQUEST_ERRORS as error:
             raise RequestFailed(error, reused=retry.reused, retried=True) from error
 
