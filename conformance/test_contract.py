@@ -66,6 +66,13 @@ def normalized(text: str) -> str:
 PlayFlow = Callable[[str], Play]
 
 
+def assert_done_showing(view: TurnView, want: Expected, flow: str, clause: str = "") -> None:
+    """The turn ended done (not in the error state), showing what `want` says."""
+    where = f"{clause}: " if clause else ""
+    assert view.state == "done", f"{where}flow {flow!r} ended in the error state: {view.error!r}"
+    assert_shown(view, want, flow)
+
+
 def assert_shown(view: TurnView, want: Expected, flow: str) -> None:
     assert normalized(view.answer) == normalized(want.shown), (
         f"flow {flow!r}: the page showed {view.answer!r}, the contract wants {want.shown!r}"
@@ -112,8 +119,7 @@ def assert_turn_ends_as_expected(play: Play, want: Expected) -> None:
         assert view.state == "error", f"flow {flow!r}: the turn did not end in the error state"
         assert view.error == MALFORMED_REPLY, f"flow {flow!r}: the error shows {view.error!r}"
     else:
-        assert view.state == "done", f"flow {flow!r} ended in the error state: {view.error!r}"
-        assert_shown(view, want, flow)
+        assert_done_showing(view, want, flow)
     entries = play.requests()
     assert len(entries) == want.requests, count_problem(entries, flow, want.requests)
     recoveries = len(corrected(entries))
@@ -157,9 +163,7 @@ def test_g1_a_clean_turn_passes_through_unchanged(
     conformance_play: PlayFlow, conformance_wired: Target
 ):
     play = conformance_play("clean")
-    view = play.view
-    assert view.state == "done", f"the clean turn ended in the error state: {view.error!r}"
-    assert_shown(view, expected(conformance_wired, "clean"), "clean")
+    assert_done_showing(play.view, expected(conformance_wired, "clean"), "clean", "G1")
     assert_one_request_no_correction(play.requests(), "clean")
 
 
@@ -177,9 +181,7 @@ def test_the_page_shows_exactly_the_clean_remainder_with_no_recovery(
     clause: str, flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
     play = conformance_play(flow)
-    view = play.view
-    assert view.state == "done", f"{clause}: flow {flow!r} ended in the error state: {view.error!r}"
-    assert_shown(view, expected(conformance_wired, flow), flow)
+    assert_done_showing(play.view, expected(conformance_wired, flow), flow, clause)
     entries = play.requests()
     assert len(entries) == 1, count_problem(entries, flow, 1)
 
@@ -198,9 +200,7 @@ def test_a_scaffold_only_answer_gets_exactly_one_corrected_recovery(
     clause: str, flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
     play = conformance_play(flow)
-    view = play.view
-    assert view.state == "done", f"{clause}: flow {flow!r} ended in the error state: {view.error!r}"
-    assert_shown(view, expected(conformance_wired, flow), flow)
+    assert_done_showing(play.view, expected(conformance_wired, flow), flow, clause)
     assert_one_recovery(play.requests(), flow)
 
 

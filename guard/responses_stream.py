@@ -262,11 +262,7 @@ class ResponsesStreamGuard(Reply):
         index: int | None,
         changed: bool,
     ) -> None:
-        given = parsed.get("text")
-        text = self._close(out, _key(index, parsed), _str(given), index)
-        if text is not None and given != text:
-            parsed["text"] = text
-            changed = True
+        changed = self._close_text(out, _key(index, parsed), parsed, index) or changed
         self._send(out, event, parsed, changed, index)
 
     def _part_done(
@@ -280,11 +276,7 @@ class ResponsesStreamGuard(Reply):
         part = parsed.get("part")
         if isinstance(part, dict) and cast(dict[str, Any], part).get("type") == "output_text":
             part = cast(dict[str, Any], part)
-            given = part.get("text")
-            text = self._close(out, _key(index, parsed), _str(given), index)
-            if text is not None and given != text:
-                part["text"] = text
-                changed = True
+            changed = self._close_text(out, _key(index, parsed), part, index) or changed
         self._forward(out, event, parsed, changed, index)
 
     def _item_done(
@@ -303,10 +295,7 @@ class ResponsesStreamGuard(Reply):
                 self.tool_calls = True
             for content_index, part in text_parts(finished):
                 key = (_index(index), content_index)
-                text = self._close(out, key, cast(str, part["text"]), index)
-                if text is not None and part["text"] != text:
-                    part["text"] = text
-                    changed = True
+                changed = self._close_text(out, key, part, index) or changed
         self._forward(out, event, parsed, changed, index, finished)
 
     def _completion(
@@ -371,6 +360,18 @@ class ResponsesStreamGuard(Reply):
         elif part.filter is None:  # more text after the part ended: a filter of its own
             part.filter = self.new_filter()
         return part
+
+    def _close_text(
+        self, out: list[bytes], key: Key, holder: dict[str, Any], index: int | None
+    ) -> bool:
+        """Close the text at `key` with the final `text` that `holder` (an event, a part)
+        says, and write the text shown back into `holder`: whether that changed it."""
+        given = holder.get("text")
+        text = self._close(out, key, _str(given), index)
+        if text is None or given == text:
+            return False
+        holder["text"] = text
+        return True
 
     def _close(
         self, out: list[bytes], key: Key, given: str | None, index: int | None

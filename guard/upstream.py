@@ -188,15 +188,12 @@ class GuardedCall:
     async def whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
         """A whole answer through its guard; a reply that was nothing but markup gets the one
         recovery, whose answer is the client's (a 502 when it stayed empty, G3)."""
-        read = await self.read(response)
-        if isinstance(read, Response):
-            return read
-        raw, answer = read
-        first = self.whole_guard(body, None)
-        changed = first.filter(answer)
-        self.count(first.stripped_chars, first.first_span, 1)
-        if not first.wants_recovery:
-            return json_response(response, answer) if changed else raw_response(response, raw)
+        first = await self._through_guard(body, response, None)
+        if isinstance(first, Response):
+            return first
+        guard, answer = first
+        if not guard.wants_recovery:
+            return answer
         self.recoveries += 1
         try:
             recovery = await self.post(self.recovery_body(body))
@@ -204,16 +201,26 @@ class GuardedCall:
             return self.error(502, UNREACHABLE)
         if recovery.status >= 300:
             return await self.relayed(recovery)
-        read = await self.read(recovery)
+        second = await self._through_guard(body, recovery, guard)
+        if isinstance(second, Response):
+            return second
+        guard, answer = second
+        return self.error(502, MALFORMED_REPLY, "malformed_reply") if guard.malformed else answer
+
+    async def _through_guard(
+        self, body: dict[str, Any], response: aiohttp.ClientResponse, follows: WholeReply | None
+    ) -> Response | tuple[WholeReply, Response]:
+        """One whole upstream answer through a fresh guard (`follows`: the reply it
+        recovers), counted as its round: the guard and the client's answer (the upstream's
+        bytes when the guard changed nothing), or the answer to a body that was not read."""
+        read = await self.read(response)
         if isinstance(read, Response):
             return read
         raw, answer = read
-        second = self.whole_guard(body, first)
-        changed = second.filter(answer)
-        self.count(second.stripped_chars, second.first_span, 2)
-        if second.malformed:
-            return self.error(502, MALFORMED_REPLY, "malformed_reply")
-        return json_response(recovery, answer) if changed else raw_response(recovery, raw)
+        guard = self.whole_guard(body, follows)
+        changed = guard.filter(answer)
+        self.count(guard.stripped_chars, guard.first_span, 1 if follows is None else 2)
+        return guard, json_response(response, answer) if changed else raw_response(response, raw)
 
     async def recovered_stream(
         self,

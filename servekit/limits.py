@@ -18,12 +18,13 @@ proxy and the recorder each pass a limit of their own (their requests differ in 
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from servekit.request_body import BodyRefused, check_declared_length, read_body
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
@@ -80,9 +81,9 @@ class RequestLimits:
             if self.max_body_bytes is None and self.body_timeout_s is None:
                 await self.app(scope, receive, send)
                 return
-            body, rest = await self._read_body(scope, receive)
-        except _Refusal as refusal:
-            await self._refuse(send, refusal)
+            body, rest = await read_body(receive, self.max_body_bytes, self.body_timeout_s)
+        except (_Refusal, BodyRefused) as refusal:
+            await self._refuse(send, refusal.status, refusal.message)
             return
         await self.app(scope, _replay(body, rest, receive), send)
 
@@ -96,41 +97,15 @@ class RequestLimits:
                 414, f"The request target (path and query) is over {self.max_target_bytes} bytes."
             )
         _check_host(scope.get("http_version", ""), headers)
-        limit = self.max_body_bytes
         declared = next((value for name, value in headers if name == b"content-length"), b"")
-        if limit is not None and declared.isdigit() and int(declared) > limit:
-            raise _Refusal(413, f"The request body is larger than {limit} bytes.")
+        check_declared_length(declared, self.max_body_bytes)
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, Message | None]:
-        """The whole body, and the message that ended it early (a disconnect), if any."""
-        parts: list[bytes] = []
-        size = 0
-        try:
-            async with asyncio.timeout(self.body_timeout_s):
-                while True:
-                    message = await receive()
-                    if message["type"] != "http.request":
-                        return b"".join(parts), message
-                    part: bytes = message.get("body", b"")
-                    size += len(part)
-                    if self.max_body_bytes is not None and size > self.max_body_bytes:
-                        raise _Refusal(
-                            413, f"The request body is larger than {self.max_body_bytes} bytes."
-                        )
-                    parts.append(part)
-                    if not message.get("more_body", False):
-                        return b"".join(parts), None
-        except TimeoutError:
-            raise _Refusal(
-                408, f"The request body did not arrive within {self.body_timeout_s:g} s."
-            ) from None
-
-    async def _refuse(self, send: Send, refusal: _Refusal) -> None:
-        body = self.error_body(refusal.status, refusal.message)
+    async def _refuse(self, send: Send, status: int, message: str) -> None:
+        body = self.error_body(status, message)
         await send(
             {
                 "type": "http.response.start",
-                "status": refusal.status,
+                "status": status,
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode()),

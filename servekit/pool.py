@@ -38,7 +38,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -91,20 +91,20 @@ class _Connection:
     reused: bool = False
 
 
-async def _on_reuse(
-    session: aiohttp.ClientSession, context: SimpleNamespace, params: object
-) -> None:
-    del session, params
-    if isinstance(context.trace_request_ctx, _Connection):
-        context.trace_request_ctx.reused = True
+_TraceCallback = Callable[[aiohttp.ClientSession, SimpleNamespace, object], Awaitable[None]]
 
 
-async def _on_create(
-    session: aiohttp.ClientSession, context: SimpleNamespace, params: object
-) -> None:
-    del session, params
-    if isinstance(context.trace_request_ctx, _Connection):
-        context.trace_request_ctx.reused = False
+def _marks_reused(reused: bool) -> _TraceCallback:
+    """A trace callback that marks the request's connection reused (or fresh)."""
+
+    async def mark(
+        session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+    ) -> None:
+        del session, params
+        if isinstance(context.trace_request_ctx, _Connection):
+            context.trace_request_ctx.reused = reused
+
+    return mark
 
 
 class Pool:
@@ -127,8 +127,8 @@ class Pool:
         self._pooled: aiohttp.ClientSession | None = None
         self._fresh: aiohttp.ClientSession | None = None
         self._trace = aiohttp.TraceConfig()
-        self._trace.on_connection_reuseconn.append(_on_reuse)
-        self._trace.on_connection_create_end.append(_on_create)
+        self._trace.on_connection_reuseconn.append(_marks_reused(True))
+        self._trace.on_connection_create_end.append(_marks_reused(False))
 
     @property
     def session(self) -> aiohttp.ClientSession:

@@ -72,6 +72,7 @@ from servekit.httpx_pool import HttpxPool
 from servekit.in_thread import serve_in_thread
 from servekit.json_codec import dumps
 from servekit.pool import POOL_IDLE_S, RequestFailed
+from servekit.request_body import BodyTooLarge, read_body
 
 DEFAULT_PORT = 8097
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -264,11 +265,12 @@ class Recorder:
         if scope["type"] != "http":
             return
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        body = await self._read_body(receive)
-        if body is None:
+        try:
+            body, early = await read_body(receive, self.settings.max_body_bytes, None)
+        except BodyTooLarge:
+            await _answer_error(send, 413, "The request body is too large for the recorder.")
             return
-        if isinstance(body, int):
-            await _answer_error(send, body, "The request body is too large for the recorder.")
+        if early is not None:  # the client left before its body was whole
             return
         exchange = _Exchange(scope["method"], scope["path"], headers, body)
         query = scope.get("query_string", b"").decode("latin-1")
@@ -283,22 +285,6 @@ class Recorder:
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-    async def _read_body(self, receive: Receive) -> bytes | int | None:
-        """The request body; 413 past the limit; None when the client left."""
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            part = message.get("body", b"")
-            size += len(part)
-            if size > self.settings.max_body_bytes:
-                return 413
-            parts.append(part)
-            if not message.get("more_body", False):
-                return b"".join(parts)
 
     async def _proxy(self, exchange: _Exchange, query: str, receive: Receive, send: Send) -> None:
         """Forward the exchange, watching for the client going away all along (even while the

@@ -10,26 +10,18 @@ their bodies through one helper (`read_bounded`), so both are bounded and refuse
 
 from __future__ import annotations
 
-import asyncio
-
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.responses import Response
 
-from mock_llm.server.state import MockSettings, mock_state
+from mock_llm.server.state import mock_state
 from servekit.error_bodies import openai_error_body
 from servekit.json_codec import dumps
+from servekit.request_body import BodyTimeout, BodyTooLarge, check_declared_length
+from servekit.request_body import read_body as read_whole_body
 
 MAX_ERROR_MESSAGE_CHARS = 1000
 """The longest error message: the known flows of a long catalog are cut, never the point."""
-
-
-class BodyTooLarge(Exception):
-    pass
-
-
-class BodyTimeout(Exception):
-    pass
 
 
 def error_response(
@@ -67,10 +59,6 @@ def closing(response: Response) -> Response:
     return response
 
 
-def body_timeout_message(settings: MockSettings) -> str:
-    return f"The request body did not arrive within {settings.body_timeout_s:g} s."
-
-
 def limit_error(status: int, message: str) -> bytes:
     """A refusal of `RequestLimits` (headers too large) in the OpenAI error shape."""
     del status  # the status line says it; the body is the OpenAI error shape
@@ -86,26 +74,17 @@ async def read_bounded(request: Request, limit: int, what: str, code: str) -> by
         return await read_body(request, limit, settings.body_timeout_s)
     except BodyTooLarge:
         return error_response(413, f"The {what} body is larger than {limit} bytes.", code=code)
-    except BodyTimeout:
-        return closing(error_response(408, body_timeout_message(settings)))
+    except BodyTimeout as refused:
+        return closing(error_response(408, refused.message))
     except ClientDisconnect:
         return Response(status_code=400)
 
 
 async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
-    """The body, at most `limit` bytes, whole within `timeout_s` (else BodyTimeout)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge
-    parts: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(timeout_s):
-            async for part in request.stream():
-                size += len(part)
-                if size > limit:
-                    raise BodyTooLarge
-                parts.append(part)
-    except TimeoutError:
-        raise BodyTimeout from None
-    return b"".join(parts)
+    """The body, at most `limit` bytes (else BodyTooLarge), whole within `timeout_s` (else
+    BodyTimeout); ClientDisconnect for a client gone before its body was whole."""
+    check_declared_length(request.headers.get("content-length", ""), limit)
+    body, early = await read_whole_body(request.receive, limit, timeout_s)
+    if early is not None:
+        raise ClientDisconnect
+    return body

@@ -27,10 +27,7 @@ from mock_llm.play.side_calls import SideCallRules
 from mock_llm.play.stream_template import plan_stream_response
 from mock_llm.server.answers import (
     MAX_ERROR_MESSAGE_CHARS,
-    BodyTimeout,
-    BodyTooLarge,
     JSONResponse,
-    body_timeout_message,
     closing,
     cut,
     error_response,
@@ -46,6 +43,7 @@ from mock_llm.wire.chat_request import ChatRequest, RequestError, offered_tools,
 from mock_llm.wire.gemini_request import parse_gemini_request
 from mock_llm.wire.responses_request import parse_responses_request
 from servekit.error_bodies import anthropic_error_body
+from servekit.request_body import BodyTimeout, BodyTooLarge
 
 MODEL_ID = "mock-llm"
 
@@ -87,11 +85,10 @@ async def _answer_chat(
     settings = state.settings
     try:
         raw = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
-    except BodyTooLarge:
-        limit = settings.max_body_bytes
-        return _reject(entry, 413, f"The request body is larger than {limit} bytes.", api=api)
-    except BodyTimeout:
-        return closing(_reject(entry, 408, body_timeout_message(settings), api=api))
+    except BodyTooLarge as refused:
+        return _reject(entry, 413, refused.message, api=api)
+    except BodyTimeout as refused:
+        return closing(_reject(entry, 408, refused.message, api=api))
     except ClientDisconnect:  # gone before its body was read: no answer will reach it
         entry.finish("client_disconnected")
         return Response(status_code=400)

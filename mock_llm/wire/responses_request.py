@@ -89,14 +89,18 @@ def _message(item: dict[str, Any], param: str) -> dict[str, Any]:
             f"{param}.role must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
             f"{param}.role",
         )
-    content = item.get("content")
-    if isinstance(content, list):
-        _check_parts(cast(list[object], content), f"{param}.content")
-    elif not isinstance(content, str):
-        raise RequestError(
-            f"{param}.content must be a string or a list of content parts.", f"{param}.content"
-        )
-    return {"role": role, "content": content}
+    return {"role": role, "content": _text_or_parts(item.get("content"), f"{param}.content")}
+
+
+def _text_or_parts(value: object, param: str) -> str | list[object]:
+    """`value` as a message's content: a string, or a list of content parts checked."""
+    if isinstance(value, list):
+        parts = cast(list[object], value)
+        _check_parts(parts, param)
+        return parts
+    if not isinstance(value, str):
+        raise RequestError(f"{param} must be a string or a list of content parts.", param)
+    return value
 
 
 def _check_parts(parts: list[object], param: str) -> None:
@@ -128,13 +132,7 @@ def _function_call(item: dict[str, Any], param: str) -> dict[str, Any]:
 
 def _function_call_output(item: dict[str, Any], param: str) -> dict[str, Any]:
     call_id = _string(item, "call_id", param)
-    output = item.get("output")
-    if isinstance(output, list):
-        _check_parts(cast(list[object], output), f"{param}.output")
-    elif not isinstance(output, str):
-        raise RequestError(
-            f"{param}.output must be a string or a list of content parts.", f"{param}.output"
-        )
+    output = _text_or_parts(item.get("output"), f"{param}.output")
     return {"role": "tool", "tool_call_id": call_id, "content": output}
 
 
