@@ -1,0 +1,125 @@
+"""docs/architecture.md draws what the code does.
+
+- The picture of the packages (the fenced block after `<!-- import-picture -->`) has one
+  line per package, `name ──► other, other` or `name ──► (none)`, and its edges are exactly
+  the imports between our top-level packages, read from every import statement of every
+  file (function-level and `TYPE_CHECKING` ones included). A new dependency must be drawn,
+  and a dependency that is gone must be erased.
+- The mock's internal diagram names only modules that exist.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+DOC = ROOT / "docs" / "architecture.md"
+PACKAGES = frozenset(
+    {"guardrail", "servekit", "mock_llm", "app", "guard", "integrations", "conformance"}
+)
+MARK = "<!-- import-picture -->"
+EDGE = re.compile(r"^(\w+) +──► +(.+?)\s*$")
+"""A line of the picture: a package at the start of the line, its arrow, its imports. Lines
+that start with a space are notes for the reader."""
+
+
+def picture(text: str) -> str:
+    """The fenced block right after the marker."""
+    after = text.split(MARK, 1)[1].lstrip("\n")
+    assert after.startswith("```"), f"{MARK} must be followed by a fenced block"
+    return after.split("\n", 1)[1].split("\n```", 1)[0]
+
+
+def drawn_edges(block: str) -> dict[str, frozenset[str]]:
+    edges: dict[str, frozenset[str]] = {}
+    for line in block.splitlines():
+        match = EDGE.match(line)
+        if match is None:
+            assert not line[:1].isalnum(), f"not a picture line: {line!r}"
+            continue
+        package, targets = match.groups()
+        assert package not in edges, f"{package} is drawn twice"
+        edges[package] = frozenset() if targets == "(none)" else frozenset(targets.split(", "))
+    return edges
+
+
+def imported_packages(path: Path, package: str) -> set[str]:
+    """Our other top-level packages that `path`, a file of `package`, imports (a relative
+    import is of its own package)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").split(".")[0])
+    return (found & PACKAGES) - {package}
+
+
+@functools.cache
+def actual_edges() -> dict[str, frozenset[str]]:
+    return {
+        package: frozenset(
+            name
+            for path in (ROOT / package).rglob("*.py")
+            for name in imported_packages(path, package)
+        )
+        for package in PACKAGES
+    }
+
+
+def test_the_picture_draws_every_package_once():
+    assert set(drawn_edges(picture(DOC.read_text(encoding="utf-8")))) == PACKAGES
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_the_pictures_edges_are_the_imports_in_the_code(package: str):
+    drawn = drawn_edges(picture(DOC.read_text(encoding="utf-8")))
+    imported = sorted(actual_edges()[package])
+    assert sorted(drawn.get(package, ())) == imported, f"the code: {package} ──► {imported}"
+
+
+def test_the_picture_reader_reads_edges_and_skips_notes():
+    block = "app          ──► mock_llm, servekit\n                 (a note)\nguardrail ──► (none)\n"
+    assert drawn_edges(block) == {
+        "app": frozenset({"mock_llm", "servekit"}),
+        "guardrail": frozenset(),
+    }
+
+
+def test_the_import_reader_sees_every_kind_of_import(tmp_path: Path):
+    """A control: plain, dotted, `TYPE_CHECKING`, function-level and relative imports."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import guard.server\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from conformance import plugin\n"
+        "def f():\n    from mock_llm.client import MockClient\n"
+        "from . import turn\n"
+        "import servekit as kit, json\n",
+        encoding="utf-8",
+    )
+    assert imported_packages(probe, "app") == {"guard", "conformance", "mock_llm", "servekit"}
+
+
+def mock_diagram() -> str:
+    """The first diagram (a fenced block without a language) of the `## mock_llm` section."""
+    section = DOC.read_text(encoding="utf-8").split("\n## mock_llm\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("\n```\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_the_mock_diagram_names_only_modules_that_exist():
+    names = set(re.findall(r"[\w*]+(?:/[\w*]+)*\.(?:py|yaml)", mock_diagram()))
+    assert len(names) > 20  # the diagram was found
+    files = [p.relative_to(ROOT / "mock_llm").as_posix() for p in (ROOT / "mock_llm").rglob("*")]
+    missing = {
+        name
+        for name in names
+        if not any(fnmatch(f, name) or fnmatch(f, "*/" + name) for f in files)
+    }
+    assert missing == set()
