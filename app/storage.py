@@ -1,18 +1,15 @@
 """The query log: one SQLite row per completed turn, and nothing for failed or abandoned ones.
 
-The row is written before the turn's done frame goes out, so a page that refetches the
-history on `done` always sees it. Writes are parameterized (user text is stored verbatim,
-never interpolated) and idempotent by turn id (`INSERT ... ON CONFLICT DO NOTHING`). The
-database runs in WAL mode (synchronous=NORMAL: no fsync per commit) with a busy timeout,
-and each write is one `BEGIN IMMEDIATE`
-transaction on a single connection guarded by a lock, so concurrent turns never see
-"database is locked". Callers run these blocking calls in a worker thread.
+A row keeps what the page needs to show the turn again after a reload: the question and
+answer, the browser tab's session id, the tool chips and the finish reason. Callers run
+these blocking calls in a worker thread.
 
-A row also keeps what the page needs to show the turn again after a reload: the browser
-session it belongs to (an opaque id the page makes per tab), the tool calls as their chips
-(the `tool` frames' fields) and the model's finish reason (`length`: the answer was cut).
-A database made before those columns existed gains them when it is opened (old rows get no
-session, no tools and no finish reason); nothing is ever dropped or rewritten.
+Deliberate choices:
+- The row is written before the turn's `done` frame, so a page refetching on `done` sees it.
+- Writes are parameterized and idempotent by turn id (`ON CONFLICT DO NOTHING`).
+- WAL (synchronous=NORMAL), a busy timeout and one locked connection with `BEGIN
+  IMMEDIATE` writes, so concurrent turns never see "database is locked".
+- An older database gains new columns when opened; nothing is dropped or rewritten.
 """
 
 from __future__ import annotations

@@ -2,26 +2,18 @@
 
 `run_turn` yields the typed frames of app.frames (`start`, `thinking`, `tool`, `retry`,
 `delta`, then exactly one of `done` or `error`); the HTTP layer only encodes them. A turn is
-grounded when retrieval finds something relevant in the notes (the agent runs with the
-document tools) and deflected otherwise (the deflect prompt, no tools).
+grounded when retrieval finds something relevant (the agent gets the document tools) and
+deflected otherwise (no tools).
 
 Deliberate choices:
-- Everything that can fail runs inside the turn's error handling, the notes search
-  included: a failure ends the turn with an `error` frame and a log line, never with a
-  200 stream that just stops. A search failure comes before `start` (the mode is not
-  known yet), so such a turn is a lone `error` frame.
-- Errors map to frames by type (`error_detail`): an AppError shows its own message, which
-  is safe to show by construction; anything else shows a generic line and its traceback
-  goes to the log, never into a frame.
-- The query-log row is written before the `done` frame goes out, inside a shielded scope,
-  so a page that refetches the history on `done` sees it, and a client leaving at that
-  instant cannot leave a half-finished write. Failed and abandoned turns write no row.
-- When the client goes away, the framework cancels this generator; the agent's and the LLM
-  client's generators are closed on the way out, which closes the upstream stream.
-- One deadline covers the whole turn (`Settings.turn_timeout_s`): retrieval, every model
-  request and its retries, the tools, the recovery. It is checked around each awaited
-  event, never across a `yield`, so a slow reader (the page) never uses it up; past it the
-  turn ends with a `TurnTimeoutError` frame, no row, and the upstream stream closed.
+- Everything that can fail runs inside the turn's error handling, the search included, so
+  a failure is an `error` frame, never a 200 stream that just stops.
+- An AppError shows its own message (safe by construction); anything else shows a
+  generic line, its traceback going to the log, never into a frame.
+- The query-log row is written before `done`, in a shielded scope, so a page refetching
+  on `done` sees it and a leaving client cannot half-write it. Failed turns write no row.
+- One deadline covers the whole turn (`Settings.turn_timeout_s`), checked around each
+  awaited event, never across a `yield`, so a slow reader never uses it up.
 """
 
 from __future__ import annotations
@@ -89,7 +81,7 @@ def failure_cause(exc: Exception) -> str:
     """The log line's ` cause=<type>`, with ` reason=<label>` for a model error (its own
     label, e.g. `http-503-server-error` or `timed-out`, never upstream or user text), and
     for a request that got no response its error's class and whether its connection was a
-    reused one (` error=ServerDisconnectedError reused=true`, issue 29)."""
+    reused one (` error=ServerDisconnectedError reused=true`)."""
     cause = f" cause={type(exc).__name__}"
     if isinstance(exc, LLMError):
         cause += f" reason={_NOT_SLUG.sub('-', exc.reason.lower()).strip('-') or 'unknown'}"

@@ -1,18 +1,15 @@
 """The per-turn log: one line per turn in a fixed format that tools and tests parse.
 
 `chat turn=<id> mode=<grounded|deflected|none> rounds=N tools=N thinking_chars=N
-content_chars=N total_ms=N retries=N scaffold_stripped=N` (contract G10: the characters of
-scaffolding the guardrail took out, summed over every request of the turn; a recovery
-request counts in `rounds`, never in `retries`). Only counts and our own identifiers go
-in: text that comes from users or from the model never does, so a turn line cannot be
-forged through a question. The same log carries the guardrail's strip warnings (their
-span of model output is a quoted one-line literal) and, for a turn that did not end
-`done`, its outcome and the error's type.
+content_chars=N total_ms=N retries=N scaffold_stripped=N` (G10; a recovery counts in
+`rounds`, never `retries`), plus the strip warnings and, for a turn that did not end
+`done`, its outcome and error type.
 
-Deliberate choice: each app instance owns its `TurnLog`, a logger that is not in logging's
-global registry and does not propagate to the root logger. Two apps in one process (tests,
-or an app embedded in another program) never write into each other's files, and closing an
-app closes its file; nothing outlives it.
+Deliberate choices:
+- Only counts and our own ids go in, never user or model text, so a line cannot be forged
+  through a question (a warning's model span is a quoted one-line literal).
+- Each app owns its `TurnLog`, outside logging's global registry and not propagating, so
+  two apps in one process never write into each other's files.
 """
 
 from __future__ import annotations

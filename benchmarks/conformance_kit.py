@@ -1,17 +1,9 @@
 """Wall time of the whole conformance kit against the reference app, with -n 2 and serially.
 
-What it measures
-----------------
-`python -m pytest conformance -n 2` in a fresh interpreter, as a user runs it (the kit
-starts the mock and the reference app itself, launches Chromium, runs every clause), from
-the command's start to its exit. The baseline, measured in the same run and alternated
-with it, is the same kit with no xdist (`-p no:xdist`): one worker, one browser, so the
-ratio shows what the second worker buys on this machine. Each configuration runs
-`--repeat` times (default 3); the table shows every run's wall time and the median.
-
-Target (a report, not a test): the whole kit with -n 2 under 60 s on the 2-core machine
-(median of the runs). Every run must pass every test; a run that fails is reported with its
-output's last lines and makes the command exit 1, like a missed target.
+Runs `python -m pytest conformance -n 2` in a fresh interpreter, as a user does, alternated
+with the same kit under `-p no:xdist` (the baseline: what the second worker buys), each
+`--repeat` times. The target is a report, not a test (docs/benchmarks.md); a run with a
+failing test is reported with its last lines and exits 1, like a missed target.
 
 Usage: uv run python benchmarks/conformance_kit.py [--repeat N]
 """

@@ -1,19 +1,14 @@
 """Streaming throughput of `mock_llm` against `mockllm` (PyPI) and `aimock` (npm), one run.
 
-N concurrent streams of an M-character answer cut one character per chunk, from each
-server as a subprocess on a free loopback port (benchmarks/servers.py), read by three
-clients in this process (`light`, `raw`, `httpx`), chat completions at each level and then
-each extra wire format. What it measures, its targets and every run: docs/benchmarks.md,
-"mock_llm throughput".
+Concurrent one-character-chunk streams from each server as a subprocess, read by three
+clients, for chat completions and each extra wire format. Targets and runs:
+docs/benchmarks.md, "mock_llm throughput".
 
 Deliberate choices a reader might want to "fix":
-- The baselines get their best case: mockllm on the same uvicorn, uvloop and httptools as
-  ours with no reload and no access log (`--mockllm-mode tuned`), its responses file given
-  a whole-second mtime; aimock warmed up until node has compiled its hot path. Neither is
-  ever a dependency of this project (an isolated `uv tool run`; npm into a cache folder).
-- The light client only keeps each read and its time while the clock runs and parses
-  after it. A client that ran at 90% of a core or more while our server had CPU to spare
-  measured itself: its ratio is printed with NO VERDICT, not PASS or FAIL.
+- The baselines get their best case (mockllm tuned on our uvicorn stack, aimock warmed
+  up), and neither is ever a dependency (isolated `uv tool run`; npm into a cache).
+- A client that used 90% of a core while our server had CPU to spare measured itself: its
+  ratio says NO VERDICT, not PASS or FAIL.
 
 Reproduce: `uv run python benchmarks/mock_throughput.py` (every target; `--help`).
 """

@@ -1,29 +1,12 @@
 """The guard proxy's cost: the same streams from the mock, straight and through the proxy.
 
-What it does
-------------
-The mock (`python -m mock_llm`) and the proxy (`python -m guard --upstream MOCK/v1`) run as
-subprocesses on free loopback ports; this process is benchmarks/load.py's light client
-(httptools, bodies parsed after the clock stops). Each measurement plays the same flow
-straight from the mock (the baseline) and through the proxy, in the same run:
+The mock and the proxy run as subprocesses on loopback; benchmarks/load.py's light client
+plays the same flow straight and through the proxy, alternated in one run: time to first
+content one at a time, concurrent streams/s and the proxy's CPU, and paced streams' reads
+(a proxy that buffered would deliver fewer, later reads). A missed target
+(docs/benchmarks.md) prints FAIL and exits 1.
 
-1. one at a time: `--requests` clean streams each way, alternated: p50 and p99 time to the
-   first content chunk;
-2. `--streams` concurrent clean streams each way, `--rounds` rounds alternated: streams/s,
-   p50/p99 time to first content, and the proxy's CPU per stream;
-3. five paced streams each way, alternated (a flow with a chunk every 20 ms): how many
-   network reads carried answer text and when the last one came (medians), straight and
-   through the proxy (a proxy that buffered would deliver fewer, later reads).
-
-Targets (issue 13): at one at a time, the proxy adds at most 5 ms to the p50 time to the
-first token; a paced stream is not buffered: at least 90% as many reads carry text
-through the proxy as straight, and its last text arrives within 5 ms of the straight
-stream's (both measured from their own request). A missed target prints FAIL and exits 1.
-
-Reproduce
----------
     uv run python benchmarks/proxy.py
-    uv run python benchmarks/proxy.py --requests 200 --streams 200 --rounds 5 --out /tmp/proxy.md
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Retrieval quality over the bundled sample notes: recall@3 and MRR, next to a naive baseline.
 
-What it measures
-----------------
-QUESTIONS holds questions a homelab owner asks, each with the notes that answer it (written
-from the notes' text: a question counts as answered when any of its notes is found). For
-each question, the app's own search (`NotesIndex.search`, the call every turn makes, with
-room for 10 sections) ranks note sections; the notes are read off in rank order (the app's
-`sources`, the list a turn cites). Then:
+QUESTIONS holds homelab questions, each with the notes that answer it; the app's own
+search ranks them, read off as a turn's `sources`. The baseline, in the same run, ranks
+whole notes by how many query terms they contain. A recall@3 under 0.9 prints FAIL and
+exits 1 (docs/benchmarks.md).
 
-- recall@3: the share of questions with an answering note among the first three notes;
-- MRR: the mean of 1/rank of the first answering note (0 when none is found).
-
-The baseline, measured in the same run over the same questions, is a naive search: whole
-notes ranked by how many of the question's search terms (the app's `query_terms`) they
-contain, ties by path. It shows what the index adds over counting words.
-
-Target (a missed target prints FAIL and the command exits 1): recall@3 of the app's search
-at least 0.9.
-
-Usage: uv run python benchmarks/retrieval.py [--misses]   (--misses lists every question
-whose answering note is not in the first three, with what was found instead)
+    uv run python benchmarks/retrieval.py [--misses]
 """
 
 from __future__ import annotations

@@ -1,43 +1,13 @@
 """Bursts at a server's keep-alive boundary: requests lost to stale pooled connections.
 
-What it does
-------------
-A server closes a kept-alive connection once it has been idle for its keep-alive time; a
-client that takes that connection from its pool at that moment loses the request before
-any byte of an answer (issue 29). This benchmark serves the mock (`mock_llm`'s app under
-uvicorn, as `python -m mock_llm` runs it) with a short keep-alive, `--keep-alive` 1 s and
-5 s (uvicorn's default), as a subprocess on a free loopback port, and for each keep-alive
-sends bursts of `--burst` concurrent streamed chat completions (the `clean` flow, a fresh
-key each), one burst after the previous one ended plus an idle gap that sweeps across the
-keep-alive (`--offsets` seconds around it: 4.9 to 5.05 s for 5 s, denser just below it,
-where the race is: a connection idle a little longer than the keep-alive was closed before
-the burst, and a pool sees that), so each burst takes connections from a pool that idled
-about as long as the server keeps them. Each client's first burst only fills its pool.
-The clients, each in turn over the same gaps:
+Serves the mock under uvicorn with a short keep-alive, sends bursts of concurrent streamed
+completions after idle gaps just around it, and counts the requests each client loses: an
+old-settings aiohttp baseline, the guard proxy, and the app's model client (with and
+without a long idle time). Targets: the proxy and the app's client lose none. A baseline
+that loses none says NO VERDICT (the race was not met); a missed target exits 1.
+Loopback only, bounded (about 2.5 minutes). See docs/benchmarks.md.
 
-- baseline: the old behaviour, a plain aiohttp session with the guard's and the app's old
-  settings (`TCPConnector(limit=0)`, aiohttp's default 15 s idle keep-alive, no retry);
-- the guard proxy: `python -m guard --upstream MOCK/v1` as a subprocess, its defaults
-  (idle connections kept 1.5 s, a stale one retried once on a fresh connection); the
-  client reaches it on a new connection per request (benchmarks/load.py's light client),
-  so only the proxy's own upstream pool meets the boundary;
-- the app's model client: `app.rag.llm.chat_stream` (one request, no retry layer) on an
-  `UpstreamClient` with its defaults, in this process;
-- the app's model client with aiohttp's 15 s idle time: the retry alone at work.
-
-A request is lost when it raised, answered other than 200, or its stream did not end with
-`[DONE]` (through the proxy: a 502, or its in-band error event).
-
-Targets (issue 29): the guard proxy and the app's client lose 0 requests at every gap,
-both keep-alives. The baseline is expected to lose some; if it loses none, the race was not
-met in this run and that line says NO VERDICT. A missed target prints FAIL and exits 1.
-Loopback only; bounded: (1 + offsets) bursts per client and keep-alive, each request under
-a 60 s guard (about 2.5 minutes at the defaults).
-
-Reproduce
----------
     uv run python benchmarks/stale_connections.py
-    uv run python benchmarks/stale_connections.py --burst 200 --keep-alive 1 5 --out /tmp/stale.md
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """The user's own cases (`--cases FILE`): flows caught once, each checked as its `expect` says.
 
-A case file is a flow file: a recording made with `python -m mock_llm record` (a leak seen
-in a real app, say) to which the user added an `expect` block, or one written by hand,
-gzip-compressed (`.gz`) or not. Each of its flows that states an expected outcome becomes
-one CASE test, named after the flow; flows without one are left out, and a file in which
-no flow states one is a usage error (it would test nothing).
+A case file is a flow file (recorded or written by hand, `.gz` or not); each flow stating
+an `expect` is one CASE test, named after the flow. A file where none does is a usage
+error (it would test nothing). See docs/conformance.md.
 
 Deliberate choices:
-- The files are read when the tests are collected, so the test ids are the flows' names
-  and stay the same from run to run; an unreadable or invalid file stops the run before
-  any turn, with the flow parser's message (file and line).
-- The kit adds the flows to the mock when the run starts (`POST /_mock/flows`): the mock
-  the app talks to need not have been started with them. The same flow already there (the
-  mock was started with `--flows FILE`) is a no-op; a different flow under the same name
-  stops the run, since the kit would judge the mock's flow against the file's outcome.
+- Files are read at collection, so test ids are the flows' names and stay stable; an
+  invalid file stops the run before any turn, with the parser's file and line.
+- The kit adds the flows to the mock at start; the same flow already there is a no-op, a
+  different one under the same name stops the run (it would judge the wrong flow).
 """
 
 from __future__ import annotations

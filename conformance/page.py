@@ -1,19 +1,14 @@
 """Drive a target's chat page as a person does, with every DOM change recorded.
 
-`ChatPage` opens the page with the kit's recorder installed first (an init script that
-reports through a binding, so it sees everything from before the page's own scripts run),
-runs the profile's set-up steps, and asks questions: type, send, wait until the turn has
-finished by the profile's rule, then read the answer, the error state and the thinking
-display. `recorded()` is every text the page ever showed; `prove_live()` is the positive
-control that the recorder was really listening.
+`ChatPage` opens the page with the kit's recorder installed first (an init script, so it
+sees everything from before the page's own scripts), runs the profile's set-up, and asks
+questions: type, send, wait for the turn to finish, read answer, error and thinking.
+`recorded()` is every text the page showed; `prove_live()` the recorder's positive control.
 
 Deliberate choices:
-- Nothing between the browser and the app is intercepted (a route that fulfils would
-  buffer the stream); the app's own turn id, when it sends one, is read from the response
-  headers as they pass.
-- "Finished" follows the profile: the message's state attribute leaving its streaming
-  value, a selector appearing or disappearing, or, as the fallback, the DOM quiet for a
-  while. Every wait is bounded by the page timeout and fails with what it was waiting for.
+- Nothing between browser and app is intercepted (a fulfilling route would buffer the
+  stream); the app's turn id is read from response headers as they pass.
+- Every wait is bounded by the page timeout and fails with what it was waiting for.
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """Each flow played once per worker, and what it showed kept for every clause judged on it.
 
-Several clauses look at one flow from different sides: G2 at what the page shows for
-`scaffold-recover` and at its requests, NEVER at everything its page ever showed, G10 at its
-log line. A play asks the flow's question once and keeps all of that, so the kit's 22 checks
-need 12 turns, not 23, and two clauses judged on one flow always judge the same turn.
-
-A play is a fresh document, the question with its own KEY (for a flow in FOLLOW_UPS, the
-next question on the same page too), the recorder's positive control and everything the
-page showed. The turn's requests are read from the mock, with its settle wait, the first
-time a clause asks for them.
+Several clauses look at one flow from different sides (the page, the requests, the log
+line), so a play asks the flow's question once and keeps it all: two clauses judged on
+one flow always judge the same turn. The requests are read from the mock on first need.
 
 Deliberate choices:
-- The plays are per worker (a session fixture): under pytest-xdist a flow plays once on
-  each worker that runs a test of it; nothing is shared between processes.
-- A play that raised (a turn that never finished, a page that broke) is kept as its error:
-  every clause judged on it fails with that error, it is not played again, and the next
-  play gets a new page.
-- With tracing on, each play is one trace chunk, written to the worker's temporary folder
-  and copied into the evidence of each test that fails on it.
-- The recorder's positive control runs in every play and is kept as a flag: only the clause
-  that reads the recording (NEVER) fails when the recorder was not live.
+- Plays are per worker (a session fixture): nothing is shared between processes.
+- A play that raised is kept as its error: every clause on it fails with that error, it is
+  not played again, and the next play gets a new page.
+- The recorder's positive control is kept as a flag: only the clause that reads the
+  recording (NEVER) fails when the recorder was not live.
 """
 
 from __future__ import annotations

@@ -1,54 +1,12 @@
 """A target's profile: how to drive its chat page, and what it can do (TOML, or the default).
 
 The kit never changes the app it checks; the profile describes the page instead. The
-default profile is the reference app's page (its `data-testid` hooks). A profile file for
-another app overrides what differs:
-
-    name = "my-chat"
-    [selectors]                       # CSS selectors (Playwright syntax is accepted too)
-    input = "#prompt"                 # a textarea, an input or a contenteditable editor
-    send = "button[aria-label=Send]"  # omit with send_with = "enter"
-    message = ".msg.assistant"        # one per answer; the last one is the turn's
-    answer = ".content"               # inside a message: the answer text
-    error = ".msg.assistant .error"   # the error state, inside a message or anywhere
-    stop = "button.stop"              # optional
-    thinking = "details.reasoning"    # optional
-    [input]
-    send_with = "click"               # click | enter
-    [done]                            # when a turn has finished, first rule that applies:
-    attribute = "data-state"          #   the message's attribute leaves `streaming_value`
-    streaming_value = "streaming"
-    appears = ".copy-button"                    # or a selector that appears in the message
-    disappears = ".typing-indicator"            # or one that disappears (then quiet_ms)
-    quiet_ms = 1500                             # fallback: no DOM change for this long
-    [[setup]]                         # before every test's first turn, in order; one of:
-    click_if_visible = "button:has-text('Got it')"   # a welcome dialog, if it shows
-    within_ms = 2000                  # (optional) how long it may take to show; 0 = look once
-    [[setup]]
-    select = "select#model"           # pick a model from a <select>
-    option = "mock"
-    [[setup]]
-    click = "button.model-picker"     # also: fill = SELECTOR with text = "..."
-    [[setup]]                         #       wait_for = SELECTOR (until visible)
-    click = "li:has-text('mock')"
-    [session]
-    storage_state = "signed-in.json"  # a Playwright storage state (a signed-in browser)
-    [capabilities]                    # optional clauses run only where declared true
-    thinking = false
-    stop = true
-    log = true
-    tools = false
-    [log]
-    turn_id_header = "X-Turn-Id"      # response header naming the turn (else: one at a time)
-    turn_id_frame = '"turn":"([^"]+)"'  # or: a regex over WebSocket frames, group 1 the id
-    line = 'turn={turn_id} .* scaffold_stripped=(\\d+)$'
-    [model_calls]                     # extra model calls per turn (titles, tags, follow-ups):
-    side_calls = ["(?i)generate a .*title", "(?i)### Task:"]  # regexes over system/last user
+default profile is the reference app's page (its `data-testid` hooks); a profile file for
+another app overrides what differs. The keys, with an example: docs/conformance.md.
 
 Deliberate choices:
 - Every key is validated at load: an unknown key, a wrong type or a missing required
-  selector stops the run with the file and the key, rather than a test failing later
-  with a confusing timeout.
+  selector stops the run with the file and the key, not a confusing timeout later.
 - Capabilities are declared, never guessed: an undeclared optional clause skips with the
   reason, and a core clause never skips.
 """

@@ -90,8 +90,8 @@ CLIENT_KEEPALIVE_S = 75.0
 """How long the proxy keeps a client's idle connection open (nginx's default). uvicorn's own
 5 s is shorter than the pools of the clients in front of it (aiohttp's 15 s: Open WebUI;
 the openai SDK's httpx 5 s): a client that reuses a connection the proxy is closing at that
-moment loses its request, the race the proxy's own upstream pool retries (issue 29). The
-client's pool lets go first."""
+moment loses its request, the race the proxy's own upstream pool retries. The client's
+pool lets go first."""
 
 
 def server_config(app: ASGIApp) -> uvicorn.Config:

@@ -1,26 +1,16 @@
 """The HTTP side of a streamed answer made of typed SSE events, shared by the guard proxy's
-routes for the OpenAI Responses API (`guard.responses_route`) and Anthropic's Messages API
-(`guard.messages_route`).
+routes for the OpenAI Responses API and Anthropic's Messages API.
 
-Both APIs stream one reply as named events (`event: <type>` and a `data:` object with the
-same `type`), and both are guarded the same way: a pure guard (`EventStreamGuard`:
-`guard.responses_stream.ResponsesStreamGuard`, `guard.messages_stream.MessagesStreamGuard`)
-says what the client gets for each upstream event and whether the reply needs the one
-recovery; `EventStreamCall` is the flow around it: the upstream stream read piece by piece
-through the guard, the recovery request when the guard asks for it, whose stream goes
-through a second guard made with `follows=` the first into the same client stream, and
-each API's in-band failure when something breaks. A route says what is its own: its guard,
-its failure event, its keep-alive bytes, its recovery request and its error body.
+A pure guard (`ResponsesStreamGuard`, `MessagesStreamGuard`) says what the client gets for
+each upstream event; `EventStreamCall` is the flow around it: the stream read through the
+guard, the one recovery through a second guard into the same client stream, and each API's
+in-band failure. A route supplies its guard, failure event, keep-alive, recovery and body.
 
 Deliberate choices:
-- A read that fails once the upstream's stream has said all it had to (the guard saw its
-  end: `ended`, or asked for the recovery) is not a failure: the answer is whole.
-- What the events of one upstream read become goes to the client as one write (a stream
-  reaches the client read for read, and the events a hold let go travel with the text that
-  ended it, not as a burst of small sends).
-- A stream the upstream cuts, a recovery it cannot be reached for (both "The model's reply
-  was cut off.", status 502) and a recovery it refuses (its own message and status) end
-  with the route's failure event; a client that leaves closes the upstream response at once.
+- A read that fails once the guard saw the stream's end is not a failure: the answer is whole.
+- What one upstream read becomes goes out as one write, so a stream reaches the client
+  read for read and released held events travel with the text, not as a burst.
+- A client that leaves closes the upstream response at once.
 """
 
 from __future__ import annotations

@@ -1,32 +1,18 @@
 """Anthropic's Messages API (`POST /v1/messages`) as the guard proxy reads and writes it. Pure.
 
-Shared by the streamed guard (`guard.messages_stream`) and the route
-(`guard.messages_route`):
-
-- `is_tool_use`: which content blocks are a tool call for the contract (G12);
-- `shows_nothing`: a text block whose filter stripped something and left nothing visible,
-  which the client never gets (below);
-- `MessageGuard`: a whole (not streamed) message through the guardrail: each `text`
-  block's `text` through a filter of its own, in place;
-- `recovery_body`: the one recovery request (G2);
-- `error_event`: the in-band `error` event that carries Anthropic's error body
-  (`servekit.error_bodies.anthropic_error_body`) in a stream (the anthropic SDK raises
-  `APIStatusError` on it).
+Shared by `guard.messages_stream` and `guard.messages_route`: `is_tool_use` (G12),
+`shows_nothing`, `MessageGuard` (a whole message's text blocks filtered in place),
+`recovery_body` (G2) and `error_event` (Anthropic's in-band error).
 
 Deliberate choices:
-- Every content block that is neither `text` nor `thinking` nor `redacted_thinking` counts
-  as a tool call (`tool_use`, `server_tool_use`, a server tool's result, an MCP call): a
-  reply with a block the guard does not know is never retried.
-- A text block whose markup was its only visible text is taken out of the message, not left
-  as an empty (or whitespace) text block: the Messages API refuses an empty text block in a
-  request, so a client that sends the conversation back would have it refused. A text block
-  that stripped nothing stays as it came, empty or not.
-- Thinking blocks are never filtered (G9); a `thinking` block's text is the model's
-  scratchpad, and its signature covers it as it came.
-- The correction goes into the top-level `system` (`guardrail.policy.system_with_correction`:
-  after a blank line for text, one more text block for blocks; the correction alone when
-  there is none), so the model never sees a second system prompt; `tools` and
-  `tool_choice` are removed, everything else (`thinking`, `max_tokens`, `metadata`) is sent
+- Every block that is not `text`, `thinking` or `redacted_thinking` counts as a tool call,
+  so a reply with a block the guard does not know is never retried.
+- A text block whose only visible text was markup is taken out, not left empty: the API
+  refuses an empty text block when the client sends the conversation back. One that
+  stripped nothing stays as it came.
+- Thinking blocks are never filtered (G9): their signature covers them as they came.
+- The correction goes into the top-level `system` (`system_with_correction`), so the model
+  never sees a second system prompt; `tools` and `tool_choice` are removed, the rest sent
   as it came.
 """
 

@@ -1,39 +1,21 @@
 """The guard proxy's route for Anthropic's Messages API (`POST /v1/messages`).
 
-`messages_routes(settings, session)` are the routes `guard.server.create_app` serves before
-its catch-all: `POST /v1/messages`, and `POST` to any path ending in `/messages` (a client
-whose base URL has another prefix, or none), goes upstream with the client's body and
-headers (its `x-api-key` and `anthropic-version` included); a streamed answer (`"stream":
-true`) comes back through `guard.messages_stream`, a whole one through
-`guard.messages_api.MessageGuard`; a reply that was nothing but markup gets the one recovery
-request (`guard.messages_api.recovery_body`), whose answer goes into the same response. The
-streamed flow is `guard.event_stream`'s, shared with the Responses route. Everything else
-under `/v1/messages/...` (`count_tokens`, the batches API) goes to the catch-all, passed on
-as it is.
+`messages_routes(settings, session)` serve `POST` to any path ending in `/messages`: the
+request goes upstream as it came, a stream comes back through `guard.messages_stream` (the
+flow is `guard.event_stream`'s), a whole answer through `guard.messages_api.MessageGuard`,
+and a markup-only reply gets the one recovery. The rest of `/v1/messages/...`
+(`count_tokens`, batches) goes to the catch-all.
 
-Deliberate choices, the other routes' in the Messages API's shapes:
-- An upstream error status (429 with Retry-After, 529, a 400) is passed on as it is; an
-  upstream that cannot be reached is a 502 with Anthropic's error body (`{"type": "error",
-  "error": {"type": "api_error", "message": ...}}`), on every path this route takes; a body
-  that is not a JSON object is the upstream's to answer.
-- A stream that breaks after it began ends with Anthropic's in-band `error` event, which the
-  anthropic SDK raises as `APIStatusError`: "The model's reply was cut off." for a stream the
-  upstream cuts or a recovery it cannot be reached for, the upstream's own message for a
-  recovery it refuses (the error type its status has), the malformed-reply copy for a
-  recovery that stays empty (G3). A whole answer: a 502 with Anthropic's error body, or the
-  refusal passed on.
-- A whole recovered answer is the recovery's message as it came (filtered), its own id
-  included: the client has seen no other. A stream keeps the first message's id (its
-  `message_start` went out first).
-- During upstream silences mid-stream the client gets a `ping` event, as Anthropic's API
-  sends it (the SDK skips it; an SSE comment would do for the SDK too, but a ping is what
-  every Anthropic client already reads). A client that leaves closes the upstream
-  response.
-- One log line per request, `guard: messages status=...`, and the strip warning, as on the
-  other routes.
-- Another API's `/messages` (the OpenAI Assistants API's `POST /v1/threads/{id}/messages`)
-  goes through this route too and comes back as it came: its content blocks are not the
-  Messages API's text blocks, so nothing in it is filtered, and it never streams.
+Deliberate choices (the other routes' rules, in this API's shapes):
+- An upstream error status is passed on as it is; an unreachable upstream is a 502 with
+  Anthropic's error body.
+- A stream that breaks after it began ends with Anthropic's in-band `error` event (the SDK
+  raises `APIStatusError`), the malformed-reply copy for an empty recovery (G3).
+- A whole recovered answer keeps the recovery's own id (the client has seen no other); a
+  stream keeps the first message's id.
+- Upstream silences mid-stream get a `ping` event, what every Anthropic client reads.
+- Another API's `/messages` (OpenAI Assistants) comes back as it came: its blocks are not
+  Messages API text blocks, so nothing in it is filtered.
 """
 
 from __future__ import annotations

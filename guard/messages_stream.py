@@ -1,49 +1,22 @@
 """One streamed Anthropic Messages API reply through the guardrail, event by event. Pure.
 
-`MessagesStreamGuard.event(event)` takes the upstream's SSE events in order (`message_start`,
-then per content block a `content_block_start`, its `content_block_delta`s and a
-`content_block_stop`, then `message_delta` and `message_stop`; `ping` and `error` anywhere)
-and says what the client gets for each. Each `text` block's `text_delta`s go through a
-filter of the block's own (`guardrail.policy.RoundFilter`); what a filter still holds (the
-start of a possible marker) goes out as one more `text_delta` just before the block's
-`content_block_stop` (a partial marker at the very end is text, G8). `thinking` blocks
-(`thinking_delta`, `signature_delta`), `tool_use` blocks (`input_json_delta`) and every
-other event pass untouched (G9, G12). An event the guard changes nothing in goes out as the
-upstream's own bytes, so a clean stream reaches the client byte for byte.
-
-When the reply ends (its `message_delta`, or `message_stop`, or the body's end without
-either) having stripped something, shown nothing visible and carried no tool call
-(`guard.reply`), `event`/`end` say so (`recovering`) and send nothing more of it; the
-server sends the recovery request, whose stream goes through a second guard made with
-`follows=` the first, into the same client stream: its `message_start` is dropped (the
-client has the first one's, and with it the message's id), its blocks take the indexes
-after the first stream's. A recovery that shows nothing either ends, in place of its
-`message_delta`, with Anthropic's in-band `error` event, the malformed-reply copy with the
-type `api_error` (G3), as `fail` ends a stream the server saw break.
+`MessagesStreamGuard.event(event)` says what the client gets for each upstream event: a
+`text` block's `text_delta`s go through a filter of the block's own, thinking, tool_use
+and other events pass untouched (G9, G12), and an unchanged event goes out as the
+upstream's own bytes. A reply that needs the one recovery says so (`recovering`); the
+recovery's stream goes through a second guard (`follows=`) into the same client stream
+(its `message_start` dropped), and one that shows nothing ends with an in-band `error`
+event (G3).
 
 Deliberate choices:
-- A text block's events are held back from its `content_block_start` until it shows
-  visible text (whitespace is held too). A block that ends having stripped something and
-  shown nothing is dropped whole, start and stop: a reply that was only markup then gets
-  its recovery without the client ever seeing an empty block, and no client accumulates an
-  empty text block that the API would refuse when the conversation is sent back. A block
-  that stripped nothing goes out as it came, empty or not. Since a block starts just
-  before its first text, the hold delays nothing but events that carry no text. Events of
-  no block that come while a block is held (a ping) are held in their place among its
-  events and go out in order even when the block is dropped; an `error`, or an event that
-  is not JSON, lets out what was held first, so the client gets the upstream's order.
-- Block indexes: the anthropic SDK accumulates a message by index (a block's place in
-  `content`), so the client's indexes run 0, 1, 2, ... in the order the blocks' starts go
-  out, whatever was dropped: a block's index is given when its start goes out, and every
-  event of the block carries it. An event whose index moved is written by the guard
-  (compact JSON) even where nothing else in it changed; in a stream the guard drops nothing
-  in, the indexes and the bytes are the upstream's.
-- An upstream `error` event ends the reply: it is passed on as it came, nothing after it is
-  sent, and such a reply is never recovered.
-- Only `text_delta`s (any delta's `text`) are filtered, in whatever block they come (a
-  block announced with text in its `content_block_start` has that text filtered too); an
-  event of a block that was never started is filtered the same and numbered as it goes
-  out. An event that is not a JSON object is not ours to judge: it goes out as it came.
+- A text block is held from its `content_block_start` until it shows visible text; one
+  that stripped something and showed nothing is dropped whole, so a markup-only reply is
+  recovered unseen and no client keeps an empty text block the API would refuse when sent
+  back. Events of no block (a ping) keep their place among the held ones.
+- Block indexes run 0, 1, 2, ... in the order starts go out (the SDK accumulates by
+  index); a renumbered event is rewritten (compact JSON) even if nothing else changed.
+- An upstream `error` event ends the reply as it came, and is never recovered.
+- An event that is not a JSON object is not ours to judge: it goes out as it came.
 """
 
 from __future__ import annotations

@@ -1,48 +1,23 @@
 """Ollama's native API (`POST /api/chat`, `POST /api/generate`) through the guardrail. Pure.
 
-Ollama streams unless a request says `"stream": false`. A stream is NDJSON: one JSON
-object per line, `{"model", "created_at", "message": {"role", "content", "thinking",
-"tool_calls"}, "done": false}` (for /api/generate the text is the line's `response` and
-its thinking `thinking`), then a last line with `"done": true`, `done_reason` and the
-counters; an error is a line `{"error": "..."}`. A whole answer is one such object.
-
-- `NdjsonLines` (servekit.ndjson, shared with the mock's recorder) cuts a body, in
-  whatever pieces it arrives, into its lines, each with its own line end, as the bytes came.
-- `OllamaStreamGuard` takes those lines in order and says what the client gets for each:
-  the line as it came when the filter changed nothing in it (so a clean stream reaches the
-  client byte for byte), the line again with its text filtered, or nothing (a line whose
-  only text was held back or stripped). The `done: true` line carries what the filter
-  still held (a partial marker at the very end is text, G8). When that line shows the
-  reply needs the one recovery (G2), it is not sent, `recovering` says so, and the server
-  sends the recovery request, whose lines go through a second guard made with `follows=`
-  the first, into the same client stream, so the client sees one `done: true` line.
-- `OllamaWholeGuard` filters a whole answer's text in place.
-- `CHAT` and `GENERATE` say where each endpoint's text is and what its recovery request is.
+`OllamaStreamGuard` takes an NDJSON stream's lines (cut by `servekit.ndjson.NdjsonLines`)
+and says what the client gets for each: the line as it came when nothing changed, the line
+with its text filtered, or nothing; a reply needing the one recovery (G2) goes on through
+a second guard (`follows=`) so the client sees one `done: true` line. `OllamaWholeGuard`
+filters a whole answer; `CHAT` and `GENERATE` say where each endpoint's text is.
 
 Deliberate choices:
-- Only the answer text (`message.content`, `response`) is filtered; `thinking`, the
-  structured `tool_calls` and every other field pass untouched (G9, G12). A reply that
-  carried a tool call needs no recovery.
-- A recovery that shows nothing again ends the stream with Ollama's own error line,
-  `{"error": MALFORMED_REPLY}`, in place of its `done: true` line (G3); the official
-  client raises `ResponseError` with that text. When no line went out before it, the HTTP
-  side (guard/ollama_route.py) sends it as a 502 status instead.
-- A stream is over at its `done: true` line or at an upstream `{"error"}` line (passed on
-  as it came, after what the filter held); nothing after it is sent. A body that ends, or
-  breaks, before either is a cut reply: what the filter held, then an error line with the
-  server's message (`end`), since a client would otherwise show a short answer as whole.
-- Lines are not rewritten with the first reply's identity: every Ollama line carries its
-  own `created_at`, and both requests name the same model.
-- A line that is not a JSON object (not JSON, an array, nested past the parser's limit, a
-  blank line) is not ours to judge: it goes out as it came.
-- A line the guard writes itself (a changed line, the tail, an error) is compact JSON, a
-  lone surrogate written as its escape (`servekit.json_codec.dumps`); the rest are the
-  upstream's own bytes.
-- /api/generate's recovery puts the correction into `system` (the request's own system
-  text gets it after a blank line, exactly as `with_correction` extends a system message:
-  `system_with_correction`; with none, the correction is the system text). A `raw: true`
-  request bypasses Ollama's template, so `system` is not seen and the recovery is a plain
-  second try.
+- Only the answer text is filtered; `thinking`, `tool_calls` and the rest pass untouched
+  (G9, G12). A reply that carried a tool call needs no recovery.
+- A recovery that shows nothing ends with Ollama's own `{"error": MALFORMED_REPLY}` line
+  (the client raises `ResponseError`); with nothing sent yet, the route sends a 502.
+- A body that ends or breaks before `done: true` gets an error line after the held tail,
+  since a client would otherwise show a short answer as whole.
+- Lines keep their own identity (`created_at`; both requests name the same model).
+- A line that is not a JSON object goes out as it came; a line the guard writes is
+  compact JSON (`servekit.json_codec.dumps`).
+- /api/generate's recovery puts the correction into `system`; a `raw: true` request
+  bypasses the template, so there it is a plain second try.
 """
 
 from __future__ import annotations

@@ -1,34 +1,19 @@
 """The guard proxy's routes for Ollama's native API (Open WebUI's Ollama connection).
 
-`ollama_routes(settings, session)` are the routes `guard.server.create_app` serves before
-its catch-all: `POST /api/chat` and `POST /api/generate` go upstream with the client's
-body and headers, and their answer (an NDJSON stream unless the body says `"stream":
-false`, or one JSON object) comes back through `guard.ollama`; a reply that was nothing but
-markup gets the one recovery request, whose answer goes into the same response. Every
-other `/api/...` request (`/api/tags`, `/api/show`, `/api/pull`'s NDJSON progress, ...) is
-passed on as it is, streamed both ways, as the catch-all passes on the rest.
+`ollama_routes(settings, session)` guard `POST /api/chat` and `POST /api/generate` through
+`guard.ollama`, a markup-only reply getting the one recovery in the same response; every
+other `/api/...` request is passed on as it is.
 
 Deliberate choices:
-- The head of a streamed answer waits for its first line. Most Ollama clients handle an
-  error status far better than an error line in a 200 stream (Open WebUI 0.12 drops such
-  a line and shows an empty answer), so an answer whose first line would be an error
-  (the reply that stayed malformed, a cut before any line, a recovery the upstream
-  refused) is a 502 with `{"error": ...}` instead. A clean stream's first line comes at
-  once, so this delays nothing; a reply that starts with markup waits, but had nothing to
-  show meanwhile. A client that leaves while the head waits is noticed when the first
-  line is written.
-- Faults look as Ollama's own do: an upstream that cannot be reached is a 502 with
-  `{"error": ...}`; an upstream error status is passed on as it is, headers and body; a
-  stream the upstream cuts (or ends before its `done: true` line) ends with an error line,
-  so the official client raises instead of showing a short answer as whole; a recovery
-  the upstream refuses ends the stream with an error line carrying the upstream's message
-  (a whole answer: the refusal passed on). A whole answer that stays empty is a 502 with
-  `{"error": MALFORMED_REPLY}`.
-- No keep-alive bytes in an NDJSON stream: NDJSON has no comment line (the official
-  client fails on a blank one), and Ollama itself sends nothing while a model loads, so
-  its clients already wait through silences.
-- A client that leaves closes the upstream response at once (the stream's generator is
-  closed, which closes the response).
+- A streamed answer's head waits for its first line, so an answer whose first line would
+  be an error is a 502 with `{"error": ...}` instead: clients handle an error status far
+  better than an error line (Open WebUI 0.12 shows an empty answer). A clean stream's first
+  line comes at once, so this delays nothing visible.
+- Faults look as Ollama's own: a 502 with `{"error": ...}` when unreachable, an error
+  status passed on, an error line ending a cut stream so the client raises.
+- No keep-alive bytes: NDJSON has no comment line (the client fails on a blank one), and
+  Ollama's clients already wait through silences while a model loads.
+- A client that leaves closes the upstream response at once.
 """
 
 from __future__ import annotations

@@ -1,29 +1,16 @@
 """The OpenAI Responses API's objects as the guard proxy reads and writes them. Pure.
 
-Shared by the streamed guard (`guard.responses_stream`), the whole one
-(`guard.responses_whole`) and the route (`guard.responses_route`):
-
-- `is_tool_call`: which output items are a tool call for the contract (G12);
-- `rewrite_texts` and `output_text_of`: a response's answer texts (each `message` item's
-  `output_text` parts) replaced by what the guard says they are, and their concatenation,
-  as the openai SDK's `Response.output_text` computes it; `rewrite_output_text`: a
-  top-level `output_text` made to agree with them;
-- `recovery_body`: the one recovery request (G2);
-- `typed`, `event_bytes` and `raw_event`: one SSE event read as its JSON object and type,
-  written as the guard writes it, or as the upstream sent it (Anthropic's Messages API
-  names its events the same way: `guard.messages_stream` uses them too).
+Shared by the streamed guard, the whole one and the route: `is_tool_call` (G12), the
+answer texts rewritten and read back (`rewrite_texts`, `output_text_of`,
+`rewrite_output_text`), `recovery_body` (G2), and SSE events read and written (`typed`,
+`event_bytes`, `raw_event`; the Messages API's stream uses them too).
 
 Deliberate choices:
-- Every output item that is neither a `message` nor a `reasoning` item counts as a tool call
-  (a `function_call`, a built-in tool's call, an MCP call): a reply with an item the guard
-  does not know is never retried.
-- The correction goes where the request keeps its system message, so the model never sees a
-  second one: appended to `instructions` after a blank line when the request has
-  instructions; else folded into the first `system` or `developer` message of an `input`
-  list (`guardrail.policy.with_correction`, an `input_text` part for content given as
-  parts); else it becomes the `instructions`. `tools`, `tool_choice` and
-  `parallel_tool_calls` are removed; everything else (`previous_response_id`, `store`,
-  `input`) is sent as it came.
+- Every item that is not a `message` or `reasoning` counts as a tool call, so a reply with
+  an item the guard does not know is never retried.
+- The correction goes where the request keeps its system message (`instructions`, else
+  the first `system`/`developer` input message, else new `instructions`), so the model
+  never sees a second one; tool fields are removed, the rest sent as it came.
 """
 
 from __future__ import annotations

@@ -1,51 +1,23 @@
 """One streamed OpenAI Responses API response through the guardrail, event by event. Pure.
 
-`ResponsesStreamGuard.event(event)` takes the upstream's SSE events in order and says what
-the client gets for each. Each `response.output_text.delta` goes through the filter of its
-part (output index, content index; `guardrail.policy.RoundFilter`); what a filter still
-holds (the start of a possible marker) goes out as one more delta just before the part's
-text ends (its `response.output_text.done`, or whichever of `content_part.done`,
-`output_item.done` and the completion comes first; a partial marker at the very end is
-text, G8). The final texts (`response.output_text.done`'s `text`, `content_part.done`'s
-`part.text`, `output_item.done`'s `item.content[].text`, the completion's
-`response.output[]`) are set to exactly what the part streamed, so a client that reads the
-deltas and one that reads the final response see the same answer. Reasoning, function calls
-and every other event pass untouched (G9, G12). An event the guard changes nothing in goes
-out as the upstream's own bytes, so a clean stream reaches the client byte for byte.
-
-When the completion (`response.completed` or `response.incomplete`, or the body's end
-without one) shows the reply needs the one recovery (`guard.reply`: nothing visible,
-something stripped, no tool call), `event`/`end` say so (`recovering`) instead of sending
-it, and the server sends the recovery request, whose stream goes through a second guard
-made with `follows=` the first, into the same client stream. A recovery that shows nothing
-either ends with the malformed-reply error instead of its completion (G3), as `fail` ends
-a stream the server saw break: an `error` event (`code`, `message`, `param`) then
-`response.failed`, the shape the API (and the mock's in-band fault) uses.
+`ResponsesStreamGuard.event(event)` says what the client gets for each upstream event:
+each part's deltas go through a filter of their own, final texts are set to what the part
+streamed, the rest passes untouched (G9, G12), an unchanged event as the upstream's bytes.
+A reply that needs the one recovery says so (`recovering`); the recovery's stream goes
+through a second guard (`follows=`) into the same client stream, and one that shows
+nothing ends with an `error` event then `response.failed` (G3).
 
 Deliberate choices:
-- Sequence numbers: where the guard drops an event (a delta that filtered to nothing, the
-  recovery's opening events, a completion replaced by the malformed error) or writes one
-  (a held tail let go, the error events), every later event's `sequence_number` moves by
-  one, so a stream numbered 0, 1, 2, ... reaches the client numbered 0, 1, 2, ... with no
-  gap and no repeat, as the API numbers its streams; the recovery's events continue after
-  the first stream's. An event whose number moved is written by the guard (compact JSON)
-  even when nothing else in it changed; until the first such change, and in any stream the
-  guard changes nothing in, the numbers and the bytes are the upstream's.
-- While nothing visible has come yet and no tool call, a `message` item's events are held
-  back (from its `output_item.added`) until its first visible text, or any event of
-  another item or kind: a reply that was only markup then gets its recovery without the
-  client ever seeing its empty message item. The held events go out unchanged, in order,
-  at once when the hold ends; since an item is announced just before its first text, this
-  delays nothing but events that carry no text.
-- One response to the client: the recovery's `response.created`, `response.queued` and
-  `response.in_progress` are dropped, its completion takes the first stream's `id` and
-  `created_at` (the SDK refuses a stream whose response id changes) and lists, before its
-  own output, the first stream's items the client saw (a reasoning item); its output items
-  keep their own ids and move to the output indexes after those. The rest of its response
-  object (usage, its own `instructions` with the correction) is the recovery's.
-- A part whose text never came as deltas (a server that sends only the final events) is
-  filtered whole at the first final event that carries it, and counted; those final texts
-  are then the filtered text.
+- Where the guard drops or writes an event, every later `sequence_number` moves so the
+  client sees 0, 1, 2, ... with no gap or repeat; a renumbered event is rewritten (compact
+  JSON) even if nothing else changed. Until then the bytes are the upstream's.
+- A `message` item's events are held from its `output_item.added` until its first visible
+  text (or another item's event), so a markup-only reply is recovered without the client
+  seeing an empty message item; this delays only events that carry no text.
+- One response to the client: the recovery's opening events are dropped, its completion
+  takes the first stream's `id` and `created_at` (the SDK refuses a changing id) and lists
+  the first stream's items the client saw before its own.
+- A part that never came as deltas is filtered whole at its first final event.
 """
 
 from __future__ import annotations

@@ -1,35 +1,21 @@
 """The guard proxy's HTTP side: chat completions through the guardrail, the rest passed on.
 
-`create_app(settings)` is an ASGI app. `POST /v1/chat/completions` (and the same path
-under any prefix ending in `/chat/completions`) goes upstream with the client's body and
-headers; a streamed answer comes back through `guard.stream.StreamGuard`, a whole one
-through `guard.completion`; a reply that was nothing but markup gets the one recovery
-request (the same body, the correction folded into the system message, no tools), whose
-answer goes into the same response. The other guarded front doors are routes of their
-own that `create_app` serves: the OpenAI Responses API (`guard.responses_route`),
-Anthropic's Messages API (`guard.messages_route`) and Ollama's native API
-(`guard.ollama_route`). Every other request is passed on as it is, status, headers and
-body, streamed both ways. The OpenAI error shapes and the SSE reading this route shares
-with the Responses route are `guard.openai_http`.
+`create_app(settings)` is an ASGI app. A chat completion (any path ending in
+`/chat/completions`) goes upstream with the client's body and headers and comes back
+through `guard.stream.StreamGuard` or `guard.completion`, a markup-only reply getting the
+one recovery in the same response. The Responses, Messages and Ollama APIs are routes of
+their own; every other request is passed on as it is, streamed both ways.
 
 Deliberate choices:
-- The client's headers go upstream, Authorization included, except hop-by-hop ones and
-  Host; no header is ever logged. A chat completion is asked for uncompressed (the proxy
-  reads it); anything else is passed on as the client asked for it, compressed or not,
-  its bytes untouched.
-- An upstream that answers a chat completion with an error status (429 with Retry-After,
-  503, a 400) is passed on as it is: the client's own retry rules apply. The proxy retries
-  nothing but the recovery.
-- A stream the upstream cuts after it began ends with the OpenAI in-band error event, so
-  a client sees the failure (an SDK raises APIError) instead of a short answer; so does a
-  recovery that stays empty, with the malformed-reply copy (contract G3). A whole reply
-  that stays empty is a 502 with the OpenAI error body.
-- A client that leaves closes the upstream response at once (the stream's generator is
-  closed, which closes the response).
-- While a streamed answer is under way and the upstream sends nothing for `keepalive_s`
-  (a model thinking for a minute), the client gets a `: keep-alive` comment, which every
-  SSE reader skips, so no proxy or browser in between drops the stream as idle. The
-  upstream's own comments are not passed on (the proxy's stand for them).
+- Client headers go upstream, Authorization included (hop-by-hop and Host aside); no
+  header is ever logged. Only a chat completion is asked for uncompressed.
+- An upstream error status is passed on as it is: the client's retry rules apply. The
+  proxy retries nothing but the recovery.
+- A stream cut after it began ends with the OpenAI in-band error event, so the client sees
+  a failure, not a short answer; so does an empty recovery (G3). A whole one is a 502.
+- A client that leaves closes the upstream response at once.
+- Upstream silences mid-stream get a `: keep-alive` comment every `keepalive_s`, so no
+  proxy in between drops the stream; the upstream's own comments are not passed on.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """One streamed chat completion through the guardrail, chunk by chunk. Pure: no I/O.
 
-`StreamGuard` takes the `data:` payloads of an upstream stream in order and says what the
-client gets for each: the payload as it came when the filter changed nothing in it (so a
-clean stream goes out byte for byte), the chunk again with its content filtered, or
-nothing (a chunk whose only text was held back or stripped). A choice's finish chunk
-carries what its filter still held (a partial marker at the very end is text, G8). When
-that finish shows the reply needs the one recovery (`guardrail.policy.needs_recovery`),
-the rest of the upstream stream is dropped, `end` says so, and the server sends the
-recovery request, whose stream goes through a second StreamGuard made with `follows=` the
-first, into the same client stream.
+`StreamGuard` says what the client gets for each upstream `data:` payload: the payload as
+it came when nothing changed, the chunk with its content filtered, or nothing. A finish
+chunk carries what its filter held (G8). A reply needing the one recovery drops the rest
+and says so; the recovery's stream goes through a second StreamGuard (`follows=`).
 
 Deliberate choices:
-- Every choice's `delta.content` is filtered, each through its own filter; reasoning
-  fields, tool calls and every other field pass untouched (contract G9, G12).
-- The recovery is only for a single-choice reply (`n` absent or 1): with several choices
-  there is no one reply to retry.
-- A recovery stream takes the first stream's id, creation time and model, and its role
-  chunk loses the role: the client sees one completion, one role, one finish, one
-  `[DONE]`. Its end is always let go; `malformed` says whether it stayed empty (G3).
-- A chunk the guard writes itself (a changed chunk, the tail) is compact JSON; the rest
-  are the upstream's own bytes.
+- Each choice's `delta.content` is filtered through its own filter; every other field
+  passes untouched (G9, G12).
+- Recovery is for a single-choice reply only: with several there is no one to retry.
+- A recovery stream takes the first one's id, time and model and loses its role, so the
+  client sees one completion; `malformed` says whether it stayed empty (G3).
+- A chunk the guard writes is compact JSON; the rest are the upstream's own bytes.
 """
 
 from __future__ import annotations

@@ -1,34 +1,19 @@
 """The guard proxy's upstream side, shared by every route it guards or passes on.
 
-Each guarded route (OpenAI chat completions in `guard.server`, the Responses API in
-`guard.responses_route`, Ollama's native API in `guard.ollama_route`) sends the client's
-request to the same model server, reads its answer and logs one line per request the same
-way; this module is that common part, so no route keeps a second copy: the proxy's
-settings, the one upstream session, which of the client's headers go upstream and which of
-the upstream's come back, reading a whole answer that may be cut or not be JSON, passing
-any request on as it is, and `GuardedCall`, one guarded request: its counts and log line,
-and the flow every route follows (a body that is not JSON passed on, `guarded`; the
-request; an error status passed on; a whole answer through its guard, with the one
-recovery and what follows when that fails; a streamed answer's rounds, `recovered_stream`,
-with the same one recovery). A route says what is its own: its log name, whether a body
-asks for a stream, its error shape, how it relays one upstream stream, its guards and its
-recovery request.
+The proxy's settings, the one upstream session, which headers go each way, reading a whole
+answer that may be cut or not be JSON, passing a request on as it is, and `GuardedCall`:
+one guarded request's counts, log line and flow (error status passed on, whole answer or
+streamed rounds with the one recovery). A route supplies what is its own: log name,
+stream test, error shape, stream relay, guards and recovery request.
 
 Deliberate choices:
-- The client's headers go upstream, Authorization included, except hop-by-hop ones (and
-  those `Connection` names: servekit.hop_by_hop) and Host; no header is ever logged. A
-  guarded answer is asked for uncompressed (the proxy reads it); a passed-on request keeps
-  the client's Accept-Encoding, its bytes untouched.
-- What a fault looks like to the client is each route's own (the OpenAI error body, or
-  Ollama's `{"error": ...}`): the helpers here say that a fault happened (None, an
-  exception) or take the route's error response (`GuardedCall.error`), and never write an
-  error body themselves.
-- Every upstream request goes through `servekit.pool.Pool`: idle connections are kept
-  `pool_idle_s` (1.5 s, under the common servers' keep-alive), and a request that a server
-  closing its pooled connection lost before any byte of an answer is sent once more on a
-  fresh connection (issue 29); the client never sees it. A request that fails otherwise
-  (a refused connect, a fresh connection cut) is the route's 502, and its log line names
-  the cause: `status=0 error=ClientConnectorError reused=false`.
+- Client headers go upstream, Authorization included (hop-by-hop and Host aside); no
+  header is ever logged. A guarded answer is asked for uncompressed; a passed-on request
+  keeps the client's Accept-Encoding.
+- The helpers here never write an error body: what a fault looks like is each route's own.
+- Every request goes through `servekit.pool.Pool` (short idle time, one retry on a fresh
+  connection for a stale one); any other failure is the route's 502, its log line naming
+  the cause (`error=ClientConnectorError reused=false`).
 """
 
 from __future__ import annotations

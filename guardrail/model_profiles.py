@@ -1,27 +1,19 @@
 """Which scaffolding profiles a model name asks for: the data behind `--profiles auto`.
 
-`auto` (the default of the guard proxy and the app) picks the registry per request from the
-request's `model` name, as servers report it (`qwen3:8b`, `Qwen/Qwen3-Coder-30B-A3B-Instruct`,
-`hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M`). Deliberate choices:
+`auto` (the default of the guard proxy and the app) picks the registry per request from
+the model names it goes by. Deliberate choices:
 
-- Every profile is classified by its markers (`MARKER_CLASS`): `special` when each marker
-  is a special-token spelling no prose writes (`<|...|>`, DeepSeek's fullwidth bar U+FF5C),
-  `look-alike` when one of them reads like plain text (`<tool_call>`, `<function=`, `[TOOL_CALLS]`,
-  `<start_function_call>`) and could eat prose of a model that never emits it.
+- Profiles are classed by their markers (`MARKER_CLASS`): `special` (special-token
+  spellings no prose writes) or `look-alike` (one reads like text, e.g. `<tool_call>`, and
+  could eat prose of a model that never emits it).
 - Every name gets LFM2's registry and the `special` profiles (harmless to any text); a
-  `look-alike` profile only when the name names its family (`FAMILIES`). An unknown, empty,
-  missing or non-string name gets the `special` profiles alone.
-- A family matches where its key starts a word of the lower-cased name (`llama` in
-  `llama3.1:8b` and `Meta-Llama-3`, not in `ollama`); the name is cut to `NAME_CAP`
-  characters first, so matching is bounded whatever a client sends, and the answer is cached
-  per (cut) name in a bounded cache.
-- A request may go by several names (an integration's alias for a model, the upstream's real
-  name): `profiles_for(*models)` is the union of what each name asks for, so an alias that
-  names no family costs nothing when the real name does.
-- `ProfileChoice.describe` is what a log line says was applied: the setting, or `auto:`
-  and the families matched (`auto:unknown` when none), one blank-free field.
-- A family with no profile of its own (Phi: its `<|tool_call|>` is
-  in the default registry) maps to what exists; docs/contract.md lists which.
+  `look-alike` profile only when the name names its family (`FAMILIES`).
+- A family matches where its key starts a word (`llama` in `Meta-Llama-3`, not in
+  `ollama`); names are cut to `NAME_CAP` first and answers cached in a bounded cache,
+  since names come from clients.
+- `profiles_for(*models)` is the union over every name (an alias, the real name), so an
+  alias that names no family costs nothing.
+- A family with no profile of its own (Phi) maps to what exists; docs/contract.md lists it.
 """
 
 from __future__ import annotations

@@ -1,29 +1,18 @@
 """The guardrail's policy around the streaming filter: what a round shows, and when to recover.
 
-The filter (guardrail.scaffolding) decides character by character what of a model's answer
-may be shown. This module holds the rest of the guardrail's rules, as pure functions and one
-small per-request object, with no I/O and no model:
-
-- `RoundFilter` wraps one request's answer text: a fresh filter, whether anything visible
-  (not whitespace) came out, and the strip count and first stripped span for the warning.
-- `needs_recovery`: a round with no tool calls whose visible content is empty and that
-  stripped something gets exactly one recovery request (contract G2, G12).
-- `with_correction`: the recovery's messages: the same messages, with the single system
-  message extended by CORRECTION_INSTRUCTION (one is added at the front when there is
-  none), so whatever came last stays last and no provider sees a second system message;
-  `system_with_correction` the same for a system prompt kept outside the messages.
-- `strip_warning`: the one log line per request that stripped something.
-- `scrub`: a whole short text through a fresh filter, for what the page shows of a
-  structured tool call (its name, arguments and path come from the model too).
+Pure functions and one per-request object: `RoundFilter` (one request's answer through a
+fresh filter, with what it showed and stripped), `needs_recovery` (G2, G12),
+`with_correction` and `system_with_correction` (the recovery's messages), `strip_warning`
+(the one log line) and `scrub` (a short text, such as a tool call shown on the page).
 
 Deliberate choices:
-- "Visible" means what the user would see: a reply whose filtered text is only whitespace
-  is empty, exactly like a reply with no text at all.
-- A round that stripped nothing but showed nothing is not a guardrail matter (an empty or
-  thinking-only answer stays what it was); only stripped scaffolding triggers a recovery.
-- The recovery policy raises nothing itself: the agent raises MalformedReplyError after
-  the one recovery came back empty, outside any stream, so the transport retry rule (which
-  only sees LLMError) can never retry it.
+- "Visible" means what the user would see: only whitespace counts as empty.
+- A round that showed nothing but stripped nothing is not a guardrail matter; only
+  stripped scaffolding triggers a recovery.
+- The correction extends the single system message (one is added when there is none), so
+  whatever came last stays last and no provider sees a second system message.
+- Nothing here raises: the agent raises MalformedReplyError outside any stream, so the
+  transport retry (which only sees LLMError) can never retry it.
 """
 
 from __future__ import annotations

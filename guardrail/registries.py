@@ -1,26 +1,19 @@
 """The markup the filter strips, as data: LFM2's default registry and the other families'.
 
-Each pattern names the public chat template, parser or leak report it comes from
-(`Pattern.source`; shared/reference/formats.md and incidents.md quote them), and each has a
-real leaked answer among the unit fixtures. `DEFAULT_REGISTRY` is LFM2's markup, the
-problem this project was built for; every other family's format is a profile,
-`registry_with("hermes", ...)` adds profiles, and `guardrail.model_profiles` picks them by
-the model's name.
+Each pattern names the public template, parser or leak report it comes from
+(`Pattern.source`) and has a real leaked answer among the unit fixtures.
+`DEFAULT_REGISTRY` is LFM2's markup; every other family's format is a profile
+(`registry_with("hermes", ...)`), picked by name in `guardrail.model_profiles`.
 
 Deliberate choices:
-- A marker that reads like prose carries a `hint` (guardrail/shapes.py): `<tool_call>`
-  counts only when a call's body follows it (`{`, `[`, `<`, or a name and `<`), Mistral's
-  `[TOOL_CALLS]` only before `[`, `{` or a name and `[ARGS]`/`{`, so a sentence that names
-  the marker keeps it.
-- Residue, what is left of a call once a server dropped its special tokens (Gemma's bare
-  `call:name{...}`, gpt-oss's `analysisWe need…assistantfinal`), is matched by its shape
-  at a word start or at the answer's start only, and lives in profiles `auto` adds for that
-  family's names alone.
-- Spellings a model mangles (DeepSeek's DSML with `‖`, doubled or ASCII bars) are
-  patterns of their own, each a plain string: the filter never matches markers loosely.
-- `OPT_IN` profiles are never chosen by `auto` nor by `all`: the transcript echo
-  `[Calling tool: name(...)]` is prose-like enough that only a person who saw it should
-  turn it on.
+- A marker that reads like prose carries a `hint` (guardrail/shapes.py), so a sentence
+  that names `<tool_call>` or `[TOOL_CALLS]` keeps it.
+- Residue (what is left once a server dropped special tokens: Gemma's `call:name{...}`)
+  matches only at a word or answer start, in profiles `auto` adds for that family alone.
+- Mangled spellings (DeepSeek's DSML bars) are patterns of their own, each a plain
+  string: the filter never matches markers loosely.
+- `OPT_IN` profiles (the `[Calling tool: ...]` echo) are never chosen by `auto` nor
+  `all`: too prose-like for anyone but a person who saw it.
 """
 
 from __future__ import annotations

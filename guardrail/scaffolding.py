@@ -1,21 +1,16 @@
 """Strip a model's raw tool-call scaffolding from streamed answer text, chunk by chunk.
 
-The guardrail's core: a pure, incremental filter (no I/O, no model, no imports from the
-rest of the app). `feed(chunk)` returns the text that is safe to show now; `flush()`
-returns what was held back when the stream ends. Which markup counts is data: a registry
-of patterns (guardrail/patterns.py), LFM2's by default, the other families' as profiles
-(guardrail/registries.py); whether text sits in markdown code is guardrail/code_context.py.
-The rules (exact markers at any chunking, minimal hold-back, the final read at stream end,
-bounded memory, linear work) are docs/contract.md's "The streaming filter"; tests pin them.
+The guardrail's core: a pure, incremental filter. `feed(chunk)` returns the text safe to
+show now; `flush()` what was held back at the end. Which markup counts is data
+(guardrail/registries.py); code context is guardrail/code_context.py. The rules are
+docs/contract.md's "The streaming filter".
 
 Deliberate choices a reader might want to "fix":
-- Text on both sides of a stripped region is not re-joined and re-scanned. A marker that
-  exists only once a stripped token is taken out (`<|tool_` + `<|tool_calls|>` +
-  `call_start|>`) was never in the model's output, and catching it would need unbounded
-  hold-back; it is shown as the text it is.
-- Lone end markers are not stripped (contract G7), although vLLM's LFM2 parser strips
-  orphan `<|tool_call_end|>`: a look-alike must never be eaten. A trailer is only ever
-  stripped right after its own span.
+- Text around a stripped region is not re-joined and re-scanned: a marker that exists only
+  once a token is taken out was never in the model's output, and catching it would need
+  unbounded hold-back.
+- Lone end markers are not stripped (G7), although vLLM's LFM2 parser strips orphan
+  `<|tool_call_end|>`: a look-alike must never be eaten.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """Shapes: the short, bounded text a weak marker must be followed by to count as markup.
 
-Some markers read like prose: `<tool_call>` in "wraps calls in <tool_call> tags", Mistral's
-`[TOOL_CALLS]` named in a sentence, Gemma's bare `call:` in "a phone call: …". A pattern
-can carry a *hint*, a shape its marker must be followed by (`<tool_call>` then `{`, `[`, `<`
-or a name and `<`), so that the marker opens a span only where the model really started a
-call. A shape is a tiny grammar (`Lit`, `Chars`, `Seq`, `Alt`), never a free regex, because
-the filter must answer two questions about it as a stream arrives in pieces:
-
-- `full`: does the text at this point start with the shape? (a compiled regex, `match`)
-- `viable`: is this text, all of it, still the beginning of one? (a compiled regex,
-  `fullmatch`), so the filter holds it back until the next piece decides.
-
-Python's `re` has no partial matching, so the `viable` regex is derived from the grammar:
-a prefix of a sequence is a whole first part then a prefix of the rest, or a prefix of the
-first part. Every shape is bounded (`max_len`), so what the filter holds back is too.
+Some markers read like prose (`<tool_call>` named in a sentence). A pattern's *hint* is a
+shape its marker must be followed by, so it opens a span only where a call really began.
+`full` says whether the text starts with the shape; `viable` whether all of it could still
+be the start of one, so the filter holds it until the next piece decides.
 
 Deliberate choices:
-- A shape is a lookahead: the text it matched stays in the stream after the marker, so a
-  span's end marker may begin inside it (GLM's zero-argument `<tool_call>f</tool_call>`).
-- A shape that fits several ways only has to fit one (`full` is a `match`, which
-  backtracks); as soon as one prefix of the text fits, the question is decided.
+- A shape is a tiny grammar (`Lit`, `Chars`, `Seq`, `Alt`), never a free regex: Python's
+  `re` has no partial matching, so `viable` is derived from the grammar.
+- Every shape is bounded (`max_len`), so what the filter holds back is too.
+- A shape is a lookahead: its text stays in the stream, so an end marker may begin inside
+  it (GLM's `<tool_call>f</tool_call>`).
 """
 
 from __future__ import annotations

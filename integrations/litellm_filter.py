@@ -1,35 +1,19 @@
 """What LiteLLM's chat completion objects become under the guardrail. Pure: no I/O, no model.
 
-The LiteLLM guardrail (`integrations.litellm_guardrail`) hands this module the objects
-LiteLLM's proxy gives it and relays what comes back:
-
-- `StreamFilter` takes a stream's `ModelResponseStream` chunks in order and filters each
-  choice's `delta.content` in place through its own `guardrail.policy.RoundFilter`: a
-  chunk comes back filtered, or as None when nothing was left of it (a chunk whose only
-  text was held back or stripped). A choice's finish chunk carries what its filter still
-  held (a partial marker at the very end is text, G8); `end()` gives the same for a stream
-  that stopped without one, as chunks of their own. When the finish shows that the reply
-  showed nothing, because it was nothing but markup (`guardrail.policy.needs_recovery`)
-  or because it was the recovery and stayed empty (`malformed`, G3), that finish and the
-  rest of the stream are dropped and `ended_empty` says so; the recovery's stream goes
-  through a second StreamFilter made with `follows=` the first.
-- `CompletionFilter` does the same for a whole `ModelResponse` (`message.content`).
-- `recovery_request` is the one recovery's request (G2): the round's model and messages,
-  the correction folded in by `guardrail.policy.with_correction`, no tools.
+`StreamFilter` filters each choice's `delta.content` of a stream's chunks in place (None
+when nothing is left of a chunk; the held tail on the finish chunk or at `end()`), and
+drops the finish of a reply that showed nothing (`ended_empty`). `CompletionFilter` does
+the same for a whole `ModelResponse`; `recovery_request` is the one recovery (G2).
 
 Deliberate choices:
-- Only the answer text is filtered: reasoning (`reasoning_content`, thinking blocks) and
-  tool calls pass untouched (G9, G12), and a round that carried a tool call never
-  recovers. A chunk the filter changed nothing in comes back as the same object.
-- The recovery is for a single-choice reply only (`n` absent or 1), as in the guard
-  proxy: with several choices there is no one reply to ask again.
-- A recovery's chunks (or completion) take the first reply's id, creation time and model,
-  and lose their role: the client sees one completion, one role, one finish. An empty
-  recovery's finish is dropped too, so a client that stops at a finish never reads a
-  malformed reply as a complete empty answer: the error is what ends it.
-- The recovery request carries an allow-list of the client's generation settings, not the
-  whole request LiteLLM holds: that dict also holds the proxy's own bookkeeping (its
-  logging object, the caller's key metadata), which must not be replayed.
+- Only the answer text is filtered; reasoning and tool calls pass untouched (G9, G12),
+  and a round with a tool call never recovers. An unchanged chunk is the same object.
+- The recovery is for a single-choice reply only: with several there is no one to ask again.
+- A recovery's chunks take the first reply's id, time and model and lose their role, so
+  the client sees one completion; an empty recovery's finish is dropped too, so the
+  error, not a finish, ends it.
+- The recovery request carries an allow-list of the client's settings, not LiteLLM's
+  whole dict, which holds the proxy's bookkeeping (logging object, key metadata).
 """
 
 from __future__ import annotations

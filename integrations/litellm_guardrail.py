@@ -1,53 +1,23 @@
 """The guardrail as a LiteLLM proxy custom guardrail: `ScaffoldGuardrail`.
 
-In LiteLLM's config.yaml (integrations/litellm/config.yaml, docs/integrations.md):
-
-    guardrails:
-      - guardrail_name: scaffold-guard
-        litellm_params:
-          guardrail: integrations.litellm_guardrail.ScaffoldGuardrail
-          mode: post_call
-          default_on: true
-
-- Streamed chat completions: `async_post_call_streaming_iterator_hook` wraps the whole
-  stream; each chunk's `delta.content` goes through the filter per choice
-  (`integrations.litellm_filter.StreamFilter`), reasoning and tool calls untouched.
-- Whole ones: `async_post_call_success_hook` filters each choice's `message.content`.
-- A reply that was nothing but markup gets the one recovery (G2) from inside the hook: the
-  same model asked again through the proxy's router (`litellm.acompletion` when there is
-  no proxy), the correction folded into the messages, no tools; a streamed recovery goes
-  on in the same client stream. If the recovery shows nothing either, the client gets
-  `MalformedReplyError` (G3): an in-band error event ending a stream (the empty
-  recovery's finish is not sent before it), a 502 error response otherwise, whose message
-  is `guardrail.policy.MALFORMED_REPLY`.
-- Each request that stripped something logs `guardrail.policy.strip_warning` (a warning on
-  LiteLLM's proxy logger, so it shows in the proxy's own log).
+It filters streamed and whole chat completions per choice (reasoning and tool calls
+untouched), sends the one recovery (G2) for a reply that was only markup, and ends with
+`MalformedReplyError` (G3) if that shows nothing either. Configuration: docs/integrations.md.
 
 Deliberate choices:
 - `apply_guardrail` is not overridden, on purpose: LiteLLM routes a guardrail that has it
-  through its unified guardrail path, which samples every 5th chunk of a stream and drops
-  text rewrites unless told otherwise (`streaming_sampling_rate`,
-  `streaming_transform_mode`). Without it, the proxy hands this class's own streaming hook
-  every chunk (it looks for the hook in the class's own `__dict__`, so a subclass must
-  define the hooks again). Pinned by tests/unit/test_litellm_guardrail.py, and in the
-  proxy itself by tests/thirdparty/test_litellm_proxy.py.
-- The router is the one the running proxy already has (`litellm.proxy.proxy_server.
-  llm_router`, read from `sys.modules`, never imported: importing the proxy's server
-  module builds a proxy app), so the recovery resolves the model name as the first
-  request did. It does not go through the proxy's own pre-call hooks, budgets or spend
-  logging: it is the guardrail's request, not the client's.
-- A recovery the model server refuses (an error status, a timeout) raises LiteLLM's own
-  error out of the hook, which the proxy reports to the client as it reports any error.
-- `profiles` (in `litellm_params`: a comma-separated string or a list) is the guard proxy's
-  `--profiles` setting (guardrail.model_profiles.parse_profiles): `auto` when absent, or
-  `none`, `all`, or profiles; an unknown name stops the proxy at start. Under `auto` an
-  answer's registry follows every name its request goes by (`model_names`), the union of
-  what each asks for: the client's `model` is the proxy's alias (`model_name` in the
-  config, often a name of no family), while the deployment's model that LiteLLM's router
-  picked (`metadata.deployment`, e.g. `openai/qwen3:8b`; the router writes it into the
-  request's metadata dict, which is the hook's too) and the answer's `model` are the real
-  one's names. A stream's registry is chosen at its first chunk and kept for the whole
-  turn, its recovery included.
+  through its unified path, which samples every 5th stream chunk and drops text rewrites.
+  Without it the proxy hands this class's own streaming hook every chunk (it looks in the
+  class's own `__dict__`, so a subclass must define the hooks again). Pinned by
+  tests/unit/test_litellm_guardrail.py and tests/thirdparty/test_litellm_proxy.py.
+- The recovery uses the running proxy's own router (read from `sys.modules`, never
+  imported: importing it builds a proxy app), so the model name resolves as the first
+  request's did; it skips the proxy's pre-call hooks, budgets and spend logging, since it
+  is the guardrail's request, not the client's. A refusal raises LiteLLM's own error.
+- Under `profiles: auto` the registry follows every name the request goes by (the
+  proxy's alias, the router's deployment from the request metadata, the answer's
+  `model`), because the alias is often a name of no family; chosen at a stream's first
+  chunk and kept for the whole turn, recovery included.
 """
 
 from __future__ import annotations

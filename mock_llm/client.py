@@ -1,24 +1,17 @@
 """A small typed client for the mock's own endpoints: health, flows, side calls, the journal.
 
-It is for test suites and conformance kits that drive a chat app against the mock and then
-check what the mock saw; the chat endpoints themselves are for the app's own OpenAI client.
-Sync, on httpx, one connection pool per client (`with MockClient(url) as mock: ...`).
+For test suites and conformance kits that drive a chat app against the mock and check what
+it saw. Sync, on httpx, one pool per client (`with MockClient(url) as mock: ...`).
 
 Deliberate choices:
-- Answers become frozen dataclasses (`FlowSummary`, `JournalRead` of `JournalRecord`s,
-  `FlowsAdded`, `SideCallsAdded`, `Health`); a flow's `expect` block is the same `Expect`
-  the flow model uses.
-- A journal read of another schema version than this client's (JOURNAL_VERSION) is an
-  error, not a best effort: times in another version may mean something else. Fields a
-  newer mock adds within the same version are ignored, so additions stay compatible, and a
-  field this client knows but an older mock of the same version lacks (`side_call`) takes
-  its default.
-- Every error answer raises `MockClientError` with the status and the OpenAI-style error's
-  message, code and param, so a kit can report exactly what the mock refused and why.
-- A settle read's HTTP timeout covers the server-side wait (`timeout_ms`) plus the
-  client's own timeout, so the server, not the transport, decides when waiting is over.
-- What a kit needs of flows besides the endpoints is here too (`flow_outcomes` of a flow
-  file, `family_covered`), so a kit imports this module and nothing else of the mock.
+- A journal of another schema version (JOURNAL_VERSION) is an error, not a best effort:
+  its times may mean something else. Unknown fields of the same version are ignored and
+  missing known ones take their default, so additions stay compatible.
+- Every error answer raises `MockClientError` with the status, message, code and param.
+- A settle read's HTTP timeout is the server-side wait plus the client's own, so the
+  server decides when waiting is over.
+- What a kit needs of flows is here too (`flow_outcomes`, `family_covered`), so a kit
+  imports this module and nothing else of the mock.
 """
 
 from __future__ import annotations

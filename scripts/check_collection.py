@@ -1,20 +1,11 @@
 """Fail when two collections of the same test tree give different test ids.
 
 A test id must never depend on the clock, randomness, hash order or the machine: xdist's
-workers each collect the tree and refuse to run when they disagree ("Different tests were
-collected"), and an id that moves between runs cannot be followed from one run to the next.
-This collects every suite twice, in fresh interpreters that differ in everything such an id
-could hang on:
-
-- PYTHONHASHSEED (set and dict-of-hash order),
-- the wall clock: the second collection starts only once the clock has ticked into a later
-  second than the first one ended in, so an id built from an HTTP date (second resolution)
-  or anything finer differs. It waits on that tick, not for a fixed time;
-- the local time zone (TZ, as POSIX strings, so no time zone database is needed),
-
-and compares the two lists of ids. Randomness (uuid, random) differs between any two
-interpreters anyway. Prints one summary line and exits 0 when the lists are identical; prints
-the difference and exits 1 when they are not; exits 2 when collecting fails.
+workers refuse to run when their collections disagree, and a moving id cannot be followed
+between runs. This collects every suite twice, in fresh interpreters with a different
+PYTHONHASHSEED, a later wall-clock second (it waits for the tick, not a fixed time) and a
+different TZ, and compares the ids. Exits 0 when identical, 1 with the difference, 2 when
+collecting fails.
 
 Usage: uv run python scripts/check_collection.py [SUITE ...]   (default: every suite)
 """

@@ -7,10 +7,8 @@ this hop's own), and the fields that are hop-by-hop whether named or not (`Keep-
 `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`, and the proxy
 authentication pair). Both proxies here, the guard and the mock's recorder, apply it to
 the client's request and to the upstream's answer; each drops more of its own on top
-(`also`: `Host` and `Content-Length`, which its HTTP client writes).
-
-The two had disagreed (issue 26): the recorder dropped the headers `Connection` named and
-the guard passed them on.
+(`also`: `Host` and `Content-Length`, which its HTTP client writes). One rule here, so the
+two proxies cannot disagree.
 """
 
 from __future__ import annotations

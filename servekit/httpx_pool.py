@@ -1,22 +1,16 @@
 """Pooled httpx connections to an upstream server, with the one retry of `servekit.pool`.
 
-The same race as `servekit.pool` (read its docstring), for a client built on httpx (the
-recorder's, `mock_llm.record.recorder`). httpx keeps an idle connection 5 s by default
-(`keepalive_expiry`), as long as uvicorn's keep-alive, and it does not retry: httpcore
-drops a pooled connection the server had already closed (its socket reads as readable),
-but a request sent on one that the server closes at that moment raises
-`RemoteProtocolError: Server disconnected without sending a response.` (or a `ReadError`,
-`WriteError` for a reset), for a POST as for a GET; measured against
-tests/stale_upstream.py, which closes every reused connection on its next request.
+The same stale-connection race as `servekit.pool`, for the recorder's httpx client: httpx
+keeps idle connections 5 s (uvicorn's keep-alive) and never retries a request the server
+closed the connection under. `HttpxPool` keeps them `POOL_IDLE_S` and sends once more, on
+a fresh connection, a request that failed on a reused one before its response head came.
 
-`HttpxPool` keeps idle connections `POOL_IDLE_S` and sends a request once more on a fresh
-connection when it failed so on a reused one, before its response head came (`send`
-raised); a `ConnectError` or a timeout is not retried, nor is a fresh connection that
-fails. Whether the connection was reused is what httpcore's `trace` request extension says:
-a request on a new connection traces its `connect_tcp`, one on a pooled connection does
-not. The fresh connection comes from a second client that keeps no connection
-(`max_keepalive_connections=0`), made on first need and closed with the pool. A final
-failure is `servekit.pool.RequestFailed`.
+Deliberate choices:
+- Reuse is read from httpcore's `trace` extension (a new connection traces
+  `connect_tcp`).
+- A `ConnectError`, a timeout or a failing fresh connection is not retried.
+- The fresh connection comes from a second client that keeps none
+  (`max_keepalive_connections=0`); a final failure is `servekit.pool.RequestFailed`.
 """
 
 from __future__ import annotations

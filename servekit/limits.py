@@ -1,19 +1,15 @@
 """What an HTTP request must be before a route sees it: `RequestLimits`, pure ASGI middleware.
 
-- headers over `max_header_bytes` (names and values together) are a 431, a target (path
-  and query) over `max_target_bytes` a 414: uvicorn's parser took 1 MB of headers and
-  about 64 KB of target (issue 12);
-- an HTTP/1.1 request without a Host header, with more than one, or with one that is not
-  `host[:port]` is a 400 (RFC 9112, section 3.2);
-- with `max_body_bytes`, a declared Content-Length over it is a 413 before any byte is
-  read, and so is a body that grows past it;
-- with `body_timeout_s`, a body not whole within that time is a 408 (a short body was held
-  90 s). The app is then called with the body read whole, so it never waits on a half
-  body; the original `receive` takes over after it, so the app still hears the client leave.
+Oversized headers are a 431, an oversized target a 414, a missing, repeated or malformed
+Host a 400 (RFC 9112, 3.2), a body over `max_body_bytes` a 413 (declared or grown), and a
+body not whole within `body_timeout_s` a 408. `error_body(status, message)` renders each
+refusal in the server's own error shape.
 
-`error_body(status, message)` renders each refusal in the server's own error shape.
-`DEFAULT_MAX_BODY_BYTES` is the one default body limit: the mock's. The app, the guard
-proxy and the recorder each pass a limit of their own (their requests differ in size).
+Deliberate choices:
+- Bounds are ours, not uvicorn's: its parser takes far more headers and target.
+- With a body timeout the app gets the body read whole, so it never waits on a half body;
+  the original `receive` takes over after, so the app still hears the client leave.
+- `DEFAULT_MAX_BODY_BYTES` is the mock's; the app, proxy and recorder each pass their own.
 """
 
 from __future__ import annotations

@@ -1,39 +1,21 @@
 """Pooled aiohttp connections to an upstream server, and the one retry a closing server calls for.
 
-A server closes a kept-alive connection once it has been idle for the server's keep-alive
-time (uvicorn 5 s, which vLLM's OpenAI server and `python -m mock_llm` run on; gunicorn
-2 s; Node 5 s). A client that takes that connection from its pool at the same moment sends
-its request into a connection the server is closing, and the request is lost before any
-byte of an answer comes: aiohttp raises `ServerDisconnectedError` or `ClientOSError` (issue
-29: 169 of 200 requests of one burst, after 5 s of idle against `python -m mock_llm`).
-Two things together make that lose nothing:
-
-- `Pool` keeps an idle connection for `POOL_IDLE_S` (1.5 s, aiohttp's default is 15 s),
-  less than the common servers' keep-alive, so it rarely offers one that the server is
-  closing; against a server with a shorter keep-alive it still can.
-- `Pool.request` sends a request once more, on a fresh connection, when it failed on a
-  reused connection before any byte of its answer came, with an error a closing server
-  causes: `ServerDisconnectedError` before any part of a response head, `ClientOSError`
-  (a reset, a broken pipe) or a write to a closing transport; never `ClientConnectorError`,
-  which is a connect that was refused or failed, not a stale connection. A fresh
-  connection that fails is not retried: that is the server's own answer (down, refusing,
-  cutting) and the caller reports it.
+A server closes a kept-alive connection once idle for its keep-alive (uvicorn 5 s, gunicorn
+2 s); a request sent into it at that moment is lost before any answer. `Pool` keeps idle
+connections only `POOL_IDLE_S` (1.5 s, under the common keep-alives), and `Pool.request`
+sends once more, on a fresh connection, a request that failed on a reused connection before
+any byte of its answer with an error a closing server causes (never a failed connect).
 
 Deliberate choices:
-- The retry is for any method, POST included. The request never had an answer, and a
-  server closing a connection it held idle had not started on it; a model request has no
-  effect beyond its answer, which nobody received. (RFC 9110 §9.2.2 lets a client retry a
-  request it knows was never applied.)
-- The fresh connection comes from a second session whose connector never reuses a
-  connection (`force_close`), made on first need and closed with the pool: retrying on
-  the pool could take the next connection the same server is closing too.
-- Whether a connection was reused is what aiohttp's tracing says
-  (`on_connection_reuseconn`, `on_connection_create_end`, per request through
-  `trace_request_ctx`), its public way to tell.
-- A final failure is `RequestFailed`, with the error chained: its `cause` (the exception
-  class and whether the connection was reused) is what a log line says, never the
-  exception's text, which can hold a URL.
-- The request body is `bytes` (or None), so it can be sent twice.
+- The retry is for any method, POST included: the request never had an answer and the
+  server had not started on it (RFC 9110 §9.2.2).
+- The fresh connection comes from a second session that never reuses connections
+  (`force_close`): the pool's next connection could be closing too.
+- Reuse is read from aiohttp's tracing, its public way to tell.
+- A final failure is `RequestFailed`; a log line says its `cause` (exception class, reused
+  or not), never the exception's text, which can hold a URL.
+- A fresh connection that fails is not retried: that is the server's own answer.
+- The body is `bytes` (or None), so it can be sent twice.
 """
 
 from __future__ import annotations

@@ -1,30 +1,17 @@
 """Server-sent events read from an upstream body, as the official openai SDK reads them, and
 one written (`json_event`). Pure.
 
-`SseDecoder.feed(bytes)` takes the body in whatever pieces the network delivers and returns
-the events completed so far; `finish()` returns one last event that the body ended without
-its blank line. The rules are the SDK's (its `SSEDecoder`) and the WHATWG event-stream
-format's: a line ends at CR, LF or CRLF (a CR that ends one piece and a LF that starts the
-next are one line end); `data:` lines are joined with `\\n`, one space after the colon is dropped; a
-line that starts with `:` is a comment (a keep-alive), ignored; `event:` names the event;
-a blank line dispatches an event that has any field; `id:` and `retry:` are read and unused.
-
-`LineBuffer` is the part that cuts a body into lines, shared with the NDJSON
-reader (`servekit.ndjson.NdjsonLines`): what each piece completes, and the
-unfinished line.
+`SseDecoder.feed(bytes)` takes the body in any pieces and returns the events completed so
+far, by the SDK's and WHATWG's rules; `finish()` returns a last event with no blank line.
+`LineBuffer` cuts lines, shared with `servekit.ndjson.NdjsonLines`.
 
 Deliberate choices:
-- A line longer than `max_line_bytes` raises `LineTooLong` instead of growing without
-  bound: the body comes from a server we do not control. The default (8 MiB) is far above
-  any real chunk (a 1 MB answer piece is read whole), so only a runaway body trips it.
-- Bytes are cut at the last line end before decoding (the UTF-8 of CR and LF never occurs
-  inside another character), and the complete lines are decoded with `errors="replace"`,
-  so a piece boundary inside a character never matters and invalid UTF-8 cannot raise
-  here: it fails, if at all, as JSON later, with the caller's own error.
-- This is the hot path of every streamed answer (a line per token): one decode and one
-  split per piece, `data:` lines taken without a method call, line lengths measured only
-  when the piece could hold a line past the limit. Cutting the lines is one `LineBuffer`
-  call per piece (its cost: docs/benchmarks.md, the app under load).
+- A line over `max_line_bytes` (8 MiB) raises `LineTooLong` rather than grow without
+  bound: the body comes from a server we do not control.
+- Bytes are cut at line ends before decoding, with `errors="replace"`, so a piece boundary
+  inside a character never matters and invalid UTF-8 fails later, as JSON.
+- This is the hot path (a line per token): one decode and one split per piece, lengths
+  measured only when a piece could hold a line past the limit (docs/benchmarks.md).
 """
 
 from __future__ import annotations

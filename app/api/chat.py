@@ -1,18 +1,13 @@
 """POST /api/chat: one question in, the turn's frames out as server-sent events.
 
-The body is `{"message": str}`, and optionally `"session"`: an id the page makes for its
-tab (letters, digits, `-` and `_`, 8 to 64 of them), kept on the turn's row so
-`GET /api/history?session=ID` gives the conversation back after a reload. It names a
-conversation, it is not a credential: the notes chat has no accounts.
+The body is `{"message": str}` and optionally `"session"`, an id the page makes per tab,
+kept on the turn's row for `GET /api/history?session=ID`. It names a conversation; it is
+not a credential (the notes chat has no accounts).
 
-Deliberate choice: the route is a plain Starlette route that reads its body with
-`read_chat_request`, which does what FastAPI does for a `body: ChatRequest` parameter (JSON
-parsed only when the Content-Type says JSON, the same RequestValidationError and 400
-HTTPException, so the same 415/422/400 answers from app.api.validation), not a FastAPI
-route: FastAPI's dependency solving and body handling cost every turn 0.2 ms of CPU (a
-route with the body and two dependencies: 260-300 us per request through the app's
-middleware; the plain route with the same validation: 60-110 us). It is not in the
-OpenAPI schema; docs/architecture.md describes it.
+Deliberate choice: a plain Starlette route, not a FastAPI one, because FastAPI's
+dependency solving and body handling cost every turn measurable CPU. `read_chat_request`
+does what a `body: ChatRequest` parameter would (the same 415/422/400 answers, from
+app.api.validation). It is not in the OpenAPI schema; docs/architecture.md describes it.
 """
 
 from __future__ import annotations

@@ -1,32 +1,17 @@
 """Server-sent events for the chat stream: the frame encoding (pure) and the response.
 
-Every frame is one `data: {json}` line and a blank line. JSON never contains a raw newline,
-so model text with newlines, `\\r` or a literal `event: done` can never break a frame or
-forge another one. The JSON keeps other characters as they are (smaller than `\\u`
-escapes), except U+2028, U+2029 and U+0085: SSE only breaks lines at CR and LF, but
-`str.splitlines` and httpx's `aiter_lines` break at those too, so they go as escapes.
+Every frame is one `data: {json}` line and a blank line, so model text can never break or
+forge a frame. `EventStream` adds what a long turn needs: a `: keep-alive` comment after
+`keepalive_s` of silence, a gone or stalled client noticed (which closes the upstream
+stream), and `OpenStreams.end_all` ending every open stream with its own last frame when
+the server shuts down, rather than cutting it at the graceful-shutdown timeout.
 
-`EventStream` is the response, with what a long turn needs besides the frames:
-- a `: keep-alive` comment once `keepalive_s` pass with nothing sent (a model thinking
-  for a minute, a slow tool), so no proxy or browser drops the stream as idle; the page
-  and any SSE reader skip comments;
-- a gone client noticed at once: the ASGI disconnect message cancels the response while
-  it waits for the next frame, which closes the frames' generator and with it the
-  upstream stream; a client that stops reading is noticed after `send_timeout_s` (a send
-  that cannot complete ends the stream the same way, and the server closes the
-  connection, the response being unfinished);
-- a server shutdown ends every open stream at once, each with its own last frame (the
-  turn's `error` frame saying so), instead of the server waiting for long turns until its
-  graceful-shutdown timeout and then cutting them: `OpenStreams.end_all`, which
-  `python -m app` calls as it begins to shut down.
-
-Deliberate choice: this is our own code, not sse-starlette's `EventSourceResponse`, which
-the app used first (the issue asked for a maintained library unless a measured figure said
-otherwise). It cost 1.3 ms of CPU per turn, a quarter of a clean turn's, driving each
-response with four tasks, anyio cancel scopes and a timeout per send (same commit, 3000
-turns driven in-process, back to back: 5.4 against 4.1 ms; docs/benchmarks.md). Here a
-response is one task beside the turn (the disconnect watch) and one timer for the
-keep-alives, checked only when it fires, so a frame costs a send and a clock read.
+Deliberate choices:
+- U+2028, U+2029 and U+0085 go as escapes: SSE does not break lines there, but
+  `str.splitlines` and httpx's `aiter_lines` do. Other characters are kept as they are.
+- This is our own code, not sse-starlette's `EventSourceResponse`: that cost about a
+  quarter of a clean turn's CPU (four tasks and a timeout per send; docs/benchmarks.md).
+  Here a response is one disconnect-watch task and one keep-alive timer.
 """
 
 from __future__ import annotations

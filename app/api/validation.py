@@ -1,18 +1,12 @@
 """The answer to a request the API cannot accept: 422 with what is wrong, never the input.
 
-FastAPI's own handler echoes each error's `input`: a 50 MB body came back as a 52 MB reply,
-and a lone surrogate in the input (`{"message": "hi \\ud800"}`) made the reply impossible
-to encode, a 500 that also reset the keep-alive connection. This handler keeps each
-error's location, message and type only, with every text made one short printable line
-(`errors.one_line`) and valid UTF-8, and at most MAX_ERRORS errors.
-
-What is wrong with the body as a whole is said in the API's own words (issue 12): a body
-sent with another Content-Type than JSON (a form, text/plain: what a cross-site form can
-send) is a 415 naming the type to use, a body that is not a JSON object or is empty says
-so, and invalid JSON names the parser's complaint. FastAPI answers a body its JSON parser
-fails on in another way (invalid UTF-8, nesting past Python's recursion limit, an integer
-of more than 4300 digits) with a bare 400 "There was an error parsing the body";
-`body_parse_error` says which of those it was.
+Deliberate choices:
+- Not FastAPI's own handler: it echoes each error's `input`, so a huge body comes back
+  huge and a lone surrogate makes the reply unencodable (a 500). This keeps location,
+  message and type only, each one short printable UTF-8 line, at most MAX_ERRORS.
+- A body that is not JSON (a form, text/plain: what a cross-site form can send) is a 415
+  naming the type to use; an empty or non-object body and invalid JSON say so;
+  `body_parse_error` says which parse failure FastAPI's bare 400 hides.
 """
 
 from __future__ import annotations

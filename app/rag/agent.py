@@ -1,41 +1,22 @@
 """The agent's round loop: model request, tool calls, tool results, next request, until done.
 
-`run_agent` drives one turn. Each round is one model request (`_Round`); its thinking and
-answer pieces and its retry notices are re-yielded as they arrive. A round that ends with
-structured tool calls gets them run, the assistant message (with `tool_calls`) and one
-`tool` message per call appended, a `ToolEvent` yielded per call, and the loop goes on.
-A round without tool calls ends the turn.
-
-The guardrail (guardrail.policy) sits in each round: given a scaffolding registry, every
-request's answer text goes through a fresh filter (thinking never does), the held tail is
-flushed before the round's end is taken, and a request that stripped anything logs one
-warning. A round with no tool calls whose visible answer is empty and that stripped
-something gets exactly one recovery request (a `RecoveryNotice` first): the same messages
-with the correction folded into the system message, no tools, a fresh filter, through the
-same `_Round` as any request. A recovery that is empty again raises MalformedReplyError.
+`run_agent` drives one turn; each round (`_Round`) is one model request, its pieces
+re-yielded as they arrive, its tool calls run and appended. With a scaffolding registry
+each request's answer text goes through a fresh filter (guardrail.policy); an empty,
+stripped round without tool calls gets exactly one recovery, and an empty recovery raises
+MalformedReplyError.
 
 Deliberate choices:
-
-- The model is reached only through a `ChatFn` (messages, tools) -> stream, so the same loop
-  runs on `chat_stream_retried` (partially applied) and on a scripted fake in tests.
-- One round is one `_Round`, a small object whose generator owns the request, its
-  filter, its bookkeeping and its closing; a recovery request is one more `_Round`.
-- Without a registry (`registry=None`) nothing is filtered and every piece passes through
-  as the very object the model stream yielded.
-- After `max_rounds` tool rounds, one final request goes out with `tools=None`, so a turn
-  always ends with an answer attempt and can never loop. No ToolRunner (the kill switch, or
-  a deflected turn) sends `tools=None` on every request. Tool calls that come back from a
-  request that offered no tools are not run: the turn ends there.
-- Tools run in a worker thread (`anyio.to_thread.run_sync`), since they touch files; a
-  cancelled turn waits for a running tool to finish (tools are bounded in time) rather than
-  leave a thread behind. A tool that raises becomes a failed outcome for the model (and a
-  log line), not a crashed turn.
-- The assistant message carries the round's content (None when there was none) but never
-  its reasoning: some servers reject reasoning sent back (DeepSeek answers 400).
-- The caller's message list is copied, never mutated. The record is updated as things
-  happen, so a turn that fails or is stopped still has accurate counts.
-- Each round's stream is closed explicitly when the round ends or the consumer stops, so
-  an upstream connection is never left for the garbage collector.
+- The model is reached only through a `ChatFn`, so tests run the loop on a scripted fake.
+- Without a registry every piece passes through as the very object the stream yielded.
+- After `max_rounds` one last request goes out with `tools=None`, so a turn always ends
+  with an answer attempt; tool calls from a request that offered none are not run.
+- Tools run in a worker thread; a cancelled turn waits for a running tool (they are
+  bounded) rather than leave a thread behind. A tool that raises is a failed outcome.
+- The assistant message never carries the reasoning: some servers reject it (DeepSeek 400).
+- The caller's messages are copied, never mutated; the record is updated as things
+  happen, so a failed or stopped turn still has accurate counts.
+- Each round's stream is closed explicitly, never left for the garbage collector.
 """
 
 from __future__ import annotations

@@ -1,35 +1,23 @@
 """The notes index: a SQLite FTS5 index of the notes' heading sections, ranked by BM25.
 
-`NotesIndex` keeps one table row per section of a markdown note (app/rag/sections.py) and
-an FTS5 index over it. `refresh()` brings the index in line with the folder and touches
-only what changed; `search()` turns free user text into a safe FTS5 query
-(app/rag/query.py) and returns `Hit`s, best first.
+`NotesIndex` keeps one row per section of a markdown note (app/rag/sections.py);
+`refresh()` brings it in line with the folder, touching only what changed; `search()`
+turns free user text into a safe FTS5 query (app/rag/query.py) and returns `Hit`s.
 
 Deliberate choices a reader might want to "fix":
-- The indexed heading column is the heading *trail*, weighted above the body
-  (`HEADING_WEIGHT`); `Hit.heading` is the section's own heading. The alias words
-  (app/rag/aliases.py) have a column of their own weighted like the body; `Hit.text` is
-  the body.
-- The porter stemmer is on, so "backups" finds "backup" and "renewing" finds "renewal".
-- Change detection is (mtime_ns, size) first and a SHA-256 of the content second, so a
-  `touch` does not re-index a note.
-- Which files are notes is `app.rag.notes_folder.walk_notes`'s call, shared with the
-  agent's grep. What it leaves out with a reason (symlinks that lead out of the folder or
-  loop, names that are not UTF-8, folders that cannot be listed) is listed in the report,
-  as are notes that cannot be indexed (not valid UTF-8, binary, larger than the cap,
-  unreadable, not a regular file). None of it raises, so one odd file cannot stop the app
-  from starting or every later search from working. Symlinked folders are not followed.
-- Table names are prefixed `notes_` and the schema version lives in its own table, so the
-  index can share a database file with other tables. The index is a cache: on a schema
-  version change it is dropped and rebuilt.
-- One connection, shared by threads and guarded by a lock; WAL and a busy timeout so other
-  connections to the same file (a second process, the query log) do not fail with
-  "database is locked".
-- The document counts behind a score's IDF mass (how many sections hold each term) are
-  kept between searches: one count query per question word was a quarter of a search's
-  time. They are forgotten when a refresh changes the index, when another connection
-  commits to the file (`PRAGMA data_version`), and when `MAX_CACHED_COUNTS` words are
-  held (words come from users).
+- The indexed heading is the heading *trail*, weighted above the body; `Hit.heading` is
+  the section's own heading. Alias words have their own column, weighted like the body.
+- The porter stemmer is on ("backups" finds "backup").
+- Change detection is (mtime_ns, size), then a SHA-256, so a `touch` does not re-index.
+- Which files are notes is `notes_folder.walk_notes`'s call, shared with grep; what it or
+  the index leaves out is reported, never raised, so one odd file cannot stop the app.
+- Tables are prefixed `notes_`, with a schema version table, so the file can be shared;
+  the index is a cache, rebuilt on a version change.
+- One connection shared by threads under a lock; WAL and a busy timeout so other
+  connections do not fail with "database is locked".
+- Term document counts are cached between searches (a count query per word was a quarter
+  of a search), forgotten on a refresh, on another connection's commit
+  (`PRAGMA data_version`) and past `MAX_CACHED_COUNTS` words (words come from users).
 """
 
 from __future__ import annotations

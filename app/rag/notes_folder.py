@@ -1,31 +1,18 @@
 """The notes folder as the app sees it: the virtual root /homelab/ and one walk over its notes.
 
-The index (`app.rag.index`) and the agent's tools (`app.rag.tools`) both show the
-notes folder as `/homelab/`. This module is the one place that decides what is in it, so
-the two cannot drift apart: the virtual root, which names are visible, where a symlink may
-lead, the walk over the notes (used by indexing and grep) and the entries of one folder
-(used by list).
+The one place that decides what is in the folder, for both the index and the agent's
+tools, so they cannot drift apart: the virtual root, which names are visible, where a
+symlink may lead, the walk over the notes and one folder's entries.
 
 Deliberate choices:
-- A name is visible unless it is hidden (a leading dot), not valid UTF-8, or holds a
-  control character (a line break, an ANSI escape) or a bidirectional control (U+202E and
-  its kin). File names are bytes; Python keeps bytes that are not UTF-8 as lone
-  surrogates, which cannot be encoded as UTF-8 (SQLite refuses them, a page cannot show
-  them); a control character would break the one-line log and the page's lines, and a
-  bidi override makes `gnp.md` read as `png.md`. Such a name is never used: the walk
-  reports it, spelled with `\\x` and `\\u` escapes (`shown`); the tools do not show it,
-  so no source, chip or tool result ever carries one.
-- A note is a file with a visible name ending in `.md` (any case). What is inside it, and
-  whether it can be read at all, is for the caller to find out.
-- A symlink counts only when its target, fully resolved, lies inside the folder (compared
-  component by component, so a sibling folder `notes_private` is outside `notes`).
-  A symlink that leads out, or that cannot be followed (a loop), is reported by the walk
-  and hidden from a folder's entries. Symlinked folders are never walked into: one inside
-  the folder would show the same notes twice, one outside it is out of scope.
-- The walk never raises. A folder that cannot be listed is reported and left out. It keeps
-  its own stack instead of recursing, so no nesting depth reaches Python's recursion limit.
-  Within a folder it yields reported folders, then files, sorted by name, then walks the
-  subfolders in name order.
+- A name is hidden if it starts with a dot, is not valid UTF-8 (SQLite and the page refuse
+  lone surrogates), or holds a control or bidi character (they break the log's lines, and
+  U+202E makes `gnp.md` read as `png.md`); the walk reports it escaped, nothing shows it.
+- A symlink counts only when its resolved target lies inside the folder, compared by
+  whole components (`notes_private` is outside `notes`). Symlinked folders are never
+  walked into: inside, they would show notes twice; outside, they are out of scope.
+- The walk never raises (what it cannot list is reported) and keeps its own stack, so no
+  nesting depth reaches Python's recursion limit.
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
 """What a grep pattern from the model would cost to compile, judged before it is compiled.
 
-The `regex` module's search time is bounded by grep's time budget, but compiling is not:
-a counted repeat is expanded when the pattern is compiled, so `a{10000003}` took 18.8 s and
-2.6 GB, with the GIL held, and `a{1000000000}` got the process killed for memory. A time
-budget cannot stop that (compile takes no timeout), so `pattern_problem` reads the pattern
-first, in one linear pass with no recursion, and refuses it when:
+Grep's time budget bounds searching, not compiling: `regex` expands counted repeats at
+compile time, with the GIL held and no timeout, so `a{10000003}` takes seconds and
+gigabytes. `pattern_problem` reads the pattern in one linear pass and refuses a repeat
+bound over MAX_REPEAT or an expanded size over MAX_EXPANDED_SIZE. `*`, `+` and `?` cost
+nothing to compile.
 
-- a counted repeat (`{n}`, `{n,}`, `{n,m}`, `{,m}`) has a bound over MAX_REPEAT, or
-- its expanded size (each atom counts 1, a group the size of its content, a counted repeat
-  multiplies what it repeats by its largest bound, nested repeats multiply, alternatives
-  add up) is over MAX_EXPANDED_SIZE. Measured: a{100000} compiles in 58 ms and
-  `(a{1000}){100}` in 68 ms; 10,000 units compile in a few milliseconds.
-
-`*`, `+` and `?` cost nothing to compile (the engine loops rather than expands); what they
-cost at search time is the time budget's business. Deliberate choices: the reading is
-conservative (alternatives add rather than take the larger, group prefixes such as `?:` or
-`?P<name>` count as atoms), since a real search pattern is far below the limits; and it
-does not validate the pattern (an unbalanced `)` or a bad escape is the compiler's to
-report, and grep then searches the text literally).
+Deliberate choices:
+- The reading is conservative (alternatives add, group prefixes count as atoms): real
+  search patterns are far below the limits.
+- It does not validate the pattern: a bad one is the compiler's to report, and grep then
+  searches the text literally.
 """
 
 from __future__ import annotations

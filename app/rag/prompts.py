@@ -1,26 +1,18 @@
 """System prompts for the two kinds of turn: grounded (answer from the notes) and deflect.
 
-A grounded turn gets `build_grounded_prompt(hits)`: who the assistant is, how to answer
-(from the notes, citing note paths, using the read/grep/list tools on /homelab/ when the
-excerpts are not enough, concisely), then the retrieved excerpts. A deflected turn (nothing
-relevant in the notes) gets `build_deflect_prompt()`: say briefly that the notes do not
-cover it, offer what they do cover, no tools, no invented facts.
+`build_grounded_prompt(hits)`: who the assistant is, how to answer from the notes (citing
+paths, with the tools when excerpts are not enough), then the excerpts.
+`build_deflect_prompt()`: the notes do not cover it; no tools, no invented facts.
 
 Deliberate choices:
-
-- Note text is data, never instructions. Excerpts sit inside one `<notes>` block, each in
-  its own `<excerpt path=... heading=...>` element, and the prompt says so before the
-  block. Anything in a note that could close or open those elements early is defused
-  (`<` becomes `&lt;` in `<notes`, `</notes`, `<excerpt`, `</excerpt`), and path and
-  heading are flattened to one line with quotes escaped, so a note cannot forge the frame.
-- Size is bounded: each excerpt's text is cut to `MAX_EXCERPT_CHARS` and the whole notes
-  block (tags included) never exceeds `MAX_CONTEXT_CHARS`. Excerpts keep the order they
-  were given (retrieval ranks them), so the best ones survive the budget; a cut is marked.
-- The prompt must not invite tool syntax when no tools are offered: with the kill switch
-  (`tools=False`) the tool sentence is replaced, because a small model told about tools it
-  does not have is the one that writes raw tool-call markup.
-- The deflect body is a constant (`DEFLECT_MODE`), so it is stable and testable; the
-  optional topic list only appends a line naming what the notes cover.
+- Note text is data, never instructions: excerpts sit in one `<notes>` block, anything
+  that could open or close those elements is defused and path and heading are flattened,
+  so a note cannot forge the frame.
+- Size is bounded (`MAX_EXCERPT_CHARS`, `MAX_CONTEXT_CHARS`); excerpts keep retrieval's
+  order so the best survive the budget, and a cut is marked.
+- With no tools offered the tool sentence is replaced: a small model told about tools it
+  lacks is the one that writes raw tool-call markup.
+- The deflect body is a constant (`DEFLECT_MODE`), stable and testable.
 """
 
 from __future__ import annotations

@@ -1,45 +1,23 @@
 """The agent's document tools, read, grep and list, over the virtual root /homelab/.
 
-`/homelab/` is mapped onto the notes folder and nothing outside that folder is ever
-readable. The virtual root, what is visible in the folder, where a symlink may lead and
-the walk over the notes are `app.rag.notes_folder`'s, shared with the index, so grep and
-the index walk the same notes. The model's arguments are untrusted (notes can carry prompt
-injection), so:
+`/homelab/` maps onto the notes folder through `app.rag.notes_folder`, shared with the
+index. The model's arguments are untrusted (notes can carry prompt injection): `run()`
+answers every problem with `ToolOutcome(ok=False, ...)` in words the model can act on.
 
-- Every path is checked before it touches the disk and refused with a plain error: `..`
-  anywhere, absolute paths outside /homelab/, backslashes, text that is not valid UTF-8
-  (a JSON `\\udce9` escape), control and bidirectional characters (NUL, U+202E),
-  percent-encoded `.`, `/`, `\\`, `%` or NUL, and hidden names (a leading dot). Then the
-  path is resolved (`notes_folder.resolve_inside`: symlinks followed) and must still lie
-  inside the resolved root, compared by whole components, so a sibling folder such as
-  `notes_private` next to `notes` is outside, whatever the spelling. A symlink loop is
-  "cannot be opened".
-- Outcome texts never hold a real filesystem path: they name only virtual paths, and OS
-  errors are reported in plain words, never by their message (which carries the path).
-  Refusals do not echo the rejected path either.
-- Output is capped (read characters, list entries, grep matches and line length) with a
-  visible `[truncated: ...]` marker, and so is what is read from disk: a file is read whole
-  only up to `MAX_FULL_READ_BYTES` (grep: `MAX_GREP_FILE_BYTES`), even one that grew after
-  its size was taken (issue 12: such a read had no bound), else only its head; grep runs
-  under a time budget (per file and per call, through the `regex` module's `timeout=`), so
-  a pattern like `(a+)+$` cannot hang the server: the search stops and says so. What a
-  pattern would cost to compile, which no timeout covers, is judged before it is compiled
-  (`pattern_cost`: `a{10000003}` is refused in words, it never reaches the compiler). The
-  search releases the GIL (`concurrent=True`), so the event loop keeps serving while a
-  search runs in its thread. The budget is measured on an injectable clock
-  (`time.monotonic` by default), so tests pin it without depending on machine speed.
-- `run()` validates the raw JSON arguments against the tool's schema and answers every
-  problem with `ToolOutcome(ok=False, ...)` in words the model can act on; it never raises.
-
-Deliberate choices: `ToolOutcome.path` is set only when a read or list succeeded. grep
-searches the notes `notes_folder.walk_notes` finds (`.md` files; symlinked folders are not
-followed, a link inside the folder would search notes twice) and says nothing of what the
-walk leaves out (links out of the folder, loops, names that are not UTF-8, folders that
-cannot be listed); it skips, and counts, files that are larger than its cap, binary, not
-UTF-8 or unreadable. list shows only what `notes_folder.list_folder` calls visible.
-An invalid regex is searched as plain text, and the output says so. A path is checked once
-and then opened; someone who can write into the notes folder could swap a symlink in
-between, which is outside this tool's threat model (the model, not the folder's owner).
+Deliberate choices:
+- Every path is refused before it touches the disk if it could escape (`..`, backslashes,
+  invalid UTF-8, control or bidi characters, percent-encoded separators, hidden names),
+  then resolved and compared to the root by whole components (`notes_private` is outside).
+- Outcome texts name only virtual paths: OS errors in plain words, never their message
+  (which carries the real path); refusals do not echo the rejected path.
+- Output and disk reads are capped with a visible `[truncated: ...]`, even for a file that
+  grew after its size was taken. grep runs under a time budget (the `regex` module's
+  `timeout=`, GIL released) on an injectable clock, and `pattern_cost` refuses a pattern
+  too costly to compile, which no timeout covers.
+- grep skips and counts files too large, binary, not UTF-8 or unreadable, and says
+  nothing of what the walk leaves out; an invalid regex is searched as plain text.
+- A symlink swapped between check and open is outside the threat model (the model, not
+  the folder's owner).
 """
 
 from __future__ import annotations

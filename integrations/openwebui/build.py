@@ -1,30 +1,17 @@
 """Generate the pasteable Open WebUI filter function from the guardrail library.
 
 `uv run python -m integrations.openwebui.build` writes integrations/openwebui/
-scaffold_guard_filter.py; `--check` only says whether the committed file is current (a
-unit test runs the same comparison, so a library change that was not regenerated fails the
-gate with the command to run). `--out PATH` writes elsewhere.
+scaffold_guard_filter.py; `--check` only says whether it is current (a unit test runs the
+same check); `--out PATH` writes elsewhere. The file is assembled, never edited: the
+frontmatter docstring, the guardrail modules the filter uses and the parts of
+guardrail/policy.py it needs, then the template, with `from guardrail...` imports dropped.
 
-The file is assembled, never edited: Open WebUI's frontmatter docstring, the imports the
-code below it uses, the filter's modules after their imports (all of them: guardrail/
-shapes.py, patterns.py, registries.py, model_profiles.py, code_context.py and
-scaffolding.py: the filter, its registries and `auto`'s choice of them),
-the statements of guardrail/policy.py that the template imports and the
-ones those use (MALFORMED_REPLY, RoundFilter, needs_recovery: not the recovery request,
-which a filter cannot send), and the template (filter_template.py) after its imports. The
-`from guardrail...` imports are dropped because the names they bring are defined above
-them in the same file; the build fails if one is not.
-
-A copy-paste detector will report the generated file as a duplicate of guardrail/. It is
-one, on purpose: Open WebUI runs a function file with its own interpreter, where our
-packages are not installed, so the pasteable file must carry the library's code itself.
-Generating it keeps it the library's code; the staleness test keeps it current.
-
-The build also checks what Open WebUI does to a pasted file: its loader rewrites every
-`from utils`, `from apps`, `from main` and `from config` anywhere in the text (open_webui/
-utils/plugin.py `replace_imports`), and reads every `word: value` line of the leading
-docstring as frontmatter, so the text must contain none of the first and exactly the
-intended keys of the second.
+Deliberate choices:
+- A copy-paste detector reports the generated file as a duplicate of guardrail/. It is
+  one, on purpose: Open WebUI runs it where our packages are not installed.
+- The build refuses text Open WebUI's loader would mangle: any `from utils`, `from apps`,
+  `from main` or `from config` (rewritten anywhere), and any `word: value` docstring line
+  beyond the intended frontmatter keys.
 """
 
 from __future__ import annotations

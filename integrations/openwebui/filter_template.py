@@ -1,53 +1,21 @@
 """The Open WebUI filter function's own code, written once: the template of the pasteable file.
 
 Open WebUI runs a function file with its own interpreter, where our packages are not
-installed, so the file a person pastes (scaffold_guard_filter.py) is this module with the
-guardrail library's code inlined in place of its `guardrail` imports (integrations/openwebui/
-build.py). Here it imports the library, so it is type-checked and tested like any module.
-
-Open WebUI's hooks (open_webui/utils/filter.py and middleware.py, 0.12.4):
-- `stream(event)` gets each decoded SSE event of the model's stream before Open WebUI builds
-  the message from it, and what it returns replaces the event. Ollama connections arrive
-  converted to chat completion chunks too. `[DONE]` is not JSON and never reaches a filter,
-  so a reply's held-back tail goes out on the chunk that carries its `finish_reason`.
-- `outlet(body)` gets the chat's messages once the reply has ended (content, and the
-  Responses-style `output` items the page renders first), and what it returns is saved and
-  sent to the page; its `model` is Open WebUI's id of the chat's model.
-- Both get the parameters they declare of `__metadata__` (its `message_id`) and `__model__`
-  (Open WebUI's model: its `id`, and a workspace model's `info.base_model_id`).
-
-What the filter does:
-- Each choice of each reply streams its `delta.content` through a fresh filter of its own
-  (guardrail.policy.RoundFilter): raw markup never reaches the page, a partial marker is
-  held back until the next chunk shows what it is. Reasoning fields, tool calls and every
-  other field pass untouched (contract G9, G12).
-- A reply that was nothing but markup (guardrail.policy.needs_recovery) cannot be asked
-  again from a filter: its finishing chunk carries MALFORMED_REPLY as its content, so the
-  user reads the malformed-reply copy instead of an empty answer (G3 as copy, no G2).
-- `outlet` repairs every assistant message: its content and the text parts of its `message`
-  output items, each through a fresh filter, MALFORMED_REPLY where all of it was markup (a
-  reply that did not stream, a message saved before the filter was on). A reply whose
-  stream ended without a finish chunk is finished there: its held tail is appended.
+installed, so the pasted file (scaffold_guard_filter.py) is this module with the guardrail
+library inlined in place of its imports (build.py). Here it imports the library, so it is
+type-checked and tested like any module. `stream` filters each reply's `delta.content` per
+choice; `outlet` repairs the saved assistant messages; a markup-only reply, which a filter
+cannot ask again, gets MALFORMED_REPLY as its text. See docs/integrations.md.
 
 Deliberate choices:
-- Replies are told apart by Open WebUI's message id (`__metadata__["message_id"]`), else the
-  completion's `id` (an API client's stream has no message), and the choice index. The
-  message id, not the completion id, is the first choice because some servers change `id`
-  from chunk to chunk; a message's tool round and answer round are still two replies, since
-  the first one's finish chunk ends it.
-- At most MAX_OPEN_REPLIES replies are open at once; past that the least recently fed is
-  forgotten. A stopped stream never sends its finish chunk and its outlet never runs, so
-  without the bound every Stop would leak a filter; each one is small (the held tail and
-  a 200-character preview), so the bound caps the memory at a few hundred KB.
-- Nothing raises: an event or body of any other shape goes back as it came (Open WebUI
-  drops an event whose filter raised, which would lose the text, not guard it).
-- The `profiles` valve reads as the guard proxy's `--profiles` (guardrail.model_profiles.
-  parse_profiles; comma- or space-separated, any case) and is `auto` by default: a reply's
-  registry follows every name it goes by (`model_names`), the union of what each asks
-  for, because Open WebUI's model id is often an alias a person chose while the chunk's
-  `model` is the server's real name. It is chosen once, when the reply's first chunk
-  comes, and kept to its end. A valve saved empty before `auto` existed keeps meaning
-  LFM2's markup alone (`none`), as it did then.
+- Replies are told apart by Open WebUI's message id first (some servers change the
+  completion `id` from chunk to chunk), else the completion's `id`, and the choice index.
+- At most MAX_OPEN_REPLIES are open; past that the least recently fed is forgotten, since
+  a stopped stream never finishes and every Stop would otherwise leak a filter.
+- Nothing raises: Open WebUI drops an event whose filter raised, which would lose the text.
+- The `profiles` valve is `auto` by default and follows every name a reply goes by (Open
+  WebUI's model id is often a person's alias); chosen at its first chunk. A valve saved
+  empty before `auto` existed keeps meaning `none`, as it did then.
 - Non-text content is filtered as the text Open WebUI would make of it (`f'{value}'`).
 """
 

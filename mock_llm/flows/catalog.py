@@ -1,18 +1,15 @@
 """The flows a server knows: the built-ins, user flow files, flows added at run time; listing.
 
-User files are loaded after the built-ins, so a user flow with a built-in's name replaces
-it (`default` in particular, to change the answer given when there is no trigger).
+User files load after the built-ins, so a user flow with a built-in's name (`default`)
+replaces it.
 
-Flows added at run time (`POST /_mock/flows`) follow a stricter rule, decided here and
-pure: a name already in the catalog is accepted only when the new flow is identical to the
-one there (nothing changes, and the answer says so), otherwise the whole request is refused
-as a conflict. A conformance kit run twice against one mock then adds its flows once and
-finds them unchanged the second time, while two kits that disagree about a flow (or a kit
-and a built-in) fail loudly instead of changing each other's flows mid-run. A request is all
-or nothing: every flow in it is checked before any is added. Runtime flows are bounded in
-number (`max_runtime_flows`) and in text: YAML aliases may not make the flows of one
-request hold more characters than the request body limit, so a small body cannot turn into
-a huge catalog listing.
+Deliberate choices:
+- A flow added at run time under a name already taken is accepted only when identical,
+  else the request is refused as a conflict: a kit run twice adds its flows once, and two
+  kits that disagree fail loudly instead of changing each other's flows mid-run.
+- A request is all or nothing: every flow is checked before any is added.
+- Runtime flows are bounded in number and in text (aliases may not expand past the body
+  limit), so a small body cannot become a huge catalog.
 """
 
 from __future__ import annotations

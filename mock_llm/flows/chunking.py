@@ -1,19 +1,11 @@
 """Cut a step's texts into stream chunks, and pace them. Joining the chunks always gives the
 text back exactly.
 
-Every wire format asks here, and only here, what a step streams and when: `pieces` is the
-chunks of one part of a step (its reasoning, its content, one tool call's arguments), and
-`ttft_s`, `gap_s` and `answer_delay_s` are the pauses. An authored step cuts its text by its
-`chunking` and paces with `ttft_ms` and `delay_ms`; a recorded step (`Step.recorded`,
-written by `python -m mock_llm record`) streams its recorded pieces, each after its recorded
-gap, which `paced` scales by the server's replay pacing (`--replay-pacing`: 1 = as
-recorded, 0 = no pauses) before a response is planned.
-
-The formats that stream a step part by part, each part announced, filled and closed (the
-Responses API's output items, the Messages API's content blocks), share `step_parts`: which
-parts a step has (its reasoning when it has some, its answer when it has one or no tool
-calls, each tool call) and when each piece is due. `TimedFrames` collects a stream's frames
-with the pause before each.
+Every wire format asks here, and only here, what a step streams and when: `pieces`, and
+the pauses `ttft_s`, `gap_s` and `answer_delay_s`. An authored step cuts by `chunking`;
+a recorded step streams its recorded pieces and gaps, scaled by `paced`
+(`--replay-pacing`). `step_parts` serves the formats that announce each part (Responses
+items, Messages blocks); `TimedFrames` collects frames with their pauses.
 """
 
 from __future__ import annotations

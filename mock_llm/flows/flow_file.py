@@ -1,25 +1,17 @@
 """Parse and validate flow files (YAML) into `Flow` objects, with the line of every error.
 
-The built-in flows are a flow file too (`builtin_flows.yaml`), so there is exactly one
-schema. Validation walks the composed YAML node tree rather than the loaded Python objects
-so that every error names the file and the line it is about; unknown keys and duplicate
-keys are errors rather than silently ignored, because a typo in a test fixture should fail
-loudly at start, not make a test pass for the wrong reason.
+The built-in flows are a flow file too (`builtin_flows.yaml`), so there is one schema.
 
-Flows also arrive over HTTP (`POST /_mock/flows`) and go through this same parser, so
-nothing in it may blow up on hostile text: nesting too deep for the YAML composer is an
-error, a mapping key must be a plain value (a composite key's repr could expand aliases
-without bound), and tool-call `arguments` given as a mapping are walked with a node budget
-before they are turned into JSON, so an alias bomb or a recursive anchor is an error
-instead of an exponential dump. JSON is YAML except that JSON allows tabs as whitespace;
-a raw tab cannot occur inside a valid JSON string, so in text that is valid JSON every tab
-is read as a space (line numbers unchanged).
-
-A recorded step (`python -m mock_llm record`) carries `chunks:`, the chunk sequence of the
-stream it was recorded from. Its texts are the joins of the pieces, so a step that also
-states them must state the same text, and it may not set what the chunks replace
-(`chunking`, `delay_ms`, `ttft_ms`) or build its content otherwise (`extract`). A file
-whose name ends in `.gz` is read gzip-compressed.
+Deliberate choices:
+- Validation walks the YAML node tree, not the loaded objects, so every error names the
+  file and line; unknown and duplicate keys are errors, so a fixture typo fails at start,
+  not by passing a test for the wrong reason.
+- Flows also arrive over HTTP, so nothing may blow up on hostile text: nesting depth,
+  plain mapping keys and a node budget for `arguments` stop alias bombs.
+- In text that is valid JSON every tab is read as a space (JSON allows tabs, YAML does
+  not; a raw tab cannot be inside a JSON string).
+- A recorded step's `chunks:` fix its texts and timing, so it may not restate them
+  differently or set `chunking`, `delay_ms`, `ttft_ms` or `extract`.
 """
 
 from __future__ import annotations

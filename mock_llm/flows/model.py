@@ -1,19 +1,12 @@
 """The flow model: what a flow is, step by step, independent of how it was written down.
 
-A flow is a named, ordered list of steps; the n-th request of a turn plays step n (see
-`turns.py`). A step says what one response carries (reasoning, content, tool calls, the
-finish reason), how it is cut into chunks and paced, and optionally one fault. Built-in
-flows and user flow files both parse into these types (`flow_file.py`), so there is one
-schema. Everything here is immutable data with no I/O.
+A flow is a named, ordered list of steps; the n-th request of a turn plays step n. A step
+says what one response carries, how it is chunked and paced, and optionally one fault.
+Built-in flows and flow files parse into these immutable types, so there is one schema.
 
-A flow may also state the outcome a guarded chat app must reach when it plays the flow
-(`Expect`): the text the user sees, whether one recovery request is sent, how many
-characters of markup are stripped over the turn, whether the turn ends in the
-malformed-reply error, and how many upstream requests it makes. It is data for checkers
-(a conformance kit reads it from `GET /_mock/flows`); the mock itself never acts on it.
-A flow that plays one model family's own leak shape names the family (`family`) and may
-state a second outcome (`elsewhere`) for apps whose model is of another family, for
-which the same markup is text (docs/mock_llm.md, "Family flows").
+Deliberate choice: `Expect` (the outcome a guarded app must reach) and a flow's `family` /
+`elsewhere` outcome are data for checkers such as the conformance kit; the mock itself
+never acts on them (docs/mock_llm.md, "Family flows").
 """
 
 from __future__ import annotations

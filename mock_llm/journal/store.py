@@ -1,28 +1,17 @@
 """The request journal: what the mock received, in order, and how each response ended.
 
-Tests count upstream requests per turn from it (`GET /_mock/requests?key=KEY`) and check
-that a client that went away was seen going away. It is bounded twice: past `capacity` entries,
-or past `max_body_bytes` of request bodies held in all, the oldest entries are dropped and
-counted in `dropped`, so a server left running under load (or fed huge bodies) never grows
-without limit. Entries are mutable while their response is in flight
-(`outcome: in_progress`) and are finished exactly once.
+Tests count upstream requests per turn from it and check a client that left was seen
+leaving. It is bounded in entries and in body bytes, the oldest dropped and counted.
+Entries are mutable while in flight (`outcome: in_progress`) and finished exactly once.
 
 Deliberate choices:
-- One clock for every time field (`MockClock`): milliseconds since the mock started, on a
-  monotonic clock, so arrival, first chunk, end and disconnect times of any two entries
-  can be compared and subtracted, and a wall-clock step cannot reorder them. The wall time
-  of the start is reported once (`started_at`) for matching against other logs.
-- The JSON read has a `version` (JOURNAL_VERSION). Version 1 was the unversioned shape,
-  with `received_at` and `timings.disconnected_at` in Unix time and
-  `timings.first_chunk_ms`/`ended_ms` since arrival; version 2 drops `timings` and the
-  wall-clock fields, so a reader of the old shape fails on a missing key instead of
-  silently reading times of a different meaning.
-- An entry says whether it was a side call (`side_call`, see `side_calls.py`). That field
-  was added within version 2: an added field is a compatible change, and readers ignore
-  fields they do not know.
-- The journal calls `on_change` whenever an entry arrives, is identified (its key is
-  known), ends, or the journal is cleared, so a reader waiting for a turn to settle
-  (`settle.py`) is woken instead of polling.
+- One monotonic clock for every time field (ms since start), so any two entries compare
+  and a wall-clock step cannot reorder them; `started_at` gives the wall time once.
+- The JSON has a `version`: version 2 dropped version 1's wall-clock fields, so an old
+  reader fails on a missing key instead of reading times of another meaning. Added fields
+  (`side_call`) are compatible.
+- `on_change` fires on every arrival, identification, end and clear, so `settle.py` is
+  woken instead of polling.
 """
 
 from __future__ import annotations

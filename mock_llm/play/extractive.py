@@ -1,41 +1,18 @@
 """The extractive responder: an answer built from the request itself, with no model.
 
-A flow step with `extract:` gets its content here, per request: the sentences of the
-request's context that best match the last user question, quoted with the note each came
-from when the context names it. For anyone testing a RAG app this shows at once whether
-the right context was sent: the answer can only quote what the request carried.
+A flow step with `extract:` gets its content here: the sentences of the request's context
+(tool messages, document blocks with a path-like attribute) that best match the last user
+question, each quoted with its note, so a RAG app's tester sees whether the right context
+was sent. With `read:` the step may first answer with that tool call for a note the
+question names. See docs/mock_llm.md.
 
-Where the context is read:
-- `tool` messages, whole; a tool message's note is the `path` (or `file`, `name`) argument
-  of the assistant tool call it answers, when that call names one;
-- document blocks in `system` and `user` messages: an element with a path-like attribute,
-  `<excerpt path="/homelab/backups.md" heading="...">...</excerpt>` (also `source=`,
-  `file=`, `name=`, `title=`, and `<document>` or any other tag name), the attribute's
-  value being the note.
-
-The rest of a system message (the instructions) is not context: a prompt that says "cite
-the paths you used, e.g. /homelab/backups.md" must not be quoted as an answer. A request
-with no such context, or none that shares a word with the question, gets the step's
-fallback text (a deflection).
-
-With `read:` (a tool's name), the step may first look a note up, as a model with document
-tools does: when the request offers that tool, no tool result came after the question, and
-the question names a note of the context (every word of the note's file name, `backups`
-of `/homelab/backups.md`, is among the question's words; the first such note in the
-context's order), the response is that tool call with `{"path": note}` and no content. The
-next request carries the note's text as a tool result, and gets the answer. A sentence the
-context holds twice (an excerpt, then the whole note) is quoted once.
-
-The score is plain and deterministic: the question's words (lowercased, a few stop words
-left out, a trailing plural `s` dropped) that a sentence contains, each weighted by how rare
-it is among the context's sentences (inverse document frequency). Between equal scores, a
-sentence from a note whose name holds more of the question's words comes first, then the
-context's order. The same request always gets the same answer. Markdown is read as prose
-(`prose_units`): wrapped lines joined, list items and table rows on their own, headings,
-fenced code and table headers left out, links shown as their text.
-
-Bounded: at most MAX_CONTEXT_CHARS of context and MAX_QUESTION_CHARS of question are read,
-whatever the request holds, so a huge request costs linear time at most.
+Deliberate choices:
+- The rest of a system message is not context: an instruction that names a path as an
+  example must not be quoted as an answer.
+- The score is plain and deterministic (question words weighted by rarity, ties by the
+  note's name then context order): the same request always gets the same answer.
+- Bounded: at most MAX_CONTEXT_CHARS and MAX_QUESTION_CHARS are read, so a huge request
+  costs linear time at most.
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
 """Turn one step into the exact sequence of things its HTTP response does. Pure.
 
-A plan is the status and headers, a list of actions (send these bytes, pause this long,
-mark that the step's fault fired) and how the body ends: `complete`, `eof` (a stream just
-stops: no finish chunk, no `[DONE]`) or `abort` (the connection is closed mid-body, which
-clients see as an incomplete read). The server only executes plans, so every wire detail
-and every fault is unit-tested here without a socket.
+A plan is the status and headers, a list of actions (send bytes, pause, mark the fault
+fired) and how the body ends (`complete`, `eof`, `abort`), in whichever wire format the
+request came in (`RequestShape.api`), each fault in that format's own shape. The server
+only executes plans, so every wire detail and fault is unit-tested here without a socket.
 
-Frames with no pause or fault between them are merged into one write (`coalesce`): clients
-see exactly the same SSE events, and the server pays the per-write cost once per stretch
-instead of once per chunk, which is most of its throughput.
-
-`after_chunks` in faults counts chunk frames already sent, the role chunk included, which is
-also what the journal's `chunks_sent` counts. For a non-streaming request the faults map
-onto the nearest equivalent: a stall delays the answer, a cut sends half the body and
-closes, a malformed line becomes the whole (invalid JSON) body, and an in-band error event
-becomes an HTTP 500 with the error body.
-
-The same step plays in whichever wire format the request came in (`RequestShape.api`):
-the OpenAI chat completions (SSE chunks, `[DONE]`), Ollama's `/api/chat` (NDJSON lines, see
-mock_llm.wire.ollama), the OpenAI Responses API (typed SSE events, see
-mock_llm.wire.responses), Anthropic's Messages API (typed SSE events, see
-mock_llm.wire.anthropic) or Google's Gemini API (SSE, or one JSON array without `alt=sse`,
-see mock_llm.wire.gemini), with every fault in that format's own shape: its error body, an
-`{"error": ...}` line for an in-band error (for the Responses API an `error` event and
-`response.failed`, for the Messages API an `error` event, for Gemini the error chunk), a
-malformed line as a bare line (for the Messages API under an event name, which its SDK
-needs to read it).
+Deliberate choices:
+- Frames with no pause or fault between them are merged into one write (`coalesce`):
+  clients see the same events, and the server pays the per-write cost once per stretch,
+  which is most of its throughput.
+- A non-streaming request gets each fault's nearest equivalent (a stall delays, a cut
+  sends half the body, an in-band error becomes an HTTP 500).
+- A Messages API malformed line goes under an event name, which its SDK needs to read it.
 """
 
 from __future__ import annotations

@@ -1,33 +1,21 @@
 """Side calls: the extra model calls a chat app makes around a turn, told apart by rules.
 
-A real chat app asks the model for more than the answer: a title for the chat, tags,
-follow-up suggestions. Such a call often repeats the user's message, trigger and all, inside
-its own prompt, so without help the mock would take it for the turn's next request: it
-would advance the turn's flow (the real next request then plays the wrong step) and be
-counted under the turn's KEY. A side-call rule is a regular expression; a request is a side
-call when any rule matches (searches) the text of one of its system messages (or
-`developer` messages, OpenAI's newer name for them) or of its last user message. Pure:
-rules in, a verdict out; the server decides what a side call is answered with.
+A title, tag or follow-up prompt often repeats the user's message, trigger and all, so the
+mock would take it for the turn's next request and advance its flow. A rule is a regular
+expression searched in the system (or `developer`) messages and the last user message.
+Pure: rules in, a verdict out.
 
 Deliberate choices:
-- Rules use the `regex` package, whose matches take a timeout: a rule with catastrophic
-  backtracking, matched against a long prompt, gives up after MATCH_TIMEOUT_S and counts as
-  no match, and all the matches of one request share MATCH_BUDGET_S, so a bad rule makes a
-  request slower by a bounded amount, never hangs the server. Matches are `concurrent`
-  (the GIL is released), so the server can run them in a worker thread.
-- Compiling is bounded too. `regex` unrolls counted repeats when it compiles, so
-  `(?:a{1000}){1000}` takes seconds and more nesting takes hours, with no timeout to stop
-  it. A rule is therefore refused before it is compiled when its length times the product
-  of the minimum counts of its counted repeats passes COMPILE_BUDGET. The count is
-  deliberately rough and errs one way only: braces that are not a repeat (inside a class,
-  in a comment, a fuzzy constraint) may count, a repeat is never missed.
-- Rules are at most MAX_PATTERN_CHARS characters each and MAX_PATTERNS in all; an empty
-  rule (it would match every request) or a lone surrogate (it cannot be written back as
-  JSON) is refused. A request adding rules is all or nothing, and a rule already present
-  is left unchanged, so a kit run twice against one mock adds its rules once.
-- The KEY a side call is journalled under is the one of the last well-formed keyed trigger
-  in its last user message (a title prompt quoting a whole chat holds the current turn's
-  trigger last), else in its system messages, the last message first.
+- Matching uses the `regex` package with a timeout per match and a budget per request, so
+  a backtracking rule slows a request by a bounded amount, never hangs the server.
+- Compiling is bounded too (`regex` unrolls counted repeats, with no timeout): a rule is
+  refused when its length times its repeat counts passes COMPILE_BUDGET. The count is
+  rough on purpose and errs one way: a repeat is never missed.
+- Rules are capped in size and number; an empty rule (matches all) or a lone surrogate
+  (cannot be written back as JSON) is refused. Adding is all or nothing, and a rule
+  already present is unchanged, so a kit run twice adds its rules once.
+- A side call is journalled under the last keyed trigger of its last user message (a
+  title prompt quoting a chat holds the current turn's last), else of its system messages.
 """
 
 from __future__ import annotations

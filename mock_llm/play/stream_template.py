@@ -1,34 +1,19 @@
 """Stream plans served from templates, so that an unpaced stretch costs one join per request.
 
-The reference (`response_plan.plan_response`) builds a stream's bytes frame by frame, which
-is most of what a request of one-character chunks costs. Yet two requests for the same step
-get the same plan except where the completion's meta is written (its id, and the ids derived
-from it, its `created` and its model) and in the usage counts that come from the prompt.
+Two requests for the same step get the same plan but for the completion's meta (ids,
+`created`, model) and the prompt's usage. A template is the reference plan
+(`response_plan.plan_response`) built once with a sentinel meta and cut at its markers;
+serving fills the cuts with the request's meta, escaped as the reference writes it.
+Pauses, faults, headers and counts are the reference's, so timing stays exact.
 
-So a template is the reference's own plan, built once with a *sentinel* meta whose id
-suffix, model and `created` are marker values, with each write's bytes cut at the markers.
-Serving a request fills the cuts with its meta, JSON-escaped as the reference writes it: all
-the cuts of one frame form one compound piece (computed once per request), and a write whose
-frames share one compound is `compound.join(literals)`, a single C call. Pauses, faults,
-status, headers, ending and chunk counts are the reference plan's, untouched, so paced and
-faulted streams keep their exact timing.
-
-A template can never serve wrong bytes:
-
-- its key holds everything the plan depends on besides the meta: the step, the reasoning
-  field, the pacing, every field of the request shape but its messages, and (unless the
-  stream carries no usage: chat completions without `include_usage`) the usage the
-  messages give;
-- before it is kept it is checked: filled with a second, different meta (other lengths,
-  characters JSON must escape) it must equal the reference's plan for that meta, and for a
-  key without the messages, for other messages too. A text that holds a marker, or any
-  dependence on the meta that is not the plain writing of these values, fails the check;
-  the key is then marked and always served by the reference.
-
-Only streams are templated (not extract steps, whose content comes from the request, nor
-meta ids without the `chatcmpl-` prefix). A key is templated the second time it is asked
-for, so a stream that never repeats costs what the reference costs. The store is bounded
-in entries and in bytes (flows can be added at run time), least recently used out first.
+Deliberate choices:
+- A template can never serve wrong bytes: its key holds everything the plan depends on
+  but the meta, and before it is kept it must equal the reference's plan when filled with
+  a second, different meta (and other messages); a key that fails is always served by
+  the reference.
+- A key is templated the second time it is asked for, so a stream that never repeats
+  costs what the reference costs.
+- The store is bounded in entries and bytes (flows can be added at run time), LRU out.
 """
 
 from __future__ import annotations

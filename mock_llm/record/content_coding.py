@@ -1,19 +1,15 @@
 """A body's content coding (`Content-Encoding`), decoded for the recorder. Pure.
 
-The recorder passes an answer's bytes on as they came and decodes a copy to read it:
-identity, gzip or deflate (zlib), the codings it asks the upstream for. `BodyDecoder` takes
-the body read by read and, once it has ended (`finish`), says in `problem` why it cannot be
-read: a coding it does not know, data that does not decode (a wrong checksum too), or a
-compressed stream cut before its end (a gzip body without its 8-byte trailer, or cut in
-the middle of its deflate data). The recorder then records nothing of the exchange: a
-decoded part of a body says nothing reliable of the whole (and its end is not the
-upstream's end), so it is neither a step nor a `cut` fault.
+The recorder passes bytes on as they came and decodes a copy (identity, gzip, deflate).
+`BodyDecoder` takes the body read by read and, at `finish`, says in `problem` why it
+cannot be read (unknown coding, bad data, a stream cut before its end).
 
 Deliberate choices:
-- gzip and zlib are told apart by their header (`wbits` 32 + 15), as httpx does; a body
-  of several gzip members (which `gzip.decompress` reads) is read member after member.
-- The check is zlib's own `eof`: true only once a stream's trailer (gzip's CRC-32 and
-  length, zlib's Adler-32) was read and matched.
+- A body with a problem is not recorded at all, not even as a `cut` fault: a decoded part
+  says nothing reliable of the whole.
+- gzip and zlib are told apart by their header (`wbits` 32 + 15), as httpx does, and
+  several gzip members are read one after another.
+- Completeness is zlib's own `eof`: true only once the trailer's checksum matched.
 """
 
 from __future__ import annotations

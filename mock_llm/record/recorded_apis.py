@@ -1,22 +1,15 @@
 """The APIs the recorder records, each with how its request names a turn and how its answer
 is read. Pure.
 
-`recorded_api(method, path)` says whether a request is one the recorder records: a `POST`
-to chat completions (`/v1/chat/completions`, `/chat/completions`), Ollama's `/api/chat` or
-`/api/generate`, or the Responses API (`/v1/responses`, `/responses`). Each API reads its
-request as chat messages (`messages`: what `recording.turn_of` names a turn by, the
-trigger in the last user message), its stream by a reader of its own (`reader`, chosen by
-the answer's content type `stream_type`) and its whole answer by `whole`; an error status
-is `recorded_step.error_step` in every one.
+`recorded_api(method, path)` says whether a request is recorded (chat completions, Ollama's
+`/api/chat` and `/api/generate`, the Responses API), and each API gives its request as chat
+messages (for `recording.turn_of`), its stream reader and its whole-answer reader.
 
 Deliberate choices:
-- A Responses request is read as the mock reads it (`responses_request`: `instructions` a
-  system message, `input` a user message or its items as messages, function calls and
-  their outputs as assistant and tool messages), so a turn's tool rounds are later steps
-  of its flow as in chat completions. A request the mock would refuse is named by the hash
-  of no messages.
-- /api/generate has no messages: its `system` is a system message and its `prompt` the
-  user message.
+- A Responses request is read as the mock reads it (`responses_request`), so a turn's tool
+  rounds are later steps of its flow as on chat completions; one the mock would refuse is
+  named by the hash of no messages.
+- /api/generate has no messages: its `system` and `prompt` stand for them.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
 """A recorded answer's parts, in whichever wire format they came, gathered into a `Step`. Pure.
 
-Each format's reader (chat completions in mock_llm.record.recording, Ollama's NDJSON in
-mock_llm.record.recording_ollama, the Responses API's events in mock_llm.record.recording_responses)
-tells a `StepBuilder` what each delta carried and when it arrived: a piece of reasoning, a
-piece of content, a tool call's opening (its id, its name and the arguments it carried,
-often none) or a further slice of its arguments. The builder keeps the pieces, each with
-the gap before it (the first one's from the moment the request went upstream, the others'
-from the piece before), and builds the step: its texts are the joins of its pieces, so a
-step is format-neutral and replays in every format the mock speaks.
+Each format's reader tells a `StepBuilder` what each delta carried (reasoning, content, a
+tool call's opening or argument slice) and when it arrived; the step's texts are the joins
+of its pieces, so a step is format-neutral and replays in every format the mock speaks.
+Also the helpers every reader shares (`clean_text`, `read_json`, `error_step`, `LineReader`).
 
-The mock streams reasoning, then content, then tool calls by index. An upstream that
-interleaves them (content after a tool call's arguments) is recorded in that order, each
-piece keeping its arrival time (a piece moved ahead of later ones gets no gap); `reordered`
-says so.
-
-Also here, for every reader: the text a flow can hold (`clean_text`), JSON that may be
-hostile (`read_json`), an error body's fields, `Retry-After`, the step of an upstream's
-error status (`error_step`), and `LineReader`, the shape of a stream reader: a line too long
-for the line buffer (`servekit.sse.LineTooLong`, 8 MiB) ends its reading with a
-`problem`, and the exchange is not recorded.
+Deliberate choices:
+- Gaps are measured from the request going upstream, then from the piece before.
+- The mock streams reasoning, content, then tool calls; an upstream that interleaves them
+  is recorded in that order, a piece moved ahead getting no gap, and `reordered` says so.
+- A line over the line buffer (8 MiB) ends reading with a `problem`; nothing is recorded.
 """
 
 from __future__ import annotations

@@ -1,39 +1,22 @@
 """The recording proxy (`python -m mock_llm record`): pass everything through, keep each
 model answer as a flow.
 
-It sits in front of any OpenAI-compatible server (or Ollama). A client's request goes
-upstream as it came (its body byte for byte, its headers but the hop-by-hop ones), and the
-upstream's response comes back as it is sent, read by read, with its status and headers:
-the client cannot tell the recorder is there. Meanwhile every answer of the APIs the
-recorder records (mock_llm.record.recorded_apis: chat completions, Ollama's `/api/chat` and
-`/api/generate`, the Responses API) is read by its API's reader and, once it has ended,
-written into the recording as a step of a flow, redacted (mock_llm.record.redaction). Anything
-else (`GET /v1/models`...) only passes through. `/api/...` (Ollama's native API) goes to
-the server's root: the base URL without its `/v1`.
+A client's request goes upstream as it came (hop-by-hop headers aside) and the answer
+comes back read by read: the client cannot tell the recorder is there. Each answer of a
+recorded API (mock_llm.record.recorded_apis) is read by its API's reader and, once ended,
+written into the recording as a redacted flow step; anything else only passes through.
 
 Deliberate choices:
-- The recording file is written whole after every completed exchange, to a temporary file
-  in the same folder that then replaces it (`os.replace`), so it is always a complete flow
-  file and Ctrl-C loses nothing. A name ending in `.gz` is written gzip-compressed. An
-  existing file is continued: its flows are kept, and new ones are added after them.
-- Secrets never reach the file: no header and no request body is ever written (a flow is
-  named from the trigger or a hash, and its description names the model), and the values
-  of the Authorization and API-key headers are redacted from everything recorded, in case
-  an upstream echoes a key in an error message.
-- `Accept-Encoding` is narrowed to what the recorder can read (gzip, deflate, identity):
-  a body it could not decode could not be recorded. A compressed body that does not
-  decode to its end (mock_llm.record.content_coding: a gzip body cut before its trailer) is not
-  recorded, and the log says why.
-- An answer with a line longer than the readers hold (8 MiB) is not recorded either; its
-  bytes pass on all the same.
-- Timing is taken here only (`time.monotonic`), from the moment the request goes upstream.
-- An exchange the client leaves before it ended is not recorded: it says nothing about
-  the upstream. Nor is one the upstream could not be reached for (the client gets a 502,
-  whose message names the cause: `error=ConnectError reused=false`).
-- The upstream is reached through `servekit.httpx_pool.HttpxPool`: idle connections are
-  kept 1.5 s (httpx's default 5 s is uvicorn's keep-alive), and a request that a server
-  closing its pooled connection lost before the answer began is sent once more on a fresh
-  connection (httpx itself never retries it: issue 29).
+- The file is rewritten whole after every exchange, through a temporary file and
+  `os.replace`, so it is always complete and Ctrl-C loses nothing.
+- Secrets never reach the file: no header or request body is written, and the
+  Authorization and API-key values are redacted from everything (an upstream may echo one).
+- `Accept-Encoding` is narrowed to what the recorder can decode; a body that does not
+  decode to its end, or has a line over 8 MiB, is passed on but not recorded.
+- An exchange the client left, or whose upstream could not be reached (a 502), is not
+  recorded: it says nothing about the upstream.
+- The upstream is reached through `servekit.httpx_pool.HttpxPool` (short idle time, one
+  retry on a fresh connection), since httpx itself never retries a stale connection.
 """
 
 from __future__ import annotations

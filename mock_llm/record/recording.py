@@ -1,38 +1,18 @@
 """What a chat-completions upstream answered, as flow steps; which flow a request's answer
 belongs to. Pure.
 
-The recorder (`python -m mock_llm record`, mock_llm/record/recorder.py) passes every chat
-completion through and hands the bytes here, with the time each read arrived; this module
-turns them into a `Step` the mock replays the same way (mock_llm.record.recorded_step gathers the
-pieces; Ollama's and the Responses API's answers have readers of their own):
+The recorder hands the bytes here with each read's arrival time. A stream (`StreamParser`,
+read by the SDK's SSE rules) becomes recorded chunks of reasoning, content and tool-call
+arguments, and how it ended becomes the step's fault (none after `[DONE]`, `error_event`,
+`cut`, `malformed`), firing where it did. A whole answer is `completion_step`; an error
+status is `error_step`. `turn_of` and `Recording` name the flows (docs/mock_llm.md).
 
-- A stream (`StreamParser`) is read as SSE (`servekit.sse.SseDecoder`, the SDK's
-  rules): every `data:` event is a chunk, `[DONE]`, an in-band `{"error": ...}` event, or a
-  line that is not JSON. Each chunk's delta becomes recorded chunks: a piece of reasoning
-  (`reasoning_content` or `reasoning`), of content, or of a tool call's arguments, the
-  first delta of a call being its opening (id, name, and whatever arguments it carries,
-  often none). Deltas with no text (the role chunk's `""`, a `null` content) carry nothing
-  and are not recorded. A delta carrying two parts at once (reasoning and content, or two
-  tool calls) becomes two chunks, the second with no gap.
-- How the stream ended becomes the step's fault: none after `[DONE]`; an `error_event`
-  fault after an `{"error": ...}` event; a `cut` fault when it ended without `[DONE]`
-  (`abort` when the connection broke, `eof` when the body ended cleanly); a `malformed`
-  fault for a `data:` line that is not JSON. Faults fire where they did: `after_chunks`
-  counts the frames before them as the mock numbers its own (the role chunk, each recorded
-  chunk, the finish chunk, the usage chunk).
-- A whole answer (`completion_step`) is a step with the whole texts and no chunks; an
-  upstream error status (`error_step`, any format) is an `http` fault with the status, the
-  error body's message, type and code, and `Retry-After`.
-
-Naming (`turn_of`, `Recording`): a `[[mock:NAME#KEY]]` trigger in the last user message
-names the flow NAME; without one, the flow is `rec-` and 12 hex digits of the SHA-256 of
-the request's messages up to and including the last user message (canonical JSON), so
-every request of one turn (its tool rounds) gets the same name. A request with no
-assistant or tool message after its last user message starts a turn, and a new flow
-(`NAME-2`, `NAME-3`... when NAME is taken); a later request of a turn adds a step to its
-flow. A keyed trigger is a turn by itself, as on the mock: each request with the same
-NAME and KEY adds a step to the flow the first one started. Every API's request is read as
-chat messages first (`turn_of` takes them), so a turn is named the same in each.
+Deliberate choices:
+- A flow with no trigger is named from a hash of the messages up to the last user
+  message, so every request of one turn (its tool rounds) lands in the same flow.
+- Every API's request is read as chat messages first, so a turn is named the same in each.
+- Deltas with no text are not recorded; a delta carrying two parts becomes two chunks,
+  the second with no gap.
 """
 
 from __future__ import annotations

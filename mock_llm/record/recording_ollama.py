@@ -1,28 +1,15 @@
 """What an Ollama upstream answered (`POST /api/chat`, `POST /api/generate`), as flow steps.
 Pure.
 
-A stream is NDJSON (`servekit.ndjson.NdjsonLines`), one JSON object per line, read
-the way mock_llm.wire.ollama writes it: `message.thinking` is a piece of reasoning and
-`message.content` a piece of content (for /api/generate the line's own `thinking` and
-`response`); the tool calls of a line (`message.tool_calls`, arguments as an object) are
-recorded whole, each as its opening with all its arguments (Ollama does not stream them);
-the `done: true` line ends the answer with its `done_reason`. A whole answer
-(`"stream": false`) is that last object with the whole message.
-
-How the stream ended becomes the step's fault, as for chat completions: an `error` fault
-at an `{"error": ...}` line (nothing after it is recorded), a `cut` fault when the body
-ended before the `done: true` line (`abort` when the connection broke, `eof` when it ended
-cleanly), a `malformed` fault for a line that is not a JSON object (a blank line is
-skipped). `after_chunks` counts the lines before the fault as the mock numbers its own: one
-per piece of reasoning or content, one for a line of tool calls, one for the `done` line.
+An NDJSON stream is read the way mock_llm.wire.ollama writes it, and how it ended becomes
+the step's fault, as for chat completions; a whole answer is the last object.
 
 Deliberate choices:
-- `done_reason` `length` is the finish reason `length`; `stop` is `tool_calls` when the
-  answer called tools (Ollama says `stop` either way), else `stop`. Ollama has no
-  `content_filter`, no error type or code (an error line is `server_error`), and no tool
-  call ids unless a server sends them: a recording from Ollama holds what it said.
-- /api/generate has no tool calls; its step replays on /api/chat (and every other format)
-  like any other, `response` as the content.
+- Tool calls are recorded whole (Ollama does not stream them).
+- `done_reason` `stop` becomes `tool_calls` when the answer called tools (Ollama says
+  `stop` either way). Ollama has no `content_filter`, error codes or call ids: a recording
+  holds what it said.
+- /api/generate's step replays on every format, `response` as the content.
 """
 
 from __future__ import annotations

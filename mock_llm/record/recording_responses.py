@@ -1,27 +1,18 @@
 """What an OpenAI Responses API upstream answered (`POST /v1/responses`), as flow steps. Pure.
 
-A stream is typed SSE (`servekit.sse.SseDecoder`), read the way
-mock_llm.wire.responses writes it, each event's kind from its data's `type` (else its
-`event:` line): a `response.reasoning_text.delta` (or a reasoning summary's
-`response.reasoning_summary_text.delta`) is a piece of reasoning, a
-`response.output_text.delta` a piece of content; a `function_call` item's
-`response.output_item.added` opens a tool call (its `call_id`, its `name`, the arguments it
-carries, often none) and each `response.function_call_arguments.delta` is a slice of its
-arguments. A text that came only whole, in its `.done` event with no delta before it (a
-server that streams no deltas), is one piece. `response.completed` ends the answer
-(`tool_calls` when it called tools, else `stop`); `response.incomplete` ends it with the
-finish reason its `incomplete_details.reason` gives (`max_output_tokens`: `length`,
-`content_filter`). A whole answer (`"stream": false`) is the response object.
+A typed SSE stream is read the way mock_llm.wire.responses writes it: reasoning and
+output text deltas become pieces, a `function_call` item opens a tool call and its
+argument deltas are slices; `response.completed` or `response.incomplete` ends it, and how
+the stream ended becomes the step's fault, as for chat completions.
 
-How the stream ended becomes the step's fault: an `error` fault at an `error` event, its
-type taken from the `response.failed` after it (the API's own `error` event has a code
-only: then `server_error`, the code kept) or at a `response.failed` alone; a `cut` fault
-when the body ended before the response did (`abort` when the connection broke, `eof` when
-it ended cleanly); a `malformed` fault for a `data:` line that is not a JSON object.
-`after_chunks` counts the events before the fault of the kinds the mock sends
-(`MOCK_EVENTS`), as it numbers its own, so a recording from the mock fires where the mock
-did; the events only other servers send (`response.queued`, a reasoning summary's parts)
-are not counted.
+Deliberate choices:
+- A text that came only whole (its `.done` with no delta before it) is one piece, so a
+  server that streams no deltas still records.
+- `after_chunks` counts only the kinds of events the mock sends (`MOCK_EVENTS`), so a
+  recording from the mock fires where the mock did; `response.queued` and reasoning
+  summary parts are not counted.
+- The API's own `error` event has a code only: its type comes from the `response.failed`
+  after it, else `server_error`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """Keep secrets out of a recording: replace what matches by `[REDACTED]`. Pure.
 
-A `Redactor` holds regular expressions (Python's `re` syntax; `--redact REGEX` of
-`python -m mock_llm record`) and literal secrets (the recorder adds the values of a
-request's Authorization and API-key headers, so an upstream that echoes a key in an error
-message cannot write it into the file). It is applied to every text a recorded step holds:
-the content, the reasoning, each tool call's arguments, the messages of faults and a
-malformed line, and to the flow's description.
+A `Redactor` holds regular expressions (`--redact REGEX`) and literal secrets (the
+recorder adds the request's Authorization and API-key values, in case an upstream echoes
+one) and is applied to every text a recorded step holds and to the flow's description.
 
-Every match of every pattern is found in the original text, overlapping and adjacent
-matches are merged into one span, and each span becomes one `[REDACTED]`; a match of no
-characters redacts nothing. A recorded step's chunks are redacted as the text they join
-into, so a secret cut across chunks is still found, and the chunk boundaries are mapped
-through the replacement: a boundary outside every span moves with the text around it, and
-a boundary inside a span moves to the end of its `[REDACTED]`. The replacement thus arrives
-with the chunk the secret began in, and a later chunk that held only the rest of the secret
-arrives empty, keeping its place and its gap, so the replayed stream keeps its shape.
+Deliberate choices:
+- Matches are found in the original text and overlapping or adjacent ones merged, so each
+  span becomes one `[REDACTED]`; an empty match redacts nothing.
+- A step's chunks are redacted as the text they join into, so a secret cut across chunks
+  is still found; the replacement comes with the chunk the secret began in, and a later
+  chunk holding only the rest arrives empty, keeping its place and gap.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ its message cut short, a JSON response that writes any string, and a body read w
 and a time limit.
 
 Every error message is at most `MAX_ERROR_MESSAGE_CHARS` characters (`error_response`): some
-name what the client sent (a role, a flow, a query parameter, the path), and a 100 KB role or
-flow name came back whole (issue 12). `POST /_mock/flows` and `POST /_mock/side-calls` read
+name what the client sent (a role, a flow, a query parameter, the path), which may be huge.
+`POST /_mock/flows` and `POST /_mock/side-calls` read
 their bodies through one helper (`read_bounded`), so both are bounded and refused the same way.
 """
 

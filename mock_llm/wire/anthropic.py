@@ -1,42 +1,20 @@
 """Anthropic's Messages API on the wire (`POST /v1/messages`), as the official anthropic SDK
 parses it. Pure functions, fed by the same steps as the chat format (mock_llm.wire.openai).
 
-A stream is typed SSE: each event is `event: <type>` and one `data:` line holding the same
-`type`, with no `[DONE]`. It opens with `message_start` (the message, no content yet,
-`stop_reason` null, the input tokens) and a `ping`; then, after the step's time to first
-token, one content block after another (`chunking.step_parts`), each a
-`content_block_start` with its `index`, deltas, and a `content_block_stop`:
-
-- the reasoning, when the step has some: a `thinking` block, a `thinking_delta` per chunk,
-  then one `signature_delta` (the block's signature);
-- the answer (when the step has content, or no tool calls): a `text` block, a
-  `text_delta` per chunk;
-- each tool call: a `tool_use` block with its `id`, `name` and `input: {}`, then an
-  `input_json_delta` per argument slice (`partial_json`).
-
-It ends with `message_delta` (`stop_reason`: `end_turn`, `tool_use`, `max_tokens` for the
-finish reason `length`, `refusal` for `content_filter`; the usage) and `message_stop`. A
-whole answer (not streamed) is the finished message: the same blocks, the stop reason and
-the usage.
+A stream is typed SSE (no `[DONE]`): `message_start`, a `ping`, one content block after
+another (thinking, text, tool_use), then `message_delta` and `message_stop`; a whole
+answer is the finished message. Ids derive from the completion's (`msg_mock7`,
+`toolu_mock7_0`).
 
 Deliberate choices:
-- A tool call's `input` is an object on this API. Arguments that are not a JSON object
-  (Ollama's rule too) are sent as `{}`: the whole message says `input: {}` and the stream
-  sends no `input_json_delta` for that call (its pieces' pauses are still kept), so that
-  the SDK's stream helper, which parses the slices, ends with the same input.
-- The signature is not Anthropic's (nothing here can sign): `mocksig-` and a SHA-256 of
-  the thinking, so the stream and the whole message carry the same one.
-- An in-band error is an `error` event with Anthropic's error body, which the SDK raises
-  as `APIStatusError`. A malformed line goes out with an `event: content_block_delta` line
-  before it: the SDK skips a data line without an event name, so a bare one would be no
-  fault at all.
-- An error's `type` is the one the API gives for its status, unless the fault names another
-  of Anthropic's error types (`overloaded_error` for a 500, say): the body and its rule are
-  `servekit.error_bodies.anthropic_error_body`, which the guard proxy answers with too.
-
-Ids come from the completion's: `msg_mock7` for `chatcmpl-mock7`, tool uses
-`toolu_mock7_0` by tool call (a call's own id when the flow gives one). Usage counts are
-the chat format's estimates.
+- Tool arguments that are not a JSON object are sent as `input: {}` with no
+  `input_json_delta`, so the SDK's stream helper ends with the same input.
+- The signature is `mocksig-` and a SHA-256 of the thinking (nothing here can sign), so
+  stream and whole message carry the same one.
+- A malformed line goes out after an `event: content_block_delta` line: the SDK skips a
+  data line without an event name, so a bare one would be no fault at all.
+- An error's `type` follows its status unless the fault names another;
+  `servekit.error_bodies.anthropic_error_body`, shared with the guard proxy.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """Validate an Anthropic Messages API request (`POST /v1/messages`) and read it as the chat
 messages the rest of the mock works on. Pure: bytes in, a ChatRequest or a RequestError.
 
-The mapping keeps what routing, extractive steps and usage estimates read:
-
-- `system` (a string, or text blocks) becomes a first `system` message;
-- each of `messages` keeps its role (`user` or `assistant`) and its content, a string or a
-  list of content blocks kept as sent (the mock reads a block's `text`, as a chat content
-  part's), with two exceptions that make a tool round what it is on chat completions:
-  an assistant message's `tool_use` blocks (`id`, `name`, `input`) become its `tool_calls`
-  (the input as JSON text), and a user message's `tool_result` blocks (`tool_use_id`,
-  `content`) become `tool` messages answering those calls, in their place among the
-  message's other blocks. A user message of tool results alone is thus no user message,
-  and the question before it stays the last one, trigger and all;
-- `tools` without a `type` (or `type: "custom"`) are the request's offered tools, by
-  `name`; Anthropic's server tools (`web_search_...`) are skipped.
-
-Blocks of other types (`image`, `document`, `thinking`, `redacted_thinking`, ...) are
-accepted and carry no text. `max_tokens` is required, a positive integer, as on the API,
-but a flow decides where an answer ends; `thinking` must be an object with a `type`, and a
-flow decides whether there is reasoning. Everything else (`temperature`, `tool_choice`,
-`metadata`, `stop_sequences`, ...) is accepted and ignored.
-
-Each error names its place the way the API's messages do (`messages.2.content.0.text: ...`);
-the Messages API's error body has no `param`, so the place is in the message itself.
+Deliberate choices:
+- `tool_use` and `tool_result` blocks become `tool_calls` and `tool` messages in their
+  place, so a user message of tool results alone is no user message and the question
+  before it stays the last one, trigger and all.
+- `max_tokens` is required as on the API, and `thinking` must have a `type`, though a flow
+  decides where an answer ends and whether there is reasoning; other fields and block
+  types are accepted and ignored.
+- An error names its place in the message (`messages.2.content.0.text: ...`): the
+  Messages API's error body has no `param`.
 """
 
 from __future__ import annotations

@@ -2,35 +2,16 @@
 `:streamGenerateContent`), as the official google-genai client parses it. Pure functions,
 fed by the same steps as the chat format (mock_llm.wire.openai).
 
-An answer is a `GenerateContentResponse`: one candidate (`index` 0) whose `content` has
-`role: "model"` and `parts`, with `usageMetadata`, `modelVersion` (the model of the path)
-and `responseId` (`mock7` for `chatcmpl-mock7`). The parts of a step: its reasoning as a
-thought part (`{"text", "thought": true}`), its content as a text part (there is one
-whenever the step has content or no tool calls), then one `functionCall` part per tool call
-(`{"name", "args"}`, the arguments as an object, `{}` when they are not one; an `id` only
-when the flow gives the call one: the Gemini API sends none).
+An answer is a `GenerateContentResponse` with one candidate; a stream is one response per
+piece, the tool calls whole in one chunk, and a last chunk with `finishReason` and the
+usage. Two framings: `?alt=sse` (what google-genai asks for) and the default JSON array.
 
-A stream is one such response per piece: each thought or text piece is a chunk of one
-part, all the tool calls go whole in one chunk (Gemini does not stream arguments), and a
-last chunk with no parts carries `finishReason` (`STOP`, `MAX_TOKENS` for `length`,
-`SAFETY` for `content_filter`; a tool-call round ends `STOP` too) and the whole
-`usageMetadata`; the chunks before it carry only the prompt's count, as the API's do.
-Pauses are those of Ollama's stream (chunking.whole_calls_pauses). Two framings:
-
-- `?alt=sse` (what google-genai asks for): `data: {chunk}` events, each ended by a blank
-  line, with CRLF line ends as Google's servers write them, and no end marker;
-- the default, JSON-array framing: the stream is one JSON array written element by
-  element, `[{...}` then `\\r\\n,\\r\\n{...}` per further chunk and `\\r\\n]` at the end,
-  each element indented as Google's servers write it, so a reader must parse JSON, not
-  lines.
-
-Errors are Google's body `{"error": {"code", "message", "status"}}`, the status named as
-google.rpc names it (`RESOURCE_EXHAUSTED` for 429, `UNAVAILABLE` for 503, ...), with
-`details`: a `google.rpc.BadRequest` naming the field of a refused request, and a
-`google.rpc.RetryInfo` (`retryDelay`) where the mock also sends `Retry-After`. An in-band
-error is the same body as a chunk (`data: {"error": ...}`, or an element that closes the
-array): google-genai raises it as an APIError. Usage counts are the chat format's
-estimates; thoughts count in `thoughtsTokenCount`, not in `candidatesTokenCount`.
+Deliberate choices:
+- Both framings copy Google's servers byte-wise (CRLF, the array's `\r\n,\r\n` and
+  indentation), so a reader that parses lines rather than JSON fails here as it would there.
+- A `functionCall` part has an `id` only when the flow gives one: the Gemini API sends none.
+- Errors are Google's body with the google.rpc status name and `details` (`BadRequest`
+  naming the field, `RetryInfo` where `Retry-After` is sent too).
 """
 
 from __future__ import annotations

@@ -3,33 +3,17 @@
 the mock works on. Pure: the path's last segment, the `alt` query parameter and the body
 in; a ChatRequest or a RequestError.
 
-The path gives the model and whether to stream; `alt=sse` asks for SSE, anything else
-streams one JSON array (`alt=json`, the default). The body maps onto chat messages so that
-routing by the last user message's trigger, extractive steps reading tool results and usage
-estimates work as on chat completions:
+The body maps onto chat messages (system, assistant with `tool_calls`, `tool` per function
+response, user) so routing, extractive steps and usage work as on chat completions.
 
-- `systemInstruction` (a Content; its role is ignored) becomes a first `system` message;
-- each of `contents` in order, by role (`user` when none is given): a `model` content
-  becomes an `assistant` message, its text parts joined (thought parts are skipped, as the
-  Responses API's reasoning items are) and its `functionCall` parts as `tool_calls`
-  (arguments as JSON text; the call's `id`, else one made up from its place); a `user`
-  content (also `tool` and `function`, which clients use for function responses) becomes
-  a `tool` message per `functionResponse` part, answering the earlier call of that `id`,
-  else the first unanswered call of that name, then one `user` message with its text
-  parts when it has any part that is not a function response. A function response's text
-  is its `response`'s `output` (or `result`, `content`, `error`) when that is a string,
-  else the response as JSON;
-- `tools` are `functionDeclarations` (other tools, such as `googleSearch`, are skipped):
-  their names are the request's offered tools.
-
-As Google's JSON parser does, a field is read by its lowerCamelCase name or its snake_case
-one (`systemInstruction` or `system_instruction`; google-genai itself sends
-`thinkingConfig` with `include_thoughts`), and a single object stands for a list of one
-where a list is expected (Google's own curl examples send `"contents": {"parts": {"text":
-...}}`). Other fields (`safetySettings`, `toolConfig`, most of `generationConfig`) are
-accepted and ignored, where Google's API would refuse an unknown one: a flow decides what
-the model says. Each error names the offending field the way Google's `BadRequest` detail
-does (`contents[2].parts[0].functionCall.name`).
+Deliberate choices:
+- As Google's parser does, a field is read by its lowerCamelCase or snake_case name, and a
+  single object stands for a list of one (Google's own curl examples send one).
+- Unknown fields are accepted and ignored, where Google would refuse them: a flow decides
+  what the model says.
+- Thought parts are skipped, as the Responses API's reasoning items are.
+- An error names the field the way Google's `BadRequest` does
+  (`contents[2].parts[0].functionCall.name`).
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """The OpenAI Responses API on the wire (`POST /v1/responses`), as the official openai SDK
 parses it. Pure functions, fed by the same steps as the chat format (mock_llm.wire.openai).
 
-A stream is typed SSE: each event is `event: <type>` and one `data:` line holding the same
-`type` and a `sequence_number` (0, 1, 2, ... over the whole stream), with no `[DONE]`. It
-opens with `response.created` and `response.in_progress` (the response, `in_progress`, no
-output yet); then, after the step's time to first token, one output item after another:
-
-- the reasoning, when the step has some: `response.output_item.added` (a `reasoning`
-  item), `response.content_part.added` (a `reasoning_text` part), one
-  `response.reasoning_text.delta` per chunk, `response.reasoning_text.done`,
-  `response.content_part.done`, `response.output_item.done`;
-- the answer (when the step has content, or no tool calls): the same with a `message`
-  item, an `output_text` part and `response.output_text.delta` / `.done`;
-- each tool call: `response.output_item.added` (a `function_call` item with its `call_id`
-  and `name`), one `response.function_call_arguments.delta` per argument slice,
-  `response.function_call_arguments.done`, `response.output_item.done`.
-
-It ends with `response.completed` carrying the whole response and its usage, or, when the
-step's finish reason is `length` (or `content_filter`), with `response.incomplete`: status
-`incomplete`, `incomplete_details.reason` `max_output_tokens` (or `content_filter`), as
-the API ends a response cut short. A delta waits `delay_ms` after the one before it.
-
-A whole answer (not streamed) is the `response` object of that last event. An in-band
-error is an `error` event (`code`: the fault's code, else its type; `message`; `param`)
-followed by `response.failed` (status `failed`, `error.code` and `error.message`).
-
-Ids come from the completion's: `resp_mock7` for `chatcmpl-mock7`, its items
-`rs_mock7_0`, `msg_mock7_1`, `fc_mock7_2` (by output index), call ids as in the chat format
-(`call_mock7_0`, by tool call). Usage counts are the chat format's estimates.
+A stream is typed SSE with a `sequence_number` and no `[DONE]`: `response.created`,
+`response.in_progress`, one output item after another (reasoning, message, function calls),
+then `response.completed`, or `response.incomplete` for a `length` or `content_filter`
+finish. A whole answer is that last event's `response`; an in-band error is an `error`
+event then `response.failed`. Ids derive from the completion's (`resp_mock7`,
+`msg_mock7_1`, by output index).
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """Validate an OpenAI Responses API request (`POST /v1/responses`) and read it as the chat
 messages the rest of the mock works on. Pure: bytes in, a ChatRequest or a RequestError.
 
-The mapping keeps what routing, extractive steps and usage estimates read:
+`instructions` becomes a system message, `input` user (and assistant) messages, function
+calls and their outputs `tool_calls` and `tool` messages, and reasoning items are skipped,
+so routing, extractive steps and usage work as on chat completions.
 
-- `instructions` becomes a first `system` message;
-- `input` as a string is one `user` message; as a list, each item in order:
-  a message (`{"role", "content"}`, `type: "message"` or no type) keeps its role and its
-  content as sent (a string, or parts such as `{"type": "input_text", "text"}`, whose
-  `text` the mock reads like a chat content part's); consecutive `function_call` items
-  (`{"call_id", "name", "arguments"}`) become one assistant message with `tool_calls`; a
-  `function_call_output` item (`{"call_id", "output"}`) becomes a `tool` message answering
-  that call; a `reasoning` item (a previous answer's, sent back) is skipped;
-- `tools` are flat (`{"type": "function", "name", "parameters"}`): the function names are
-  the request's offered tools.
-
-Each error names the offending parameter the way the OpenAI API does (`input[2].call_id`),
-so the SDK surfaces it as `BadRequestError` with `.param`. Everything else (`store`,
-`previous_response_id`, `max_output_tokens`, ...) is accepted and ignored: the mock keeps
-no responses, and a flow decides where an answer ends.
+Deliberate choices:
+- An error names the parameter as the OpenAI API does (`input[2].call_id`), so the SDK
+  surfaces it as `BadRequestError.param`.
+- Other fields (`store`, `previous_response_id`, ...) are accepted and ignored: the mock
+  keeps no responses, and a flow decides where an answer ends.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """One stream's chunks, read into what the agent uses: thinking and answer text as
 `StreamPiece`s as they come, then one `RoundEnd` with the tool calls whole. Pure.
 
-The chunks' parts are read by `servekit.openai_chunks` (shared with the guard proxy and the
-mock's recorder); what is the app's own is here:
+Chunk parts are read by `servekit.openai_chunks`; what is the app's own is here.
 
-- only choice 0 counts; reasoning is read from `delta.reasoning_content` or
-  `delta.reasoning`, and a server that sends both with the same text gets it once; fields
-  of the wrong type are ignored, as the SDK's lenient models would pass them on unchecked;
-- a `data:` payload is parsed by orjson first (a fifth of the standard parser's time, per
-  token), the standard parser reading what orjson refuses as the SDK would (a lone
-  surrogate escape, NaN); an `error` payload, an `event: error` or a payload that is not a
-  JSON object ends the stream with the LLMError the SDK's equivalent would have become;
-- the text of one network read goes on as one piece per kind (`merged`): a burst of 30
-  tiny chunks costs one frame downstream, and nothing is held back to wait for more;
-- a stream that ends without a finish reason was cut (a retryable LLMError).
+Deliberate choices:
+- Only choice 0 counts; reasoning sent in both fields with the same text is taken once;
+  fields of the wrong type are ignored, as the SDK's lenient models would pass them.
+- orjson parses first (far cheaper per token); the standard parser reads what orjson
+  refuses, as the SDK would (a lone surrogate escape, NaN).
+- One network read's text goes on as one piece per kind (`merged`), nothing held back.
+- A stream that ends without a finish reason was cut (a retryable LLMError).
 """
 
 from __future__ import annotations

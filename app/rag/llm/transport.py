@@ -1,26 +1,18 @@
 """The model server as the app reaches it: one streaming chat request over aiohttp.
 
-`chat_stream` makes one streaming request, reads its body with `servekit.sse.SseDecoder`
-(the official openai SDK's rules, a line capped at 8 MiB: longer is a malformed reply),
-and turns its chunks into `StreamPiece`s and one `RoundEnd` (`app.rag.llm.chunks`).
+`chat_stream` makes one streaming request, reads it with `servekit.sse.SseDecoder` (a line
+over 8 MiB is a malformed reply), and turns its chunks into `StreamPiece`s and one
+`RoundEnd` (`app.rag.llm.chunks`).
 
 Deliberate choices:
-- Plain aiohttp, neither the openai SDK nor httpx: under 200 concurrent turns the SDK's
-  typed model per chunk and httpx's pool cost most of the app's CPU (docs/benchmarks.md,
-  load).
-- A request lost on a pooled connection the server was closing at that moment (before any
-  byte of an answer) is sent again at once on a fresh connection by `servekit.pool.Pool`
-  (issue 29), silently and outside the retry layer; idle connections are kept
-  `pool_idle_s` (1.5 s, under the common servers' keep-alive), so that is rare.
-- The upstream response is closed on every exit (normal end, error, `aclose()`,
-  cancellation) in a `finally`, synchronously, so a stopped turn really disconnects from
-  the model server; it is closed before `RoundEnd` is yielded, so the connection is free
-  while the caller runs tools. `UpstreamClient.in_flight` counts the responses not yet
-  closed.
-- Socket timeouts bound the connect and each read (a trickling server never trips them);
-  `timeout_s` is an overall deadline, checked around each awaited read and never across a
-  `yield`, so it can never cancel the consumer's own work. An error body is read up to
-  `MAX_ERROR_BODY_BYTES`.
+- Plain aiohttp, neither the openai SDK nor httpx: under load their per-chunk models and
+  pool cost most of the app's CPU (docs/benchmarks.md).
+- A request lost on a pooled connection the server was closing is resent at once on a
+  fresh connection by `servekit.pool.Pool`, outside the retry layer.
+- The response is closed on every exit, synchronously, so a stopped turn disconnects from
+  the model server, and before `RoundEnd` so the connection is free while tools run.
+- `timeout_s` is checked around each awaited read, never across a `yield`, so it cannot
+  cancel the consumer's own work.
 """
 
 from __future__ import annotations
