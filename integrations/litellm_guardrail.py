@@ -29,7 +29,7 @@ Deliberate choices:
   text rewrites unless told otherwise (`streaming_sampling_rate`,
   `streaming_transform_mode`). Without it, the proxy hands this class's own streaming hook
   every chunk (it looks for the hook in the class's own `__dict__`, so a subclass must
-  define the hooks again). Pinned by tests/unit/test_litellm_guardrail.py, and in the
+  define the hooks again). Pinned by tests/unit/integrations/test_litellm_guardrail.py, and in the
   proxy itself by tests/thirdparty/test_litellm_proxy.py.
 - The router is the one the running proxy already has (`litellm.proxy.proxy_server.
   llm_router`, read from `sys.modules`, never imported: importing the proxy's server

@@ -28,6 +28,6 @@ One module per concept:
 - `servekit.trigger_grammar`: the mock's trigger grammar, which the mock reads and an app
   that searches its users' text strips (`strip_triggers`).
 
-The dependency rule (tests/unit/test_dependency_rule.py): guardrail <- servekit <- mock_llm,
+The dependency rule (tests/unit/project/test_dependency_rule.py): guardrail <- servekit <- mock_llm,
 app, guard.
 """

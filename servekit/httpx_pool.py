@@ -7,7 +7,7 @@ drops a pooled connection the server had already closed (its socket reads as rea
 but a request sent on one that the server closes at that moment raises
 `RemoteProtocolError: Server disconnected without sending a response.` (or a `ReadError`,
 `WriteError` for a reset), for a POST as for a GET; measured against
-tests/stale_upstream.py, which closes every reused connection on its next request.
+tests/support/stale_upstream.py, which closes every reused connection on its next request.
 
 `HttpxPool` keeps idle connections `POOL_IDLE_S` and sends a request once more on a fresh
 connection when it failed so on a reused one, before its response head came (`send`

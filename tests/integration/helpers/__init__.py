@@ -1,0 +1,1 @@
+"""Helpers the integration tests share: played flows, recording set-up, recovery, errors."""

@@ -1,0 +1,1 @@
+"""Helpers the unit tests share: fakes, files, canned chunks and drivers."""
