@@ -30,7 +30,7 @@ from mock_llm import Flow
 from ...support.deadlines import DEADLINE_S
 from ...support.families import hidden_canary
 from ...support.journal import settled_journal
-from ...unit.helpers.litellm_chunks import THIRD_PARTY_WARNINGS
+from ...support.litellm_chunks import THIRD_PARTY_WARNINGS
 from ..helpers.played_flows import FLOWS, ONE_REQUEST_TURNS
 from ..helpers.recovery import assert_chat_recovery
 

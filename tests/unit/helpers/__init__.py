@@ -1,1 +1,1 @@
-"""Helpers the unit tests share: fakes, files, canned chunks and drivers."""
+"""Helpers the unit tests share: fakes, files, the Open WebUI driver, a scaffolding driver."""

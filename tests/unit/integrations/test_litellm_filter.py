@@ -27,7 +27,7 @@ from integrations.litellm_filter import (
 from mock_llm import builtin_flows
 
 from ...support.families import EVERY_FAMILY, hidden_canary
-from ..helpers.litellm_chunks import (
+from ...support.litellm_chunks import (
     CREATED,
     ID,
     MODEL,

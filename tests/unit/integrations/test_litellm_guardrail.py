@@ -33,7 +33,7 @@ from integrations.litellm_guardrail import (
 )
 
 from ...support.deadlines import DEADLINE_S
-from ..helpers.litellm_chunks import (
+from ...support.litellm_chunks import (
     CREATED,
     ID,
     MODEL,

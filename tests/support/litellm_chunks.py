@@ -20,6 +20,12 @@ THIRD_PARTY_WARNINGS = pytest.mark.filterwarnings(
 TypedDicts mark fields ReadOnly, which pydantic cannot enforce): not ours, not a defect."""
 
 
+def _named(identity: tuple[str, int, str]) -> dict[str, Any]:
+    """The id, created and model fields every chunk and completion carries."""
+    id_, created, model = identity
+    return {"id": id_, "created": created, "model": model}
+
+
 def chunk(
     content: str | None = None,
     *,
@@ -29,11 +35,8 @@ def chunk(
     **delta: Any,
 ) -> ModelResponseStream:
     """One chunk of one choice (`delta` takes role, reasoning_content, tool_calls...)."""
-    id_, created, model = identity
     return ModelResponseStream(
-        id=id_,
-        created=created,
-        model=model,
+        **_named(identity),
         choices=[
             StreamingChoices(
                 index=index, delta=Delta(content=content, **delta), finish_reason=finish
@@ -43,11 +46,8 @@ def chunk(
 
 
 def usage_chunk(identity: tuple[str, int, str] = (ID, CREATED, MODEL)) -> ModelResponseStream:
-    id_, created, model = identity
     return ModelResponseStream(
-        id=id_,
-        created=created,
-        model=model,
+        **_named(identity),
         choices=[StreamingChoices(index=0, delta=Delta())],
         usage={"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14},
     )
@@ -74,11 +74,8 @@ def completion(
     *contents: str | None, identity: tuple[str, int, str] = (ID, CREATED, MODEL), **message: Any
 ) -> ModelResponse:
     """A whole completion with one choice per content (`message` takes tool_calls...)."""
-    id_, created, model = identity
     return ModelResponse(
-        id=id_,
-        created=created,
-        model=model,
+        **_named(identity),
         choices=[
             Choices(
                 index=i,
