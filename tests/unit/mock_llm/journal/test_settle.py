@@ -8,6 +8,8 @@ are the waits' own (0 ms, or a turn that cannot settle).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 import pytest
 
@@ -83,14 +85,24 @@ def served_journal() -> tuple[Journal, ChangeSignal]:
     return journal, signal
 
 
+def finished_turn() -> tuple[Journal, ChangeSignal]:
+    """A served journal whose turn `k` is one request, finished."""
+    journal, signal = served_journal()
+    request = journal.open("/p")
+    request.identify("k")
+    request.finish("completed")
+    return journal, signal
+
+
 def settle_query(settle_ms: int = 0, timeout_ms: int = int(DEADLINE_S * 1000)) -> JournalQuery:
     return JournalQuery(key="k", settle_ms=settle_ms, timeout_ms=timeout_ms)
 
 
-async def test_a_waiter_is_woken_by_the_end_of_the_turns_last_request():
-    journal, signal = served_journal()
-    request = journal.open("/p")
-    request.identify("k")
+async def answers_after(
+    journal: Journal, signal: ChangeSignal, *changes: Callable[[], None]
+) -> list[bool]:
+    """What a wait for turn `k` answers when `changes` happen one by one while it waits: each
+    only once the waiter is parked, and with no answer yet before it."""
     results: list[bool] = []
 
     async def wait() -> None:
@@ -99,10 +111,19 @@ async def test_a_waiter_is_woken_by_the_end_of_the_turns_last_request():
     with anyio.fail_after(DEADLINE_S):
         async with anyio.create_task_group() as group:
             group.start_soon(wait)
-            await anyio.wait_all_tasks_blocked()
-            assert results == []
-            request.finish("completed")
-    assert results == [True]
+            for change in changes:
+                await anyio.wait_all_tasks_blocked()
+                assert results == []
+                change()
+    return results
+
+
+async def test_a_waiter_is_woken_by_the_end_of_the_turns_last_request():
+    journal, signal = served_journal()
+    request = journal.open("/p")
+    request.identify("k")
+
+    assert await answers_after(journal, signal, lambda: request.finish("completed")) == [True]
 
 
 async def test_another_turns_end_does_not_answer_the_wait():
@@ -110,27 +131,16 @@ async def test_another_turns_end_does_not_answer_the_wait():
     mine, other = journal.open("/p"), journal.open("/p")
     mine.identify("k")
     other.identify("other")
-    results: list[bool] = []
 
-    async def wait() -> None:
-        results.append(await wait_settled(journal, signal, settle_query()))
+    answers = await answers_after(
+        journal, signal, lambda: other.finish("completed"), lambda: mine.finish("completed")
+    )
 
-    with anyio.fail_after(DEADLINE_S):
-        async with anyio.create_task_group() as group:
-            group.start_soon(wait)
-            await anyio.wait_all_tasks_blocked()
-            other.finish("completed")
-            await anyio.wait_all_tasks_blocked()
-            assert results == []
-            mine.finish("completed")
-    assert results == [True]
+    assert answers == [True]
 
 
 async def test_a_finished_turn_settles_once_its_quiet_period_is_over():
-    journal, signal = served_journal()
-    request = journal.open("/p")
-    request.identify("k")
-    request.finish("completed")
+    journal, signal = finished_turn()
     with anyio.fail_after(DEADLINE_S):
         assert await wait_settled(journal, signal, settle_query(settle_ms=50)) is True
 
@@ -142,10 +152,7 @@ async def test_a_turn_with_no_request_does_not_settle_and_the_wait_runs_out():
 
 
 async def test_a_finished_turn_settles_at_once_with_settle_zero():
-    journal, signal = served_journal()
-    request = journal.open("/p")
-    request.identify("k")
-    request.finish("completed")
+    journal, signal = finished_turn()
     with anyio.fail_after(DEADLINE_S):
         assert await wait_settled(journal, signal, settle_query(timeout_ms=0)) is True
 

@@ -23,7 +23,6 @@ from mock_llm.flows.model import (
     Step,
     ToolCall,
 )
-from mock_llm.play.response_plan import ResponsePlan, Send
 from mock_llm.record.recording import (
     Recording,
     RequestTurn,
@@ -37,13 +36,9 @@ from mock_llm.record.recording import (
     retry_after,
 )
 
-from ...conftest import plan, sent_body
+from ...conftest import plan, sent, sent_body
 
 FLOWS = builtin_flows()
-
-
-def sent(p: ResponsePlan) -> bytes:
-    return b"".join(a.data for a in p.actions if isinstance(a, Send))
 
 
 def record(data: bytes, *, broken: bool = False, size: int | None = None) -> Step:

@@ -27,13 +27,13 @@ from mock_llm.flows.model import (
     Step,
     ToolCall,
 )
-from mock_llm.play.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.play.response_plan import Api, RequestShape, ResponsePlan, plan_response
 from mock_llm.record.recorded_step import LineReader
 from mock_llm.record.recording import StreamParser, completion_step
 from mock_llm.record.recording_ollama import OllamaStreamParser, ollama_answer_step
 from mock_llm.record.recording_responses import ResponsesStreamParser, responses_answer_step
 
-from ...conftest import MESSAGES, META
+from ...conftest import MESSAGES, META, sent
 from .test_recording import DEEP, recorded_steps
 
 FLOWS = builtin_flows()
@@ -53,10 +53,6 @@ RECORDED_FROM: list[Api] = ["ollama", "responses"]
 def play(step: Step, api: Api, *, stream: bool = True) -> ResponsePlan:
     shape = RequestShape(stream=stream, include_usage=False, messages=MESSAGES, api=api)
     return plan_response(step, META, step.reasoning_field or "reasoning_content", shape)
-
-
-def sent(plan: ResponsePlan) -> bytes:
-    return b"".join(a.data for a in plan.actions if isinstance(a, Send))
 
 
 def read(api: Api, pieces: list[bytes], *, broken: bool = False, paced: bool = True) -> Step:

@@ -27,11 +27,11 @@ from mock_llm.flows.model import (
     Step,
     ToolCall,
 )
-from mock_llm.play.response_plan import Pause, RequestShape, ResponsePlan, Send, plan_response
+from mock_llm.play.response_plan import Pause, RequestShape, ResponsePlan, plan_response
 from mock_llm.wire import gemini as gemini_wire
 from mock_llm.wire import openai as openai_wire
 
-from ...conftest import CALL, FULL, MESSAGES, META
+from ...conftest import CALL, FULL, MESSAGES, META, sent
 
 FRAMINGS = [False, True]
 FRAMING_IDS = ["sse", "json-array"]
@@ -40,10 +40,6 @@ FRAMING_IDS = ["sse", "json-array"]
 def gemini_plan(step: Step, *, stream: bool = True, json_array: bool = False) -> ResponsePlan:
     shape = RequestShape(stream, False, MESSAGES, (), "gemini", json_array)
     return plan_response(step, META, "reasoning_content", shape)
-
-
-def sent(plan: ResponsePlan) -> bytes:
-    return b"".join(a.data for a in plan.actions if isinstance(a, Send))
 
 
 def sse_chunks(raw: bytes) -> list[dict[str, Any]]:

@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from mock_llm.flows.model import ErrorEventFault, HttpFault, MalformedFault, Step, ToolCall
-from mock_llm.play.response_plan import RequestShape, ResponsePlan, Send, plan_response
-from mock_llm.wire import openai as openai_wire
+from mock_llm.play.response_plan import RequestShape, ResponsePlan, plan_response
 from mock_llm.wire.ollama import chat_lines, chat_response, tool_calls
 
-META = openai_wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
-MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
+from ...conftest import MESSAGES, META, sent
 
 
 def ollama_plan(step: Step, *, stream: bool = True) -> ResponsePlan:
     shape = RequestShape(stream=stream, include_usage=False, messages=MESSAGES, api="ollama")
     return plan_response(step, META, "reasoning_content", shape)
-
-
-def sent(plan: ResponsePlan) -> bytes:
-    return b"".join(a.data for a in plan.actions if isinstance(a, Send))
 
 
 def test_a_stream_is_ndjson_lines_ending_in_one_done_line():
