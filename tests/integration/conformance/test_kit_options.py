@@ -38,6 +38,12 @@ def run_kit(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
+def assert_usage_error(done: subprocess.CompletedProcess[str], message: str) -> None:
+    """The run stopped on a usage error (exit status 4) whose one line on stderr says `message`."""
+    assert done.returncode == USAGE_ERROR
+    assert message in done.stderr
+
+
 @pytest.fixture
 def dead_url() -> Iterator[str]:
     with refusing_port() as port:
@@ -46,35 +52,30 @@ def dead_url() -> Iterator[str]:
 
 def test_an_app_url_without_a_mock_url_is_a_usage_error(tmp_path: Path):
     done = run_kit(tmp_path, "--app-url", "http://127.0.0.1:1/")
-    assert done.returncode == USAGE_ERROR
-    assert "pass both --app-url and --mock-url, or neither" in done.stderr
+    assert_usage_error(done, "pass both --app-url and --mock-url, or neither")
 
 
 def test_the_target_options_can_come_from_the_environment(tmp_path: Path):
     done = run_kit(tmp_path, CONFORMANCE_MOCK_URL="http://127.0.0.1:1")
-    assert done.returncode == USAGE_ERROR
-    assert "pass both --app-url and --mock-url, or neither" in done.stderr
+    assert_usage_error(done, "pass both --app-url and --mock-url, or neither")
 
 
 def test_a_bad_profile_is_a_usage_error_naming_the_file_and_the_key(tmp_path: Path):
     (tmp_path / "p.toml").write_text("[selectors]\nbutton = 'x'\n", encoding="utf-8")
     done = run_kit(tmp_path, "--profile", "p.toml")
-    assert done.returncode == USAGE_ERROR
-    assert "p.toml: unknown key selectors.button" in done.stderr
+    assert_usage_error(done, "p.toml: unknown key selectors.button")
 
 
 def test_a_bad_baseline_is_a_usage_error_naming_the_line(tmp_path: Path):
     (tmp_path / "known.txt").write_text("G1\nG99\n", encoding="utf-8")
     done = run_kit(tmp_path, "--expected-failures", "known.txt")
-    assert done.returncode == USAGE_ERROR
-    assert "known.txt:2: 'G99' is not CLAUSE or CLAUSE:FLOW" in done.stderr
+    assert_usage_error(done, "known.txt:2: 'G99' is not CLAUSE or CLAUSE:FLOW")
 
 
 def test_a_baseline_flow_that_no_test_plays_is_a_usage_error(tmp_path: Path):
     (tmp_path / "known.txt").write_text("G2:scaffold-recovr\n", encoding="utf-8")
     done = run_kit(tmp_path, "--expected-failures", "known.txt")
-    assert done.returncode == USAGE_ERROR
-    assert "G2:scaffold-recovr matches no test" in done.stderr
+    assert_usage_error(done, "G2:scaffold-recovr matches no test")
     assert "(the flows G2 is tested with: scaffold-recover)" in done.stderr
 
 
@@ -140,14 +141,12 @@ def test_a_case_file_that_states_no_outcome_is_a_usage_error(tmp_path: Path):
         "flows:\n  mine:\n    steps:\n      - content: hi\n", encoding="utf-8"
     )
     done = run_kit(tmp_path, "--cases", "plain.yaml")
-    assert done.returncode == USAGE_ERROR
-    assert "no flow in the case file plain.yaml states an expected outcome" in done.stderr
+    assert_usage_error(done, "no flow in the case file plain.yaml states an expected outcome")
 
 
 def test_a_missing_case_file_from_the_environment_is_a_usage_error(tmp_path: Path):
     done = run_kit(tmp_path, CONFORMANCE_CASES="gone.yaml")
-    assert done.returncode == USAGE_ERROR
-    assert "cannot read the case file gone.yaml" in done.stderr
+    assert_usage_error(done, "cannot read the case file gone.yaml")
 
 
 def test_a_case_the_mock_has_under_another_definition_stops_the_run_in_the_preflight(

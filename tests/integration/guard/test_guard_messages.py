@@ -34,8 +34,16 @@ from ...support.ports import refusing_port
 from ...support.servers import chunked_answer, scripted_upstream, serve_guard
 from ...support.sse import lines_until
 from ..conftest import claude_for
+from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, PLAYED, assert_guarded_turn, shown_for
-from ..helpers.recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
+from ..helpers.recovery import (
+    MARKUP,
+    RECOVERY_CUT,
+    RECOVERY_FAULTS,
+    RECOVERY_REFUSED,
+    SYSTEM,
+    add_flows,
+)
 from ..mock_llm.test_anthropic_api import (
     MAX_TOKENS,
     TOOLS,
@@ -46,7 +54,6 @@ from ..mock_llm.test_anthropic_api import (
     uses_of,
 )
 
-SYSTEM = "You answer from the user's homelab notes."
 IDS = re.compile(rb'"id":"[^"]*"')
 MALFORMED = re.escape(MALFORMED_REPLY)
 CUT_OFF = re.escape("The model's reply was cut off.")
@@ -172,12 +179,6 @@ def events_of(raw: bytes) -> list[dict[str, Any]]:
     return [json_object(e.data) or {} for e in decoder.feed(raw) + decoder.finish()]
 
 
-async def raw(url: str, body: dict[str, Any], path: str = "/v1/messages") -> bytes:
-    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        reply = await client.post(f"{url}{path}", json=body)
-    return IDS.sub(b"", reply.content)
-
-
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize(
     "name", ["clean", "thinking", "thinking-scaffold", "tool-then-answer", "multi-tool"]
@@ -188,9 +189,7 @@ async def test_what_the_guardrail_leaves_alone_goes_out_byte_for_byte(
     def body(turn: str) -> dict[str, Any]:
         return create(stream=stream, messages=ask(name, turn))
 
-    direct = await raw(mock_url, body(f"{key}-a"))  # same length: the same usage counts
-    proxied = await raw(proxy_url, body(f"{key}-b"))
-    assert proxied == direct
+    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/messages", body, key, IDS)
 
 
 # --- faults -----------------------------------------------------------------------------------
@@ -220,7 +219,7 @@ async def test_an_upstream_stream_fault_reaches_the_client_as_it_reaches_it_dire
     def body(turn: str) -> dict[str, Any]:
         return create(stream=True, messages=ask(name, turn))
 
-    assert await raw(proxy_url, body(f"{key}-b")) == await raw(mock_url, body(f"{key}-a"))
+    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/messages", body, key, IDS)
 
 
 async def test_a_stream_cut_by_the_upstream_ends_with_an_error_event_the_sdk_raises(

@@ -45,16 +45,17 @@ from ...support.ollama_generate import as_generate, as_generate_line
 from ...support.ports import refusing_port
 from ...support.processes import guard_process
 from ...support.servers import serve_guard
+from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, PLAYED
 from ..helpers.recovery import (
     RECOVERY_CUT,
     RECOVERY_FAULTS,
     RECOVERY_REFUSED,
+    SYSTEM,
     add_flows,
     assert_chat_recovery,
 )
 
-SYSTEM = "You answer from the user's homelab notes."
 CREATED_AT = re.compile(rb'"created_at":"[^"]*"')
 CUT_OFF = "The model's reply was cut off."
 TOOL_RESULT = "# Backups\nNightly at 02:00 with restic."
@@ -197,12 +198,6 @@ async def test_a_recovered_stream_is_one_stream_with_one_done_line(proxy_url: st
 # --- byte for byte --------------------------------------------------------------------------------
 
 
-async def raw(url: str, path: str, body: dict[str, Any]) -> bytes:
-    async with httpx.AsyncClient(timeout=DEADLINE_S) as http:
-        reply = await http.post(f"{url}{path}", json=body)
-    return CREATED_AT.sub(b"", reply.content)
-
-
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize(
     "name", ["clean", "thinking", "thinking-scaffold", "tool-then-answer", "multi-tool", "length"]
@@ -213,9 +208,7 @@ async def test_what_the_guardrail_leaves_alone_goes_out_byte_for_byte(
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": stream, "messages": ask(name, turn)}
 
-    direct = await raw(mock_url, "/api/chat", body(f"{key}-a"))  # same length: same counts
-    proxied = await raw(proxy_url, "/api/chat", body(f"{key}-b"))
-    assert proxied == direct
+    await assert_passed_on_as_is((mock_url, proxy_url), "/api/chat", body, key, CREATED_AT)
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
@@ -225,8 +218,7 @@ async def test_a_line_that_is_not_json_reaches_the_client_as_it_reaches_it_direc
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": stream, "messages": ask("malformed-sse", turn)}
 
-    direct = await raw(mock_url, "/api/chat", body(f"{key}-a"))
-    assert await raw(proxy_url, "/api/chat", body(f"{key}-b")) == direct
+    await assert_passed_on_as_is((mock_url, proxy_url), "/api/chat", body, key, CREATED_AT)
 
 
 # --- faults --------------------------------------------------------------------------------------

@@ -39,17 +39,18 @@ from ...support.ports import refusing_port
 from ...support.servers import serve_guard
 from ...support.sse import lines_to_first_comment
 from ..conftest import sdk_for
+from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, ONE_REQUEST_TURNS
 from ..helpers.recovery import (
     RECOVERY_CUT,
     RECOVERY_FAULTS,
     RECOVERY_REFUSED,
+    SYSTEM,
     add_flows,
     assert_chat_recovery,
 )
 
 IDS = re.compile(rb'"id":"[^"]*"|"created":\d+')
-SYSTEM = "You answer from the user's homelab notes."
 
 
 @pytest.fixture(scope="module")
@@ -144,12 +145,6 @@ async def test_a_recovered_stream_is_one_completion_to_the_client(proxy_url: str
 # --- byte for byte ------------------------------------------------------------------------------
 
 
-async def raw(url: str, body: dict[str, Any]) -> bytes:
-    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        reply = await client.post(f"{url}/v1/chat/completions", json=body)
-    return IDS.sub(b"", reply.content)
-
-
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize("name", ["clean", "thinking", "tool-then-answer"])
 async def test_what_the_guardrail_leaves_alone_goes_out_byte_for_byte(
@@ -158,9 +153,7 @@ async def test_what_the_guardrail_leaves_alone_goes_out_byte_for_byte(
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": stream, "messages": messages(name, turn)}
 
-    direct = await raw(mock_url, body(f"{key}-a"))  # same length: the same usage counts
-    proxied = await raw(proxy_url, body(f"{key}-b"))
-    assert proxied == direct
+    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/chat/completions", body, key, IDS)
 
 
 # --- faults and everything else pass through ------------------------------------------------
@@ -302,7 +295,7 @@ async def test_a_malformed_stream_reaches_the_client_as_it_reaches_it_directly(
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": stream, "messages": messages("malformed-sse", turn)}
 
-    assert await raw(proxy_url, body(f"{key}-b")) == await raw(mock_url, body(f"{key}-a"))
+    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/chat/completions", body, key, IDS)
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/messages"])

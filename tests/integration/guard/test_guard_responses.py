@@ -42,11 +42,18 @@ from ...support.servers import (
 )
 from ...support.sse import lines_to_first_comment
 from ..conftest import sdk_for
+from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, PLAYED, assert_guarded_turn, shown_for
-from ..helpers.recovery import MARKUP, RECOVERY_CUT, RECOVERY_FAULTS, RECOVERY_REFUSED, add_flows
+from ..helpers.recovery import (
+    MARKUP,
+    RECOVERY_CUT,
+    RECOVERY_FAULTS,
+    RECOVERY_REFUSED,
+    SYSTEM,
+    add_flows,
+)
 from ..mock_llm.test_responses_api import NO_FINAL_RESPONSE, ask, calls_of, reasoning_of, streamed
 
-SYSTEM = "You answer from the user's homelab notes."
 CLEAN_TEXT = "Backups run nightly at 02:00 with restic to the NAS."
 IDS = re.compile(rb'"(?:id|item_id|call_id)":"[^"]*"|"created_at":\d+')
 
@@ -180,12 +187,6 @@ async def test_the_correction_goes_into_the_inputs_system_message_when_there_are
 # --- byte for byte ----------------------------------------------------------------------------
 
 
-async def raw(url: str, body: dict[str, Any]) -> bytes:
-    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        reply = await client.post(f"{url}/v1/responses", json=body)
-    return IDS.sub(b"", reply.content)
-
-
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize(
     "name", ["clean", "thinking", "thinking-scaffold", "tool-then-answer", "multi-tool"]
@@ -196,9 +197,7 @@ async def test_what_the_guardrail_leaves_alone_goes_out_byte_for_byte(
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": stream, "input": ask(name, turn)}
 
-    direct = await raw(mock_url, body(f"{key}-a"))  # same length: the same usage counts
-    proxied = await raw(proxy_url, body(f"{key}-b"))
-    assert proxied == direct
+    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/responses", body, key, IDS)
 
 
 # --- faults -----------------------------------------------------------------------------------
@@ -228,7 +227,7 @@ async def test_an_upstream_stream_fault_reaches_the_client_as_it_reaches_it_dire
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": True, "input": ask(name, turn)}
 
-    assert await raw(proxy_url, body(f"{key}-b")) == await raw(mock_url, body(f"{key}-a"))
+    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/responses", body, key, IDS)
 
 
 async def test_a_stream_cut_by_the_upstream_ends_with_the_error_event_and_failed(

@@ -6,6 +6,7 @@ proxy's chat, Responses and Ollama routes, the LiteLLM guardrail).
 - `RECOVERY_FAULTS` (`RECOVERY_REFUSED`, `RECOVERY_CUT`): runtime flows whose first answer
   is nothing but markup and whose recovery the upstream refuses (a 503) or cuts after two
   chunks; `add_flows` adds flows to the mock, as a module fixture does once.
+- `SYSTEM`: the system message these tests' turns send, which the recovery must keep.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from guardrail.policy import CORRECTION_INSTRUCTION
 from ...support.deadlines import DEADLINE_S
 from ...support.journal import Entry
 
+SYSTEM = "You answer from the user's homelab notes."
 MARKUP = "<|tool_call_start|>[read(path='/homelab/x.md')]<|tool_call_end|>"
 RECOVERY_REFUSED = "guard-recovery-503"
 RECOVERY_CUT = "guard-recovery-cut"

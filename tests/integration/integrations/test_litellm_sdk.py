@@ -32,11 +32,10 @@ from ...support.families import hidden_canary
 from ...support.journal import settled_journal
 from ...support.litellm_chunks import THIRD_PARTY_WARNINGS
 from ..helpers.played_flows import FLOWS, ONE_REQUEST_TURNS
-from ..helpers.recovery import assert_chat_recovery
+from ..helpers.recovery import SYSTEM, assert_chat_recovery
 
 pytestmark = THIRD_PARTY_WARNINGS
 
-SYSTEM = "You answer from the user's homelab notes."
 GUARD = ScaffoldGuardrail(guardrail_name="scaffold-guard", event_hook="post_call", default_on=True)
 KEY = UserAPIKeyAuth()
 
