@@ -23,9 +23,9 @@ from playwright.sync_api import Page, ViewportSize, expect
 
 from mock_llm import build_settings, serve_mock
 
-from ..deadlines import DEADLINE_S
-from ..journal import Entry, settled_journal_sync
-from ..servers import TEST_FLOWS, app_settings, serve_app
+from ..support.deadlines import DEADLINE_S
+from ..support.journal import Entry, settled_journal_sync
+from ..support.servers import TEST_FLOWS, app_settings, serve_app
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 ARTIFACTS = Path(__file__).parents[2] / "test-results"
