@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 
 from app.api import chat as chat_api
 from app.api import history as history_api
@@ -33,6 +34,7 @@ from app.storage import QueryLog
 from app.turn import TurnDeps
 from app.turn_log import TurnLog
 from servekit.limits import RequestLimits
+from servekit.same_origin import SameOrigin
 from servekit.security_headers import SecurityHeaders, security_headers
 
 _HERE = Path(__file__).resolve().parent
@@ -121,11 +123,27 @@ def create_app(
         turn_log.close()
 
     app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
+    # Starlette runs the middleware added last first: security headers, request limits (the
+    # Host check among them), CORS for the allowed origins, then the same-origin check.
+    app.add_middleware(
+        SameOrigin,
+        error_body=_limit_error,
+        paths=("/api/",),
+        allowed_origins=settings.allowed_origins,
+    )
+    if settings.allowed_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=sorted(settings.allowed_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type"],
+        )
     app.add_middleware(
         RequestLimits,
         error_body=_limit_error,
         max_body_bytes=MAX_BODY_BYTES,
         body_timeout_s=body_timeout_s,
+        hosts=settings.hosts,
     )
     # Added last, so outermost: the refusals of RequestLimits carry the headers too.
     app.add_middleware(SecurityHeaders, headers=security_headers(PAGE_POLICY))
