@@ -24,6 +24,7 @@ import uvicorn
 
 from app.api.sse import OpenStreams
 from app.config import SettingsError, load_settings
+from app.data_dir import DataDirError
 from app.main import create_app
 from mock_llm import build_settings, serve_mock
 from servekit.listen import add_allowed_hosts_option, bind_socket, exposure_warning, socket_url
@@ -74,7 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"app: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
             return 2
         stack.callback(sock.close)
-        app = create_app(settings, log_echo=sys.stderr)
+        try:
+            app = create_app(settings, log_echo=sys.stderr)
+        except DataDirError as exc:
+            print(f"app: {exc}", file=sys.stderr)
+            return 2
         url = socket_url(sock)
         print(f"app: notes chat on {url}/ (notes: {settings.notes_dir})", flush=True)
         if mock_url is not None:
