@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +15,8 @@ from app.errors import SERVER_STOPPING
 
 from ...support.journal import settled_journal_sync
 from ...support.ports import taken_port
-from ...support.processes import child_env, first_lines
-
-PAGE = re.compile(r"app: notes chat on (http://127\.0\.0\.1:\d+)/ ")
-MOCK = re.compile(r"app: embedded mock LLM on (http://127\.0\.0\.1:\d+) ")
-
-
-def start_demo(tmp_path: Path) -> subprocess.Popen[str]:
-    """`python -m app` with nothing configured (the embedded demo), data under tmp_path."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "app", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(tmp_path, SG_DATA_DIR=str(tmp_path / "data")),
-    )
-
-
-def chat_frames(page_url: str, body: dict[str, str]) -> list[dict[str, Any]]:
-    """The SSE frames of one turn on the running app."""
-    with httpx.stream("POST", f"{page_url}/api/chat", json=body, timeout=20) as response:
-        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
-    return [json.loads(line[len("data: ") :]) for line in lines]
+from ...support.processes import first_lines
+from ..helpers.app_process import MOCK, PAGE, chat_frames, start_demo
 
 
 def test_embedded_demo_serves_a_grounded_turn_and_prints_both_urls(tmp_path: Path):

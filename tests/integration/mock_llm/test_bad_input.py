@@ -125,7 +125,7 @@ async def test_a_client_gone_before_its_body_was_read_is_journaled_as_disconnect
             async with asyncio.timeout(DEADLINE_S):
                 _, writer = await asyncio.open_connection(host, port)
                 writer.write(
-                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: mock\r\n"
+                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
                     b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
                 )
                 await writer.drain()

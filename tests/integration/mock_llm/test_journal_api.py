@@ -202,7 +202,7 @@ async def test_an_unexpected_failure_of_the_chat_handler_still_ends_its_entry(
 
     monkeypatch.setattr(chat_routes, "parse_chat_request", broken)
     transport = httpx.ASGITransport(create_app(build_settings()), raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://mock") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         answer = await client.post("/v1/chat/completions", json={"model": "m"})
         [entry] = (await client.get("/_mock/requests")).json()["requests"]
 

@@ -147,7 +147,7 @@ def request(
     body: bytes | None = None,
     content_type: str | None = "application/json",
     headers: tuple[tuple[str, str], ...] = (),
-    host: str | None = "t",
+    host: str | None = "localhost",
 ) -> bytes:
     """An HTTP/1.1 request as bytes, with a Content-Length for any body, kept alive."""
     lines = [f"{method} {path} HTTP/1.1"]
@@ -162,7 +162,7 @@ def request(
 
 
 def chunked(path: str, *chunks: bytes) -> bytes:
-    head = f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+    head = f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
     head += "Transfer-Encoding: chunked\r\n\r\n"
     return head.encode() + b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
 
@@ -404,35 +404,39 @@ CLOSING_CASES = [
     ("garbage-request-line", b"HELLO WORLD\r\n\r\n"),
     ("tls-client-hello", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"\x00" * 32),
     ("http2-preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
-    ("lowercase-method", b"get /healthz HTTP/1.1\r\nHost: t\r\n\r\n"),
-    ("no-leading-slash", b"GET healthz HTTP/1.1\r\nHost: t\r\n\r\n"),
-    ("http-1-2", b"GET /healthz HTTP/1.2\r\nHost: t\r\n\r\n"),
-    ("bare-lf", b"GET /healthz HTTP/1.1\nHost: t\n\n"),
+    ("lowercase-method", b"get /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+    ("no-leading-slash", b"GET healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+    ("http-1-2", b"GET /healthz HTTP/1.2\r\nHost: localhost\r\n\r\n"),
+    ("bare-lf", b"GET /healthz HTTP/1.1\nHost: localhost\n\n"),
     ("control-in-host", b"GET /healthz HTTP/1.1\r\nHost: a\x01\r\n\r\n"),
-    ("nul-in-header", b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-A: a\x00b\r\n\r\n"),
-    ("header-without-colon", b"GET /healthz HTTP/1.1\r\nHost: t\r\nBroken\r\n\r\n"),
-    ("folded-header", b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-A: a\r\n b\r\n\r\n"),
-    ("length-not-a-number", b"POST /healthz HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n"),
-    ("negative-length", b"POST /healthz HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n"),
+    ("nul-in-header", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: a\x00b\r\n\r\n"),
+    ("header-without-colon", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nBroken\r\n\r\n"),
+    ("folded-header", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: a\r\n b\r\n\r\n"),
+    (
+        "length-not-a-number",
+        b"POST /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n",
+    ),
+    ("negative-length", b"POST /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n"),
     (
         "two-lengths",
-        b"POST /healthz HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        b"POST /healthz HTTP/1.1\r\nHost: localhost\r\n"
+        b"Content-Length: 1\r\nContent-Length: 2\r\n\r\nab",
     ),
     (
         "length-and-chunked",
-        b"POST /healthz HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+        b"POST /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     ),
     (
         "bad-chunk-size",
-        b"POST /healthz HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"POST /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
         b"zz\r\nab\r\n0\r\n\r\n",
     ),
     (
         "unknown-transfer-coding",
-        b"POST /healthz HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\nab",
+        b"POST /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\nab",
     ),
-    ("target-70kb", b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: t\r\n\r\n"),
+    ("target-70kb", b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n"),
 ]
 
 
@@ -497,7 +501,7 @@ def test_a_body_longer_than_its_content_length_gets_only_4xx_answers_and_a_close
     """The bytes past the declared length are read as the next request, which uvicorn's
     parser refuses (400, closing): the answer to the body cut short may not get out first."""
     path = CHAT if server == "app" else COMPLETIONS
-    raw = f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+    raw = f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
     raw += "Content-Length: 5\r\n\r\n"
     conn = Connection(urls[server])
     answers: list[Answer] = []

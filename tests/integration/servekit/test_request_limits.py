@@ -38,7 +38,7 @@ def raw_exchange(url: str, request: bytes) -> bytes:
 def short_body(path: str) -> bytes:
     """A POST that promises 100 bytes of body and sends 10, then waits."""
     return (
-        f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         "Content-Length: 100\r\n\r\n"
     ).encode() + b'{"message"'
 

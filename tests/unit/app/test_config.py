@@ -67,6 +67,8 @@ def test_real_llm_settings_are_read(tmp_path: Path):
         ({"SG_GROUNDING_THRESHOLD": "nan"}, "finite"),
         ({"SG_LLM_POOL_IDLE_S": "0"}, "SG_LLM_POOL_IDLE_S='0': must be more than 0"),
         ({"SG_LLM_POOL_IDLE_S": "nan"}, "SG_LLM_POOL_IDLE_S='nan': must be a finite number"),
+        ({"SG_ALLOWED_HOSTS": "http://box.lan"}, "'http://box.lan' is not a host name"),
+        ({"SG_ALLOWED_ORIGINS": "tool.lan"}, "'tool.lan' is not scheme://host[:port]"),
     ],
 )
 def test_invalid_setting_stops_the_start_with_a_clear_message(env: dict[str, str], problem: str):
@@ -132,3 +134,15 @@ def test_an_unknown_scaffold_profile_stops_the_start_with_the_known_names():
     message = str(caught.value)
     assert "SG_SCAFFOLD_PROFILES='hermes,lfm3': unknown profile(s) lfm3" in message
     assert "known: auto, none, all, cohere, deepseek, echo, gemma, glm, harmony" in message
+
+
+def test_allowed_hosts_and_origins_are_read_from_the_environment():
+    settings = load_settings(
+        {
+            "SG_ALLOWED_HOSTS": "notes.lan, .docker.internal",
+            "SG_ALLOWED_ORIGINS": "http://a.lan:3000",
+        }
+    )
+    assert settings.allowed_hosts == ("notes.lan", ".docker.internal")
+    assert settings.allowed_origins == {"http://a.lan:3000"}
+    assert settings.hosts.allows("host.docker.internal:8000")

@@ -24,6 +24,21 @@ def test_defaults_are_loopback_8099_and_reasoning_content():
     )
 
 
+def test_allowed_hosts_default_to_the_environments(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("SG_ALLOWED_HOSTS", "notes.lan,.lan")
+    assert parse_args([]).allowed_hosts == ("notes.lan", ".lan")
+    assert parse_args(["--allowed-hosts", "box"]).allowed_hosts == ("box",)
+
+
+def test_a_bad_allowed_host_from_the_environment_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setenv("SG_ALLOWED_HOSTS", "a/b")
+    with pytest.raises(SystemExit):
+        parse_args([])
+    assert "SG_ALLOWED_HOSTS" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -32,6 +47,7 @@ def test_defaults_are_loopback_8099_and_reasoning_content():
         (["--journal-bytes", "0"], "--journal-bytes must be at least 1"),
         (["--quiet-reset", "-1"], "--quiet-reset must be 0 or more"),
         (["--reasoning-field", "thoughts"], "invalid choice"),
+        (["--allowed-hosts", "box.lan:80"], "'box.lan:80' is not a host name"),
     ],
 )
 def test_bad_options_are_refused(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]):

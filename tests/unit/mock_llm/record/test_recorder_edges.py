@@ -73,7 +73,7 @@ def http_scope(path: str = CHAT, method: str = "POST") -> Scope:
         "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [(b"host", b"recorder.test"), (b"content-type", b"application/json")],
+        "headers": [(b"host", b"localhost"), (b"content-type", b"application/json")],
         "client": ("127.0.0.1", 40000),
         "server": ("127.0.0.1", 8097),
     }
