@@ -27,7 +27,7 @@ from app.config import SettingsError, load_settings
 from app.data_dir import DataDirError
 from app.main import create_app
 from mock_llm import build_settings, serve_mock
-from servekit.listen import add_allowed_hosts_option, bind_socket, exposure_warning, socket_url
+from servekit.listen import add_listen_options, bind_socket, exposure_warning, socket_url
 
 DEMO_FLOWS = Path(__file__).with_name("demo_flows.yaml")
 
@@ -48,9 +48,7 @@ class AppServer(uvicorn.Server):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app", description="Serve the notes chat.")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any)")
-    add_allowed_hosts_option(parser, from_env=False)  # load_settings reads the variable
+    add_listen_options(parser, 8000, hosts_from_env=False)  # load_settings reads it
     args = parser.parse_args(argv)
     warning = exposure_warning("app", args.host, "ask about your notes and read the chat history")
     if warning is not None:

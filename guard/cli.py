@@ -29,7 +29,7 @@ from guard.server import GuardSettings, create_app
 from guardrail.model_profiles import parse_profiles
 from guardrail.registries import PROFILES
 from servekit.allowed_hosts import HostPolicy
-from servekit.listen import add_allowed_hosts_option, listen, socket_url
+from servekit.listen import add_listen_options, listen, socket_url
 from servekit.pool import POOL_IDLE_S
 
 
@@ -48,9 +48,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="URL",
         help="the same for an Ollama server, as OLLAMA_BASE_URL (e.g. http://127.0.0.1:11434)",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8098, help="port (default 8098; 0 = any)")
-    add_allowed_hosts_option(parser)
+    add_listen_options(parser, 8098)
     parser.add_argument(
         "--keepalive-s",
         type=float,

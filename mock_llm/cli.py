@@ -37,7 +37,7 @@ from mock_llm.record.redaction import RedactionError, Redactor, compile_patterns
 from mock_llm.server.runner import build_settings, uvicorn_config
 from servekit.allowed_hosts import HostPolicy
 from servekit.limits import DEFAULT_MAX_BODY_BYTES
-from servekit.listen import add_allowed_hosts_option, listen, socket_url
+from servekit.listen import add_listen_options, listen, socket_url
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -45,9 +45,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m mock_llm",
         description="An OpenAI-compatible mock LLM server driven by [[mock:FLOW#KEY]] triggers.",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8099, help="port (default: 8099; 0 = any)")
-    add_allowed_hosts_option(parser)
+    add_listen_options(parser, 8099)
     parser.add_argument(
         "--flows", nargs="+", default=[], metavar="FILE", help="YAML flow files to add"
     )
@@ -168,14 +166,7 @@ def parse_record_args(argv: Sequence[str]) -> argparse.Namespace:
         help="the recording (a flow file; gzip-compressed when it ends in .gz; an existing "
         "one is continued)",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=RECORDER_PORT,
-        help=f"port (default: {RECORDER_PORT}; 0 = any)",
-    )
-    add_allowed_hosts_option(parser)
+    add_listen_options(parser, RECORDER_PORT)
     parser.add_argument(
         "--redact",
         action="append",

@@ -17,7 +17,7 @@ from servekit.allowed_hosts import ENV as ALLOWED_HOSTS_ENV
 from servekit.allowed_hosts import parse_allowed_hosts
 
 __all__ = [
-    "add_allowed_hosts_option",
+    "add_listen_options",
     "bind_socket",
     "exposure_warning",
     "is_loopback",
@@ -94,14 +94,19 @@ def _allowed_hosts(text: str) -> tuple[str, ...]:
         ) from None
 
 
-def add_allowed_hosts_option(parser: argparse.ArgumentParser, *, from_env: bool = True) -> None:
-    """`--allowed-hosts`: the names the server answers to besides localhost and IP addresses
-    (servekit.allowed_hosts), by default those of SG_ALLOWED_HOSTS (`from_env`; else None,
-    for a program that reads its environment itself)."""
+def add_listen_options(
+    parser: argparse.ArgumentParser, port: int, *, hosts_from_env: bool = True
+) -> None:
+    """`--host`, `--port` and `--allowed-hosts`: where a server listens and the names it
+    answers to besides localhost and IP addresses (servekit.allowed_hosts). The names
+    default to SG_ALLOWED_HOSTS (`hosts_from_env`; else None, for a program that reads its
+    environment itself)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=port, help=f"port (default {port}; 0 = any)")
     parser.add_argument(
         "--allowed-hosts",
         type=_allowed_hosts,
-        default=os.environ.get(ALLOWED_HOSTS_ENV, "") if from_env else None,
+        default=os.environ.get(ALLOWED_HOSTS_ENV, "") if hosts_from_env else None,
         metavar="NAMES",
         help="host names this server answers to besides localhost and IP addresses, against"
         " DNS rebinding: comma-separated; .lan = a domain and its names; * = any (default:"
