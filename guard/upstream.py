@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 import aiohttp
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from guard.reply import WholeReply
 from guardrail.model_profiles import AUTO, ProfileChoice
@@ -36,6 +36,7 @@ from guardrail.policy import MALFORMED_REPLY, strip_warning
 from servekit.hop_by_hop import end_to_end
 from servekit.json_codec import json_object
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
+from servekit.streamed import StreamedResponse
 
 log = logging.getLogger("guard")
 
@@ -377,6 +378,6 @@ async def pass_on(
         finally:
             response.close()
 
-    return StreamingResponse(
+    return StreamedResponse(
         relayed(), status_code=response.status, headers=response_headers(response.headers)
     )
