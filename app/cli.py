@@ -24,9 +24,10 @@ import uvicorn
 
 from app.api.sse import OpenStreams
 from app.config import SettingsError, load_settings
+from app.data_dir import DataDirError
 from app.main import create_app
 from mock_llm import build_settings, serve_mock
-from servekit.listen import bind_socket, exposure_warning, socket_url
+from servekit.listen import add_allowed_hosts_option, bind_socket, exposure_warning, socket_url
 
 DEMO_FLOWS = Path(__file__).with_name("demo_flows.yaml")
 
@@ -49,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app", description="Serve the notes chat.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any)")
+    add_allowed_hosts_option(parser, from_env=False)  # load_settings reads the variable
     args = parser.parse_args(argv)
     warning = exposure_warning("app", args.host, "ask about your notes and read the chat history")
     if warning is not None:
@@ -58,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"app: {exc}", file=sys.stderr)
         return 2
+    allowed = settings.allowed_hosts if args.allowed_hosts is None else args.allowed_hosts
+    settings = dataclasses.replace(settings, allowed_hosts=allowed, bound_host=args.host)
     with ExitStack() as stack:
         mock_url = None
         if settings.embedded:
@@ -71,7 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"app: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
             return 2
         stack.callback(sock.close)
-        app = create_app(settings, log_echo=sys.stderr)
+        try:
+            app = create_app(settings, log_echo=sys.stderr)
+        except DataDirError as exc:
+            print(f"app: {exc}", file=sys.stderr)
+            return 2
         url = socket_url(sock)
         print(f"app: notes chat on {url}/ (notes: {settings.notes_dir})", flush=True)
         if mock_url is not None:

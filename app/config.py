@@ -16,7 +16,9 @@ from typing import TypeVar
 
 from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
 from guardrail.patterns import Registry
+from servekit.allowed_hosts import HostPolicy, parse_allowed_hosts
 from servekit.pool import POOL_IDLE_S
+from servekit.same_origin import parse_origins
 
 BUNDLED_NOTES = Path(__file__).parent / "sample_notes"
 T = TypeVar("T")
@@ -57,6 +59,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SG_LOG_FILE", "", "file for the per-turn log lines; empty = <data dir>/chat.log"),
     Setting("SG_GROUNDING_THRESHOLD", "", "best-hit score a turn needs to be grounded; "
             "empty = the retrieval module's default"),
+    Setting("SG_ALLOWED_HOSTS", "", "host names the app answers to besides localhost and IP "
+            "addresses (comma-separated; .lan = a domain and its names; * = any): the DNS "
+            "rebinding defence, docs/reliability.md"),
+    Setting("SG_ALLOWED_ORIGINS", "", "other sites' pages that may call the API "
+            "(comma-separated scheme://host[:port]); they also get CORS headers"),
     Setting("SG_SCAFFOLD_PROFILES", "auto", "scaffolding stripped besides LFM2's markup: auto "
             "(by SG_LLM_MODEL's name, docs/contract.md), none, all, or comma-separated "
             "profiles, e.g. hermes,mistral"),
@@ -82,6 +89,10 @@ class Settings:
     turn_timeout_s: float = 180.0
     sse_keepalive_s: float = 15.0
     llm_pool_idle_s: float = POOL_IDLE_S
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: frozenset[str] = frozenset()
+    bound_host: str | None = None
+    """The address the app listens on (not an env setting: `--host`); a name is answered."""
     embedded_mock_url: str | None = None
     """The in-process mock's base URL when `python -m app` started one (not an env setting):
     the page then shows the demo banner, its failure examples and links to the journal."""
@@ -91,6 +102,11 @@ class Settings:
         """What the guardrail strips: LFM2's markup plus the profiles chosen (under auto, by
         the model's name)."""
         return self.scaffold_profiles.registry(self.llm_model)
+
+    @property
+    def hosts(self) -> HostPolicy:
+        """The Host names the app answers to (servekit.allowed_hosts)."""
+        return HostPolicy.of(self.allowed_hosts, self.bound_host)
 
     @property
     def embedded(self) -> bool:
@@ -143,6 +159,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         log_file=Path(raw["SG_LOG_FILE"]) if raw["SG_LOG_FILE"] else data_dir / "chat.log",
         grounding_threshold=parse("SG_GROUNDING_THRESHOLD", _float, 0.0) if threshold else None,
         scaffold_profiles=parse("SG_SCAFFOLD_PROFILES", parse_profiles, AUTO),
+        allowed_hosts=parse("SG_ALLOWED_HOSTS", parse_allowed_hosts, ()),
+        allowed_origins=parse("SG_ALLOWED_ORIGINS", parse_origins, frozenset[str]()),
     )
     if problems:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(problems))

@@ -8,6 +8,7 @@ without a network one layer down, on `app.turn.run_turn` with a scripted model.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 
 from app.api import chat as chat_api
 from app.api import history as history_api
@@ -25,6 +27,7 @@ from app.api import info as info_api
 from app.api.sse import OpenStreams
 from app.api.validation import body_parse_error, validation_error
 from app.config import Settings
+from app.data_dir import DataDirError, check_data_dir
 from app.rag.llm import LLMConfig, chat_stream_retried, make_client
 from app.rag.retrieval import NotesIndex
 from app.rag.tools import NotesTools
@@ -33,6 +36,7 @@ from app.storage import QueryLog
 from app.turn import TurnDeps
 from app.turn_log import TurnLog
 from servekit.limits import RequestLimits
+from servekit.same_origin import SameOrigin
 from servekit.security_headers import SecurityHeaders, security_headers
 
 _HERE = Path(__file__).resolve().parent
@@ -89,10 +93,18 @@ def create_app(
     The chat log goes to `settings.log_file`, and also to `log_echo` when given.
     """
     config = llm_config(settings)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    index = NotesIndex(settings.notes_dir, settings.db_path.with_suffix(".index.sqlite3"))
-    index.refresh()
-    query_log = QueryLog(settings.db_path)
+    check_data_dir(settings.data_dir, settings.log_file)
+    index_path = settings.db_path.with_suffix(".index.sqlite3")
+    try:
+        index = NotesIndex(settings.notes_dir, index_path)
+        index.refresh()
+        query_log = QueryLog(settings.db_path)
+    except sqlite3.Error as error:
+        raise DataDirError(
+            f"the databases in {settings.data_dir} cannot be opened ({error}): move them"
+            " aside to start afresh (the notes index is rebuilt; the history is lost), or"
+            " set SG_DATA_DIR elsewhere"
+        ) from error
     client = make_client(config)
     turn_log = TurnLog(settings.log_file)
     if log_echo is not None:
@@ -121,11 +133,27 @@ def create_app(
         turn_log.close()
 
     app = FastAPI(title="scaffold-guard notes chat", lifespan=lifespan)
+    # Starlette runs the middleware added last first: security headers, request limits (the
+    # Host check among them), CORS for the allowed origins, then the same-origin check.
+    app.add_middleware(
+        SameOrigin,
+        error_body=_limit_error,
+        paths=("/api/",),
+        allowed_origins=settings.allowed_origins,
+    )
+    if settings.allowed_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=sorted(settings.allowed_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type"],
+        )
     app.add_middleware(
         RequestLimits,
         error_body=_limit_error,
         max_body_bytes=MAX_BODY_BYTES,
         body_timeout_s=body_timeout_s,
+        hosts=settings.hosts,
     )
     # Added last, so outermost: the refusals of RequestLimits carry the headers too.
     app.add_middleware(SecurityHeaders, headers=security_headers(PAGE_POLICY))

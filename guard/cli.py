@@ -28,7 +28,8 @@ from starlette.types import ASGIApp
 from guard.server import GuardSettings, create_app
 from guardrail.model_profiles import parse_profiles
 from guardrail.registries import PROFILES
-from servekit.listen import listen, socket_url
+from servekit.allowed_hosts import HostPolicy
+from servekit.listen import add_allowed_hosts_option, listen, socket_url
 from servekit.pool import POOL_IDLE_S
 from servekit.workers import serve_workers
 
@@ -50,6 +51,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8098, help="port (default 8098; 0 = any)")
+    add_allowed_hosts_option(parser)
     parser.add_argument(
         "--keepalive-s",
         type=float,
@@ -144,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         profiles=profiles,
         keepalive_s=args.keepalive_s,
         pool_idle_s=args.upstream_idle_s,
+        hosts=HostPolicy.of(args.allowed_hosts, args.host),
     )
     if ollama:
         print(f"guard: proxy on {socket_url(sock)} for Ollama at {root}", flush=True)

@@ -91,7 +91,12 @@ def create_app(settings: GuardSettings) -> Starlette:
         ],
         lifespan=lifespan,
     )
-    app.add_middleware(RequestLimits, error_body=_limit_error, max_body_bytes=MAX_BODY_BYTES)
+    app.add_middleware(
+        RequestLimits,
+        error_body=_limit_error,
+        max_body_bytes=MAX_BODY_BYTES,
+        hosts=settings.hosts,
+    )
     return app
 
 

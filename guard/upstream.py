@@ -33,8 +33,10 @@ from guard.reply import WholeReply
 from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
+from servekit.allowed_hosts import HostPolicy
 from servekit.hop_by_hop import end_to_end
 from servekit.json_codec import json_object
+from servekit.limits import LOCAL_ONLY
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
 from servekit.streamed import StreamedResponse
 
@@ -56,6 +58,7 @@ class GuardSettings:
     connect_timeout_s: float = 10.0
     keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
     pool_idle_s: float = POOL_IDLE_S  # how long an idle upstream connection is kept for reuse
+    hosts: HostPolicy = LOCAL_ONLY  # the Host names the proxy answers to (DNS rebinding)
 
     def registry_for(self, body: dict[str, Any]) -> Registry:
         """What the guardrail strips from the answer to `body` (its `model` under auto)."""

@@ -9,7 +9,7 @@ Deliberate choices:
   through its unified path, which samples every 5th stream chunk and drops text rewrites.
   Without it the proxy hands this class's own streaming hook every chunk (it looks in the
   class's own `__dict__`, so a subclass must define the hooks again). Pinned by
-  tests/unit/test_litellm_guardrail.py and tests/thirdparty/test_litellm_proxy.py.
+  tests/unit/integrations/test_litellm_guardrail.py and tests/thirdparty/test_litellm_proxy.py.
 - The recovery uses the running proxy's own router (read from `sys.modules`, never
   imported: importing it builds a proxy app), so the model name resolves as the first
   request's did; it skips the proxy's pre-call hooks, budgets and spend logging, since it

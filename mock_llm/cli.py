@@ -35,8 +35,9 @@ from mock_llm.record.recorder import (
 )
 from mock_llm.record.redaction import RedactionError, Redactor, compile_patterns
 from mock_llm.server.runner import build_settings, uvicorn_config
+from servekit.allowed_hosts import HostPolicy
 from servekit.limits import DEFAULT_MAX_BODY_BYTES
-from servekit.listen import listen, socket_url
+from servekit.listen import add_allowed_hosts_option, listen, socket_url
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -46,6 +47,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8099, help="port (default: 8099; 0 = any)")
+    add_allowed_hosts_option(parser)
     parser.add_argument(
         "--flows", nargs="+", default=[], metavar="FILE", help="YAML flow files to add"
     )
@@ -123,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             quiet_reset_s=args.quiet_reset,
             side_calls=args.side_calls,
             replay_pacing=args.replay_pacing,
+            hosts=HostPolicy.of(args.allowed_hosts, args.host),
         )
     except FlowFileError as exc:
         print(f"mock_llm: bad flow file: {exc}", file=sys.stderr)
@@ -172,6 +175,7 @@ def parse_record_args(argv: Sequence[str]) -> argparse.Namespace:
         default=RECORDER_PORT,
         help=f"port (default: {RECORDER_PORT}; 0 = any)",
     )
+    add_allowed_hosts_option(parser)
     parser.add_argument(
         "--redact",
         action="append",
@@ -216,7 +220,8 @@ def record_main(argv: Sequence[str]) -> int:
         f"into {out}{kept}",
         flush=True,
     )
-    settings = RecorderSettings(upstream, out, redactor, log=_print_line)
+    hosts = HostPolicy.of(args.allowed_hosts, args.host)
+    settings = RecorderSettings(upstream, out, redactor, log=_print_line, hosts=hosts)
     recorder = Recorder(settings, recording)
     server = uvicorn.Server(recorder_config(recorder, access_log=args.access_log))
     server.run(sockets=[sock])

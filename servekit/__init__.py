@@ -8,6 +8,6 @@ served in a thread), `json_codec`, `error_bodies` (OpenAI's and Anthropic's), `s
 (upstream connections with the one stale-connection retry), and `trigger_grammar` (the
 mock's trigger grammar, `strip_triggers`).
 
-The dependency rule (tests/unit/test_dependency_rule.py): guardrail <- servekit <- mock_llm,
+The dependency rule (tests/unit/project/test_dependency_rule.py): guardrail <- servekit <- mock_llm,
 app, guard.
 """

@@ -1,9 +1,10 @@
 """What an HTTP request must be before a route sees it: `RequestLimits`, pure ASGI middleware.
 
 Oversized headers are a 431, an oversized target a 414, a missing, repeated or malformed
-Host a 400 (RFC 9112, 3.2), a body over `max_body_bytes` a 413 (declared or grown), and a
-body not whole within `body_timeout_s` a 408. `error_body(status, message)` renders each
-refusal in the server's own error shape.
+Host a 400 (RFC 9112, 3.2), a Host the server does not answer to a 421 (`hosts`:
+servekit.allowed_hosts, the DNS rebinding defence), a body over `max_body_bytes` a 413
+(declared or grown), and a body not whole within `body_timeout_s` a 408.
+`error_body(status, message)` renders each refusal in the server's own error shape.
 
 Deliberate choices:
 - Bounds are ours, not uvicorn's: its parser takes far more headers and target.
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from servekit.allowed_hosts import HostPolicy
+from servekit.refusal import send_refusal
 from servekit.request_body import BodyRefused, check_declared_length, read_body
 
 __all__ = [
@@ -35,6 +38,9 @@ DEFAULT_MAX_TARGET_BYTES = 8 * 1024
 DEFAULT_BODY_TIMEOUT_S = 10.0
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """The largest request body of a server that names no limit of its own."""
+
+LOCAL_ONLY = HostPolicy()
+"""Loopback names and IP addresses only: a server given no names of its own."""
 
 _HOST = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?")
 """RFC 3986's host (an IP literal in brackets, an IPv4 address or a registered name) and
@@ -60,8 +66,10 @@ class RequestLimits:
         max_target_bytes: int = DEFAULT_MAX_TARGET_BYTES,
         max_body_bytes: int | None = None,
         body_timeout_s: float | None = DEFAULT_BODY_TIMEOUT_S,
+        hosts: HostPolicy = LOCAL_ONLY,
     ) -> None:
         self.app = app
+        self.hosts = hosts
         self.error_body = error_body
         self.max_header_bytes = max_header_bytes
         self.max_target_bytes = max_target_bytes
@@ -92,27 +100,15 @@ class RequestLimits:
             raise _Refusal(
                 414, f"The request target (path and query) is over {self.max_target_bytes} bytes."
             )
-        _check_host(scope.get("http_version", ""), headers)
+        _check_host(scope.get("http_version", ""), headers, self.hosts)
         declared = next((value for name, value in headers if name == b"content-length"), b"")
         check_declared_length(declared, self.max_body_bytes)
 
     async def _refuse(self, send: Send, status: int, message: str) -> None:
-        body = self.error_body(status, message)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_refusal(send, status, self.error_body(status, message), close=True)
 
 
-def _check_host(http_version: str, headers: list[tuple[bytes, bytes]]) -> None:
+def _check_host(http_version: str, headers: list[tuple[bytes, bytes]], policy: HostPolicy) -> None:
     hosts = [value for name, value in headers if name == b"host"]
     if len(hosts) > 1:
         raise _Refusal(400, "The request has more than one Host header.")
@@ -122,6 +118,9 @@ def _check_host(http_version: str, headers: list[tuple[bytes, bytes]]) -> None:
         return
     if _HOST.fullmatch(hosts[0]) is None:
         raise _Refusal(400, "The Host header is not a host name or address with an optional port.")
+    host = hosts[0].decode("latin-1")
+    if not policy.allows(host):
+        raise _Refusal(421, policy.refusal(host))
 
 
 def _replay(body: bytes, rest: Message | None, receive: Receive) -> Receive:

@@ -7,11 +7,23 @@ login, so listening beyond loopback is the user's explicit choice, said out loud
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
+import os
 import socket
 import sys
 
-__all__ = ["bind_socket", "exposure_warning", "is_loopback", "listen", "socket_url"]
+from servekit.allowed_hosts import ENV as ALLOWED_HOSTS_ENV
+from servekit.allowed_hosts import parse_allowed_hosts
+
+__all__ = [
+    "add_allowed_hosts_option",
+    "bind_socket",
+    "exposure_warning",
+    "is_loopback",
+    "listen",
+    "socket_url",
+]
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
 
@@ -71,3 +83,27 @@ def socket_url(sock: socket.socket) -> str:
     """The http:// base URL of a bound socket, e.g. http://127.0.0.1:43121."""
     host, port = sock.getsockname()[:2]
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def _allowed_hosts(text: str) -> tuple[str, ...]:
+    try:
+        return parse_allowed_hosts(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc} (--allowed-hosts or {ALLOWED_HOSTS_ENV})"
+        ) from None
+
+
+def add_allowed_hosts_option(parser: argparse.ArgumentParser, *, from_env: bool = True) -> None:
+    """`--allowed-hosts`: the names the server answers to besides localhost and IP addresses
+    (servekit.allowed_hosts), by default those of SG_ALLOWED_HOSTS (`from_env`; else None,
+    for a program that reads its environment itself)."""
+    parser.add_argument(
+        "--allowed-hosts",
+        type=_allowed_hosts,
+        default=os.environ.get(ALLOWED_HOSTS_ENV, "") if from_env else None,
+        metavar="NAMES",
+        help="host names this server answers to besides localhost and IP addresses, against"
+        " DNS rebinding: comma-separated; .lan = a domain and its names; * = any (default:"
+        f" ${ALLOWED_HOSTS_ENV}, else none)",
+    )

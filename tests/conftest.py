@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, settings
 
 pytest_plugins = [
     "pytester"
-]  # the kit's hooks are tested in process (tests/unit/test_kit_plugin.py)
+]  # the kit's hooks are tested in process (tests/unit/conformance/test_kit_plugin.py)
 
 # litellm (the LiteLLM guardrail's tests) fetches its model cost map from GitHub when it is
 # imported, unless told to read the copy it ships; a test never leaves loopback.

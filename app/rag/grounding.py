@@ -16,7 +16,7 @@ DEFAULT_GROUNDING_THRESHOLD = 0.55
 A hit's score is its BM25 score divided by the IDF mass of the question's words
 (`NotesIndex.search`), so it measures how much of the question the section accounts for,
 and a word no note contains weighs the most. Chosen by scoring 49 questions the bundled
-sample notes answer and 49 they do not (tests/unit/test_grounding.py pins a sample of both
+sample notes answer and 49 they do not (tests/unit/app/test_grounding.py pins a sample of both
 sides): 0.55 sits in the gap between the bulk of both sides; the scores are in
 docs/benchmarks.md ("The grounding threshold"). A lexical score cannot tell a general
 question made of the notes' words ("what is an IP address") from one the notes answer.

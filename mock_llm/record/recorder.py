@@ -49,12 +49,15 @@ from mock_llm.record.recorded_step import LineReader, error_step, json_object, r
 from mock_llm.record.recording import Recording, description, turn_of
 from mock_llm.record.redaction import Redactor
 from mock_llm.server.played import quiet_abort_logs
+from servekit.allowed_hosts import HostPolicy
 from servekit.error_bodies import openai_error_body
 from servekit.hop_by_hop import end_to_end
 from servekit.httpx_pool import HttpxPool
 from servekit.in_thread import serve_in_thread
 from servekit.json_codec import dumps
+from servekit.limits import LOCAL_ONLY
 from servekit.pool import POOL_IDLE_S, RequestFailed
+from servekit.refusal import send_refusal
 from servekit.request_body import BodyTooLarge, read_body
 
 DEFAULT_PORT = 8097
@@ -118,6 +121,8 @@ class RecorderSettings:
     """How long an idle connection to the upstream is kept for reuse."""
     log: Callable[[str], None] | None = None
     """Where a line per recorded exchange goes (the command line prints it)."""
+    hosts: HostPolicy = LOCAL_ONLY
+    """The Host names the recorder answers to (`--allowed-hosts`, servekit.allowed_hosts)."""
 
 
 def load_recording(path: Path) -> Recording:
@@ -248,6 +253,10 @@ class Recorder:
         if scope["type"] != "http":
             return
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        host = next((value for name, value in headers if name == "host"), None)
+        if host is not None and not self.settings.hosts.allows(host):
+            await _answer_error(send, 421, self.settings.hosts.refusal(host))
+            return
         try:
             body, early = await read_body(receive, self.settings.max_body_bytes, None)
         except BodyTooLarge:
@@ -456,9 +465,7 @@ async def _answer_error(send: Send, status: int, message: str) -> None:
     body = dumps(
         openai_error_body(message, "server_error" if status >= 500 else "invalid_request_error")
     )
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    await send_refusal(send, status, body)
 
 
 def recorder_config(recorder: Recorder, *, access_log: bool = False) -> uvicorn.Config:

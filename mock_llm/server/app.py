@@ -82,7 +82,9 @@ async def http_error(request: Request, exc: Exception) -> Response:
 def create_app(settings: MockSettings) -> Starlette:
     """The mock as an ASGI app (serve it with uvicorn, or call it through an ASGI transport)."""
     headers = Middleware(SecurityHeaders, headers=security_headers(API_POLICY))
-    limits = Middleware(RequestLimits, error_body=limit_error, body_timeout_s=None)
+    limits = Middleware(
+        RequestLimits, error_body=limit_error, body_timeout_s=None, hosts=settings.hosts
+    )
     app = Starlette(
         routes=ROUTES,
         exception_handlers={HTTPException: http_error},

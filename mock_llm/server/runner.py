@@ -24,8 +24,9 @@ from mock_llm.play.turns import DEFAULT_QUIET_RESET_S
 from mock_llm.server.app import create_app
 from mock_llm.server.played import quiet_abort_logs
 from mock_llm.server.state import DEFAULT_MAX_FLOWS_BODY_BYTES, MockSettings
+from servekit.allowed_hosts import HostPolicy
 from servekit.in_thread import serve_in_thread
-from servekit.limits import DEFAULT_MAX_BODY_BYTES
+from servekit.limits import DEFAULT_MAX_BODY_BYTES, LOCAL_ONLY
 
 
 def build_settings(
@@ -39,6 +40,7 @@ def build_settings(
     max_flows_body_bytes: int = DEFAULT_MAX_FLOWS_BODY_BYTES,
     side_calls: Iterable[str] = (),
     replay_pacing: float = REAL_PACING,
+    hosts: HostPolicy = LOCAL_ONLY,
 ) -> MockSettings:
     """Settings with the catalog loaded; raises FlowFileError for a bad flow file, and
     SideCallsRefused for a bad side-call rule (or too many). `replay_pacing` multiplies the
@@ -55,6 +57,7 @@ def build_settings(
         max_flows_body_bytes=max_flows_body_bytes,
         side_calls=rules.patterns,
         replay_pacing=replay_pacing,
+        hosts=hosts,
     )
 
 

@@ -14,7 +14,8 @@ from mock_llm.journal.settle import ChangeSignal
 from mock_llm.journal.store import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES, Journal
 from mock_llm.play.side_calls import SideCallRules
 from mock_llm.play.turns import DEFAULT_QUIET_RESET_S, TurnTracker
-from servekit.limits import DEFAULT_MAX_BODY_BYTES
+from servekit.allowed_hosts import HostPolicy
+from servekit.limits import DEFAULT_MAX_BODY_BYTES, LOCAL_ONLY
 
 DEFAULT_MAX_FLOWS_BODY_BYTES = 1024 * 1024
 
@@ -38,6 +39,8 @@ class MockSettings:
     replay_pacing: float = 1.0
     """What recorded steps' gaps are multiplied by (`--replay-pacing`): 1 plays them as
     recorded, 0 with no pauses. Authored flows keep their `delay_ms` and `ttft_ms`."""
+    hosts: HostPolicy = LOCAL_ONLY
+    """The Host names the mock answers to (`--allowed-hosts`, servekit.allowed_hosts)."""
 
 
 @dataclass

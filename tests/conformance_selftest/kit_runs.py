@@ -23,7 +23,7 @@ import pytest
 
 from conformance.clauses import BY_ID
 
-from ..processes import child_env
+from ..support.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT_DEADLINE_S = 600.0

@@ -25,7 +25,7 @@ from conformance.clauses import BY_ID, CLAUSES
 from conformance.upstream import Expected
 from mock_llm import JournalRecord, MockClient, serve_mock
 
-from ..deadlines import DEADLINE_S
+from ..support.deadlines import DEADLINE_S
 from .foreign import PROFILE, TITLE_PROMPT, serve_foreign
 from .kit_runs import CASES, KIT_DEADLINE_S, KitRun, run_kit
 

@@ -39,7 +39,7 @@ from conformance.evidence import folder_name
 from conformance.profile import load_profile
 from mock_llm import serve_mock
 
-from ..deadlines import DEADLINE_S
+from ..support.deadlines import DEADLINE_S
 from .kit_runs import KIT_DEADLINE_S, Case, KitRun, run_kit
 from .targets import ALSO_FAILS, BREAKS, MODES, PROFILES, serve_target
 

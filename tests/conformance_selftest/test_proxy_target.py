@@ -17,8 +17,8 @@ import pytest
 
 from mock_llm import serve_mock
 
-from ..deadlines import DEADLINE_S
-from ..servers import serve_guard
+from ..support.deadlines import DEADLINE_S
+from ..support.servers import serve_guard
 from .kit_runs import CASES, KIT_DEADLINE_S, KitRun, run_kit
 from .relay import PROFILE, serve_relay
 

@@ -22,7 +22,7 @@ from guardrail.policy import CORRECTION_INSTRUCTION
 from mock_llm import MockClient, load_flow_file, serve_mock
 from mock_llm.record.recorder import RecorderSettings, Upstream, serve_recorder
 
-from ..deadlines import DEADLINE_S
+from ..support.deadlines import DEADLINE_S
 from .kit_runs import KIT_DEADLINE_S, run_kit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S)]

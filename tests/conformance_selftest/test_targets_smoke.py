@@ -29,9 +29,9 @@ import pytest
 from guardrail.policy import CORRECTION_INSTRUCTION
 from mock_llm import build_settings, serve_mock
 
-from ..deadlines import DEADLINE_S
-from ..journal import Entry, settled_journal
-from ..sse import Turn, ask, data_events
+from ..support.deadlines import DEADLINE_S
+from ..support.journal import Entry, settled_journal
+from ..support.sse import Turn, ask, data_events
 from .targets import BREAKS, MODES, PROFILES, serve_target
 from .targets.base import MALFORMED_REPLY, SYSTEM_PROMPT, TOOL_RESULT, TOOL_SPECS
 

@@ -23,9 +23,9 @@ from playwright.sync_api import Page, ViewportSize, expect
 
 from mock_llm import build_settings, serve_mock
 
-from ..deadlines import DEADLINE_S
-from ..journal import Entry, settled_journal_sync
-from ..servers import TEST_FLOWS, app_settings, serve_app
+from ..support.deadlines import DEADLINE_S
+from ..support.journal import Entry, settled_journal_sync
+from ..support.servers import TEST_FLOWS, app_settings, serve_app
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 ARTIFACTS = Path(__file__).parents[2] / "test-results"
@@ -81,6 +81,14 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
             "--disable-component-update",
             "--disable-sync",
             "--no-first-run",
+            # Every name under .test resolves to loopback, as an attacker's name does once
+            # rebound (DNS rebinding): test_other_sites.py's pages live there.
+            "--host-resolver-rules=MAP *.test 127.0.0.1",
+            # Chromium's own Local Network Access checks would refuse these pages' requests
+            # before they reach us; Firefox and Safari have none: the app must refuse them.
+            "--disable-features=PrivateNetworkAccessSendPreflights,"
+            "PrivateNetworkAccessRespectPreflightResults,BlockInsecurePrivateNetworkRequests,"
+            "LocalNetworkAccessChecks",
         ],
     }
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from ..servers import app_settings, serve_app
+from ..support.servers import app_settings, serve_app
 from .conftest import Stack
 from .page_driver import ASSISTANT
 

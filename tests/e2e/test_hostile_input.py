@@ -29,7 +29,7 @@ are payloads; tool results that are not notes).
    for the turn; notes whose names hold control or bidi characters never show, names with
    U+2028/U+2029 show on one line, and a bidi override in a tool call cannot reorder the
    chip's own "(refused)" label. (The log side is covered in depth, without a browser, by
-   tests/integration/test_hostile_log.py.)
+   tests/integration/app/test_hostile_log.py.)
 
 The cases share one page per worker (a new one after a failed case), so the matrix costs a
 turn per case, not a browser start.
@@ -52,9 +52,9 @@ from playwright.sync_api import Browser, BrowserContext, Dialog, Locator, Page, 
 from app.frames import Frame
 from mock_llm import build_settings, serve_mock
 
-from ..hostile_text import HOSTILE_TEXT
-from ..log_lines import LOG_LINE, TURN_LINE
-from ..servers import TEST_FLOWS, app_settings, serve_app
+from ..support.hostile_text import HOSTILE_TEXT
+from ..support.log_lines import LOG_LINE, TURN_LINE
+from ..support.servers import TEST_FLOWS, app_settings, serve_app
 from .conftest import TIMEOUT_MS
 from .page_driver import ASSISTANT, settled
 

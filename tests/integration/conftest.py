@@ -2,8 +2,8 @@
 
 One server per test session (per xdist worker), as one server would serve a whole run of
 an app's tests: every test isolates itself with its own turn KEY (the root conftest's `key`).
-Reading streams and the journal lives in tests/sse.py and tests/journal.py, where every
-wait runs under a deadline so a hung stream fails the test instead of the run.
+Reading streams and the journal lives in tests/support/sse.py and tests/support/journal.py,
+where every wait runs under a deadline so a hung stream fails the test instead of the run.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 from app.config import Settings
 from mock_llm import build_settings, serve_mock
 
-from ..deadlines import DEADLINE_S
-from ..servers import TEST_FLOWS, app_settings, serve_app
+from ..support.deadlines import DEADLINE_S
+from ..support.servers import TEST_FLOWS, app_settings, serve_app
 
 
 @pytest.fixture(scope="session")

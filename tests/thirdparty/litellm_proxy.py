@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from ..ports import free_port
+from ..support.ports import free_port
 from .venvs import LITELLM
 
 REPO = Path(__file__).resolve().parents[2]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..ports import free_port
+from ..support.ports import free_port
 from .venvs import OPEN_WEBUI
 
 STARTUP_DEADLINE_S = 300.0

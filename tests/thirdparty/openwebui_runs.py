@@ -26,7 +26,7 @@ from pathlib import Path
 from mock_llm import serve_mock
 
 from ..conformance_selftest.kit_runs import CASES, ROOT, KitRun, run_kit
-from ..servers import serve_guard
+from ..support.servers import serve_guard
 from .openwebui import Connection, install_function, serve_open_webui
 
 ROUTES = ("direct", "guard-openai", "guard-ollama", "filter")

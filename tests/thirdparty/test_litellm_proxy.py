@@ -32,9 +32,9 @@ from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolPara
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from mock_llm import Flow, build_settings, builtin_flows, serve_mock
 
-from ..deadlines import DEADLINE_S, POLL_S
-from ..families import EVERY_FAMILY, hidden_canary
-from ..journal import settled_journal
+from ..support.deadlines import DEADLINE_S, POLL_S
+from ..support.families import EVERY_FAMILY, hidden_canary
+from ..support.journal import settled_journal
 from .litellm_proxy import (
     MASTER_KEY,
     REPO,

@@ -24,7 +24,7 @@ from guardrail.policy import MALFORMED_REPLY
 from integrations.openwebui import build
 from mock_llm import builtin_flows, serve_mock
 
-from ..families import EVERY_FAMILY
+from ..support.families import EVERY_FAMILY
 from .openwebui import STARTUP_DEADLINE_S, Connection, open_webui_env
 from .venvs import OPEN_WEBUI
 

@@ -1,0 +1,1 @@
+"""Helpers every test layer shares: ports, processes, servers, SSE, the journal, deadlines."""

@@ -1,0 +1,103 @@
+"""Start the mock LLM, the notes app and the guard proxy in-process on free 127.0.0.1 ports
+(for conftests and tests), and a scripted upstream that answers with raw bytes, for faults
+the mock cannot play (a connection closed without an answer, a body broken after its end).
+"""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import threading
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from app.config import Settings, load_settings
+from app.main import create_app
+from guard.server import GuardSettings
+from guard.server import create_app as create_guard
+from servekit.in_thread import serve_in_thread
+
+TEST_FLOWS = Path(__file__).parents[1] / "fixtures" / "flows.yaml"
+
+
+def app_settings(mock_url: str, data_dir: Path, **env: str) -> Settings:
+    """Settings for an app whose model is the mock at `mock_url`, with fast retries."""
+    return load_settings(
+        {
+            "SG_LLM_BASE_URL": f"{mock_url}/v1",
+            "SG_DATA_DIR": str(data_dir),
+            "SG_LLM_RETRY_DELAY_S": "0.01",
+            "SG_LLM_TIMEOUT_S": "10",
+            **env,
+        }
+    )
+
+
+@contextmanager
+def serve_app(settings: Settings) -> Generator[str]:
+    config = uvicorn.Config(create_app(settings), log_level="warning", timeout_graceful_shutdown=1)
+    with serve_in_thread(config) as url:
+        yield url
+
+
+@contextmanager
+def serve_guard(upstream: str, **settings: Any) -> Generator[str]:
+    """The guard proxy in front of the model server at `upstream` (`settings`: any other
+    than the defaults, such as `keepalive_s`)."""
+    guard = create_guard(GuardSettings(upstream=upstream, **settings))
+    config = uvicorn.Config(guard, log_level="warning")
+    with serve_in_thread(config) as url:
+        yield url
+
+
+LAST_CHUNK = b"0\r\n\r\n"
+"""The chunk that ends a chunked body (without it, the connection closes mid-body)."""
+
+
+def chunked_answer(
+    body: bytes, *, end: bytes = LAST_CHUNK, content_type: str = "text/event-stream"
+) -> bytes:
+    """A 200 answer with `body` as one chunk, then `end`, as raw HTTP/1.1."""
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n"
+    chunk = f"{len(body):x}\r\n".encode() + body + b"\r\n"
+    return head.encode() + b"connection: close\r\n\r\n" + chunk + end
+
+
+def whole_answer(body: bytes, content_type: str = "application/json") -> bytes:
+    """A 200 answer with `body` and its length, as raw HTTP/1.1."""
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
+    return head.encode() + b"connection: close\r\n\r\n" + body
+
+
+@contextmanager
+def scripted_upstream(answers: Sequence[bytes | None]) -> Generator[str]:
+    """A loopback server that answers its n-th request with `answers[n]` as raw bytes and
+    closes the connection (at once, without a byte, for None)."""
+    served = iter(answers)
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            length = 0
+            while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            self.rfile.read(length)
+            answer = next(served, None)
+            if answer is not None:
+                self.wfile.write(answer)
+            self.request.shutdown(socket.SHUT_RDWR)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

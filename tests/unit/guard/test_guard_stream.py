@@ -1,0 +1,219 @@
+"""guard.stream.StreamGuard and guard.completion.CompletionGuard: pure, chunk by chunk."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from guard.completion import CompletionGuard
+from guard.stream import StreamGuard, sse
+from guardrail.policy import scrub
+from guardrail.registries import DEFAULT_REGISTRY
+from servekit.openai_chunks import DONE_EVENT
+
+from ..helpers.scaffolding import cut_anywhere
+
+START, END = "<|tool_call_start|>", "<|tool_call_end|>"
+CALL = f"{START}[read(path='/homelab/x.md')]{END}"
+META = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7, "model": "m"}
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **meta: Any) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({**META, **meta, "choices": [choice]})
+
+
+def play(guard: StreamGuard, payloads: list[str]) -> list[bytes] | None:
+    out: list[bytes] = []
+    for data in payloads:
+        out += guard.chunk(data)
+    rest = guard.end(done=True)
+    return None if rest is None else out + rest
+
+
+def content(out: list[bytes]) -> str:
+    text: list[str] = []
+    for event in out:
+        data = event.removeprefix(b"data: ").strip()
+        if data == b"[DONE]":
+            continue
+        for choice in json.loads(data)["choices"]:
+            text.append(choice["delta"].get("content") or "")
+    return "".join(text)
+
+
+def stream_of(pieces: list[str]) -> list[str]:
+    return [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"content": p}) for p in pieces),
+        chunk({}, "stop"),
+    ]
+
+
+@given(st.lists(st.integers(0, 200), max_size=12))
+def test_clean_text_goes_out_as_the_upstreams_own_bytes_at_any_chunking(cuts: list[int]):
+    payloads = stream_of(cut_anywhere("Backups run nightly at 02:00 with restic to the NAS.", cuts))
+    out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
+    assert out == [sse(p) for p in payloads] + [DONE_EVENT]
+
+
+@given(st.lists(st.integers(0, 200), max_size=12))
+def test_look_alikes_reach_the_client_whole_at_any_chunking(cuts: list[int]):
+    """A piece that ends in what could start a marker is held until the next one shows it
+    is not (so chunk boundaries may move), but not a character is lost or added."""
+    text = "tool_call_start is a word, <|some_other_token|>, a lone <|tool_call_end|>, a < b."
+    out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(cut_anywhere(text, cuts)))
+    assert out is not None
+    assert content(out) == text
+
+
+@given(
+    st.lists(st.integers(0, 200), max_size=12),
+    st.sampled_from(
+        [f"Before. {CALL} After.", f"{CALL}Answer.", f"Text <|tool_calls|> more {CALL}"]
+    ),
+)
+def test_the_client_sees_the_filtered_text_at_any_chunking(cuts: list[int], text: str):
+    out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(cut_anywhere(text, cuts)))
+    assert out is not None
+    assert content(out) == scrub(text, DEFAULT_REGISTRY)
+    assert out[-1] == DONE_EVENT
+
+
+def test_a_reply_of_nothing_but_markup_asks_for_the_recovery_and_sends_nothing_of_its_end():
+    guard = StreamGuard(DEFAULT_REGISTRY)
+    payloads = stream_of([CALL])
+    out: list[bytes] = []
+    for data in payloads:
+        out += guard.chunk(data)
+    assert guard.end(done=True) is None
+    assert guard.recovering
+    assert out == [sse(payloads[0])]  # the role chunk only: no finish, no [DONE]
+    assert guard.stripped_chars == len(CALL)
+
+
+def test_a_reply_with_a_tool_call_needs_no_recovery_whatever_it_stripped():
+    tool = {
+        "index": 0,
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "read", "arguments": "{}"},
+    }
+    payloads = [chunk({"content": CALL}), chunk({"tool_calls": [tool]}), chunk({}, "tool_calls")]
+    out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
+    assert out is not None
+    assert out[-2:] == [sse(payloads[2]), DONE_EVENT]
+    assert sse(payloads[1]) in out  # the tool call as it came
+
+
+def test_with_several_choices_there_is_no_recovery():
+    assert play(StreamGuard(DEFAULT_REGISTRY, single_choice=False), stream_of([CALL])) is not None
+
+
+def test_a_recovery_stream_takes_the_first_streams_identity_and_loses_its_role():
+    first = StreamGuard(DEFAULT_REGISTRY)
+    assert play(first, stream_of([CALL])) is None
+    second = StreamGuard(DEFAULT_REGISTRY, follows=first)
+    out = play(second, [chunk({"role": "assistant", "content": ""}, id="chatcmpl-2", created=9)])
+    assert out is not None
+    assert out[:-1] == []  # a role chunk without its role says nothing
+    out = play(second, [chunk({"content": "Answer."}, id="chatcmpl-2", created=9)])
+    assert out is not None
+    sent = json.loads(out[0].removeprefix(b"data: "))
+    assert (sent["id"], sent["created"], sent["choices"][0]["delta"]) == (
+        "chatcmpl-1",
+        7,
+        {"content": "Answer."},
+    )
+    assert not second.malformed
+
+
+def test_a_recovery_that_shows_nothing_is_malformed():
+    first = StreamGuard(DEFAULT_REGISTRY)
+    play(first, stream_of([CALL]))
+    second = StreamGuard(DEFAULT_REGISTRY, follows=first)
+    play(second, stream_of([CALL]))
+    assert second.malformed
+
+
+def test_a_partial_marker_held_at_the_finish_goes_out_with_the_finish_chunk():
+    out = play(StreamGuard(DEFAULT_REGISTRY), stream_of(["It reads <|tool_call_st"]))
+    assert out is not None
+    assert content(out) == "It reads <|tool_call_st"
+
+
+def test_reasoning_is_never_filtered():
+    payloads = [chunk({"reasoning_content": CALL}), chunk({"content": "Answer."}, "stop")]
+    out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
+    assert out == [sse(p) for p in payloads] + [DONE_EVENT]
+
+
+def test_a_whole_completion_is_filtered_and_recovered_like_a_stream():
+    def completion(text: str, **meta: Any) -> dict[str, Any]:
+        message = {"role": "assistant", "content": text, "reasoning_content": CALL}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        return {"id": "c1", "created": 7, "model": "m", **meta, "choices": [choice]}
+
+    clean = CompletionGuard(DEFAULT_REGISTRY)
+    assert not clean.filter(completion("Answer."))
+    first = CompletionGuard(DEFAULT_REGISTRY)
+    markup = completion(CALL)
+    assert first.filter(markup)
+    assert markup["choices"][0]["message"]["content"] == ""
+    assert markup["choices"][0]["message"]["reasoning_content"] == CALL
+    assert first.wants_recovery
+    second = CompletionGuard(DEFAULT_REGISTRY, follows=first)
+    recovered = completion("Answer.", id="c2", created=9)
+    assert second.filter(recovered)
+    assert (recovered["id"], recovered["created"]) == ("c1", 7)
+    assert not second.malformed
+
+
+def test_payloads_that_are_not_chunks_pass_as_they_came():
+    payloads = ["not json", "42", json.dumps({**META, "choices": None, "usage": {"total": 3}})]
+    out = play(StreamGuard(DEFAULT_REGISTRY), payloads)
+    assert out == [sse(p) for p in payloads] + [DONE_EVENT]
+
+
+def test_a_payload_nested_past_the_parsers_limit_passes_as_it_came():
+    """Regression: json.loads raised RecursionError out of the guard, ending the stream."""
+    deep = "[" * 50_000
+    assert play(StreamGuard(DEFAULT_REGISTRY), [deep]) == [sse(deep), DONE_EVENT]
+
+
+def test_a_changed_chunk_with_a_lone_surrogate_goes_out_with_it_escaped():
+    """Regression: writing the changed chunk as UTF-8 raised UnicodeEncodeError."""
+    payload = chunk({"content": "\\ud800 <|tool_calls|> ok"}).replace("\\\\", "\\")
+    out = play(StreamGuard(DEFAULT_REGISTRY), [payload])
+    assert out is not None
+    assert json.loads(out[0][len(b"data: ") :])["choices"][0]["delta"]["content"] == "\ud800  ok"
+
+
+def test_a_stream_of_markup_cut_before_its_finish_still_asks_for_the_recovery():
+    guard = StreamGuard(DEFAULT_REGISTRY)
+    assert guard.chunk(chunk({"content": CALL})) == []
+    assert guard.end(done=False) is None
+
+
+def test_a_cut_stream_gets_what_the_filter_held_and_no_done():
+    guard = StreamGuard(DEFAULT_REGISTRY)
+    shown = guard.chunk(chunk({"content": "It reads <|tool"}))
+    rest = guard.end(done=False)
+    assert rest is not None
+    assert content(shown + rest) == "It reads <|tool"
+    assert DONE_EVENT not in rest
+
+
+def test_a_changed_chunk_that_still_carries_usage_is_sent():
+    payload = json.dumps(
+        {
+            **META,
+            "choices": [{"index": 0, "delta": {"content": CALL}, "finish_reason": None}],
+            "usage": {"total": 3},
+        }
+    )
+    [sent] = StreamGuard(DEFAULT_REGISTRY, single_choice=False).chunk(payload)
+    assert json.loads(sent.removeprefix(b"data: "))["usage"] == {"total": 3}

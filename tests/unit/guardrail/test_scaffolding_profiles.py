@@ -1,0 +1,388 @@
+"""Real leaked markup, each with its public source, for every registry entry and profile.
+
+Each fixture is replayed whole, in 1- and 7-character chunks, and cut in two at every
+offset; the output must be the same every time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from guardrail.patterns import Pattern, Registry
+from guardrail.registries import DEFAULT_REGISTRY, PROFILES, registry_with
+from guardrail.scaffolding import ScaffoldingFilter
+
+from ..helpers.scaffolding import chunked, cut_at, run
+
+# (pattern name, profile or None for the default registry, leaked text, expected output)
+INCIDENTS: list[tuple[str, str | None, str, str]] = [
+    (  # lmstudio-bug-tracker #1979
+        "lfm2-tool-call", None,
+        'Sure. <|tool_call_start|>[list_directory(path="desktop")]<|tool_call_end|>', "Sure. ",
+    ),
+    (  # contract clause G6
+        "tool-calls-token", None, "The backup job<|tool_calls|> runs nightly.",
+        "The backup job runs nightly.",
+    ),
+    ("tool-call-token", None, "Done.<|tool_call|> Check the log.", "Done. Check the log."),
+    (  # sglang PR #19925 / vllm-mlx PR #797 (GLM)
+        "hermes-tool-call", "hermes",
+        "Running it.<tool_call>Bash<arg_key>command</arg_key><arg_value>ls -la</arg_value>"
+        "</tool_call>",
+        "Running it.",
+    ),
+    (  # sglang #30480: unterminated
+        "hermes-tool-call", "hermes",
+        'I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "San Fr',
+        "I will check.\n",
+    ),
+    (  # formats.md catalog: Qwen3-Coder bare <function=...>
+        "qwen3-coder-function", "qwen3-coder",
+        "Reading.<function=read><parameter=path>/homelab/a.md</parameter></function> ok",
+        "Reading. ok",
+    ),
+    (  # mlx-lm PR #1448: no end marker, trailing prose lost with the call
+        "mistral-tool-calls", "mistral",
+        'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Tokyo"}\n\nLet me search for that.',
+        "Sure.",
+    ),
+    (  # google/adk-python PR #5654
+        "deepseek-tool-calls", "deepseek",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>analysis_input\n"
+        '```json\n{"work_dir_name":"..."}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        "",
+    ),
+    (
+        "deepseek-tool-call", "deepseek",
+        'x<｜tool▁call▁begin｜>read<｜tool▁sep｜>{"path": "/a"}<｜tool▁call▁end｜>y', "xy",
+    ),
+    (
+        "deepseek-dsml-function-calls", "deepseek",
+        'a<｜DSML｜function_calls><｜DSML｜invoke name="f"><｜DSML｜parameter name="k" '
+        'string="true">v</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>b',
+        "ab",
+    ),
+    (
+        "deepseek-dsml-tool-calls", "deepseek",
+        'a<｜DSML｜tool_calls><｜DSML｜invoke name="f"></｜DSML｜invoke></｜DSML｜tool_calls>b',
+        "ab",
+    ),
+    (  # TensorRT-LLM #9256
+        "harmony-commentary", "harmony",
+        '<|channel|>commentary<|message|>{\n  "path": "/", "depth": 1}<|end|>', "",
+    ),
+    (  # odysseus #4522 / PR #4523
+        "harmony-commentary", "harmony",
+        "Searching. <|channel|>commentary to=functions.web_search<|message|>{...}<|call|>",
+        "Searching. ",
+    ),
+    (  # exo PR #1588: EOS-terminated, so usually unterminated in text
+        "llama3-python-tag", "llama",
+        'Let me look.<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}',
+        "Let me look.",
+    ),
+    (
+        "llama3-python-tag", "llama",
+        'a<|python_tag|>brave_search.call(query="x")<|eom_id|>b', "ab",
+    ),
+    (
+        "llama4-python", "llama",
+        "a<|python_start|>[f(a=1), g(b='x')]<|python_end|>b", "ab",
+    ),
+    (  # MoonshotAI/Kimi-K2 #26
+        "kimi-tool-calls-section", "kimi",
+        '<|tool_calls_section_begin|><|tool_call_begin|>functions.TodoWrite:1'
+        '<|tool_call_argument_begin|>"{\\"todos\\": []}"<|tool_call_end|>'
+        "<|tool_calls_section_end|>",
+        "",
+    ),
+    (  # vllm PR #31207
+        "kimi-tool-call", "kimi",
+        'ok <|tool_call_begin|> functions.get_weather:0 {"city": "Tokyo"} <|tool_call_end|>',
+        "ok ",
+    ),
+    (  # earendil-works/pi #368
+        "minimax-m2-tool-call", "minimax",
+        '<minimax:tool_call>\n<invoke name="bash">mb --help</invoke>\n'
+        '<invoke name="bash">cm --help</invoke>\n</minimax:tool_call>',
+        "",
+    ),
+    (
+        "minimax-m1-tool-calls", "minimax",
+        'a<tool_calls>\n{"name": "f", "arguments": {}}\n</tool_calls>b', "ab",
+    ),
+    (
+        "internlm-action", "internlm",
+        'a<|action_start|><|plugin|>{"name": "f", "parameters": {}}<|action_end|>b', "ab",
+    ),
+    (
+        "cohere-action", "cohere",
+        'a<|START_ACTION|>[{"tool_call_id":"0","tool_name":"read","parameters":{}}]'
+        "<|END_ACTION|>b",
+        "ab",
+    ),
+    (
+        "gemma4-tool-call", "gemma",
+        'a<|tool_call>call:f{k:<|"|>v<|"|>}<tool_call|>b', "ab",
+    ),
+    (
+        "functiongemma-call", "gemma",
+        "a<start_function_call>call:f{k:<escape>v<escape>}<end_function_call>b", "ab",
+    ),
+    (  # ollama/ollama #16686: no opening <tool_call>, the closing one still written
+        "qwen3-coder-function", "qwen3-coder",
+        "Let me read it.\n<function=Read>\n<parameter=file_path>/homelab/notes.md</parameter>\n"
+        "</function>\n</tool_call>",
+        "Let me read it.\n",
+    ),
+    (  # sgl-project/sglang #35736: DeepSeek V4 with tool_choice "none"
+        "deepseek-dsml-tool-calls", "deepseek",
+        '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="Bash">\n<｜DSML｜parameter name="command" '
+        'string="true">pwd</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>Done.',
+        "Done.",
+    ),
+    (  # lsdefine/GenericAgent #804: U+2016 bars, split as `hello<‖DS` + `ML‖tool_calls>world`
+        "deepseek-dsml-tool-calls-u2016", "deepseek",
+        'hello<‖DSML‖tool_calls><‖DSML‖invoke name="f"></‖DSML‖invoke></‖DSML‖tool_calls>world',
+        "helloworld",
+    ),
+    (  # lsdefine/GenericAgent #804: doubled bars
+        "deepseek-dsml-tool-calls-doubled", "deepseek",
+        'a<｜｜DSML｜｜tool_calls><｜｜DSML｜｜parameter name="k">v</｜｜DSML｜｜parameter>'
+        "</｜｜DSML｜｜tool_calls>b",
+        "ab",
+    ),
+    (  # cline/cline #13348: ASCII bars, closed with fullwidth ones
+        "deepseek-dsml-tool-calls-ascii", "deepseek",
+        'a<|DSML|tool_calls><|DSML|invoke name="read"></|DSML|invoke></｜DSML｜tool_calls>b',
+        "ab",
+    ),
+    *(  # vllm deepseekv32_tool_parser.py's block, in each mangled bar
+        (
+            f"deepseek-dsml-function-calls{suffix}", "deepseek",
+            f'a<{bar}DSML{bar}function_calls><{bar}DSML{bar}invoke name="f">'
+            f"</{bar}DSML{bar}invoke></{bar}DSML{bar}function_calls>b",
+            "ab",
+        )
+        for bar, suffix in (("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+    ),
+    *(  # sgl-project/sglang #40236: DSML invokes with no section wrapper, every bar
+        (
+            f"deepseek-dsml-invoke{suffix}", "deepseek",
+            f'Running.<{bar}DSML{bar}invoke name="Bash"><{bar}DSML{bar}parameter name="command" '
+            f'string="true">ls</{bar}DSML{bar}parameter></{bar}DSML{bar}invoke> Done.',
+            "Running. Done.",
+        )
+        for bar, suffix in (("｜", ""), ("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+    ),
+    *(  # ggml-org/llama.cpp chat.cpp: DeepSeek-R1-Distill's mangled section openers
+        (
+            f"deepseek-tool-calls-{name}", "deepseek",
+            f"x<｜tool{sep}calls{sep}begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n"
+            f"```json\n{{}}\n```<｜tool▁call▁end｜><｜tool{sep}calls{sep}end｜>y",
+            "xy",
+        )
+        for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+    ),
+    (  # Augustas11/macprovider #743: gpt-oss with its special tokens stripped
+        "harmony-analysis-residue", "harmony-residue",
+        "analysisWe need to answer what 2+2 is. Simple.assistantfinalfour",
+        "four",
+    ),
+    (  # lmstudio-ai/lmstudio-bug-tracker #1177: MiniMax-M2's bracket variant
+        "minimax-bracket-tool-call", "minimax",
+        'I will write it. [TOOL_CALL] { "tool": "write", "args": {"path": "a.txt"} } '
+        "[/TOOL_CALL] Done.",
+        "I will write it.  Done.",
+    ),
+    (  # Gitlawb/openclaude PR #380: Gemma 4's body without its wrapper tokens
+        "gemma-bare-call", "gemma",
+        "Writing it now. call:write_file{content:hello,path:a.txt}",
+        "Writing it now. ",
+    ),
+    (  # vllm PR #45832: the bare body with Gemma 4's string quotes and a nested object
+        "gemma-bare-call", "gemma",
+        'call:get_weather{location:<|"|>Paris {FR}<|"|>,units:{temp:c}} It is sunny.',
+        " It is sunny.",
+    ),
+    (  # vllm seed_oss_tool_parser.py
+        "seed-oss-tool-call", "seed-oss",
+        "Checking.<seed:tool_call>\n<function=read>\n<parameter=path>/a.md</parameter>\n"
+        "</function>\n</seed:tool_call>",
+        "Checking.",
+    ),
+    (  # vllm nemotron_json_tool_parser.py
+        "nemotron-toolcall", "nemotron",
+        'Sure.<TOOLCALL>[{"name": "read", "arguments": {"path": "/a.md"}}]</TOOLCALL>',
+        "Sure.",
+    ),
+    (  # zai-org/GLM-5 #84: key/value pairs outside any <tool_call>
+        "glm-bare-arguments", "glm",
+        "read<arg_key>filePath</arg_key><arg_value>/home/user/notes.md</arg_value>",
+        "read",
+    ),
+    (  # raullenchai/Rapid-MLX PR #1592: LFM imitating its transcript
+        "transcript-echo", "echo",
+        'Let me look.[Calling tool: browse({"url": "https://www.iana.org/help/example-domains"})]',
+        "Let me look.",
+    ),
+]  # fmt: skip
+
+
+def registry_for(profile: str | None) -> Registry:
+    return DEFAULT_REGISTRY if profile is None else registry_with(profile)
+
+
+@pytest.mark.parametrize(("name", "profile", "text", "expected"), INCIDENTS)
+def test_real_leak_is_stripped_at_any_chunking(
+    name: str, profile: str | None, text: str, expected: str
+):
+    registry = registry_for(profile)
+    assert name in {p.name for p in registry}
+    outputs = {run(chunked(text, size), registry)[0] for size in (1, 7, len(text))}
+    outputs |= {run(cut_at(text, i), registry)[0] for i in range(len(text) + 1)}
+    assert outputs == {expected}
+
+
+@pytest.mark.parametrize(
+    ("name", "text"), [(name, text) for name, profile, text, _ in INCIDENTS if profile]
+)
+def test_profiles_are_off_by_default(name: str, text: str):
+    assert run([text])[0] == text
+
+
+def test_every_pattern_has_a_real_fixture():
+    covered = {name for name, *_ in INCIDENTS}
+    everything = {p.name for p in DEFAULT_REGISTRY} | {
+        p.name for profile in PROFILES.values() for p in profile
+    }
+    assert everything == covered
+
+
+def test_every_pattern_names_its_public_source():
+    for pattern in (*DEFAULT_REGISTRY, *(p for r in PROFILES.values() for p in r)):
+        assert pattern.source.strip(), pattern.name
+
+
+# --- fenced code blocks ------------------------------------------------------------------
+
+HERMES = registry_with("hermes")
+EXAMPLE = '<tool_call>{"name": "read", "arguments": {"path": "/a"}}</tool_call>'
+
+
+@pytest.mark.parametrize("fence", ["```", "~~~", "```xml", "  ```", "````"])
+def test_plain_marker_inside_a_fenced_code_block_is_kept(fence: str):
+    close = fence.strip().rstrip("xml")
+    text = f"The format looks like this:\n{fence}\n{EXAMPLE}\n{close}\nand then {EXAMPLE}done."
+    expected = f"The format looks like this:\n{fence}\n{EXAMPLE}\n{close}\nand then done."
+    for size in (1, 5, len(text)):
+        assert run(chunked(text, size), HERMES)[0] == expected
+
+
+def test_plain_marker_after_an_indented_code_line_is_stripped():
+    text = f"    ```\n{EXAMPLE}x"
+    assert run([text], HERMES)[0] == "    ```\nx"
+
+
+def test_tilde_fence_is_not_closed_by_backticks():
+    text = f"~~~\n```\n{EXAMPLE}\n~~~\n"
+    assert run([text], HERMES)[0] == text
+
+
+def test_special_token_inside_a_fenced_code_block_is_still_stripped():
+    text = "```\n<|tool_call_start|>[read(path='/a')]<|tool_call_end|>\n```\n"
+    assert run(chunked(text, 3))[0] == "```\n\n```\n"
+
+
+def test_hold_back_of_a_plain_marker_prefix_stops_inside_a_fence():
+    f = ScaffoldingFilter(HERMES)
+    assert f.feed("```\nsee <tool_c") == "```\nsee <tool_c"
+    assert f.held == ""
+    g = ScaffoldingFilter(HERMES)
+    assert g.feed("see <tool_c") == "see "
+    assert g.held == "<tool_c"
+
+
+# --- inline code ---------------------------------------------------------------------------
+
+QWEN3_CODER = registry_with("hermes", "qwen3-coder")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Qwen3-Coder opens a call with `<function=read>` and closes it with `</function>`.",
+        f"The call `{EXAMPLE}` is what Qwen writes.",
+        "Double ticks: ``<function=a>`` and ``a ` <function=b>`` stay.",
+        "An unclosed tick ` <function=read> keeps the rest of its line.",
+    ],
+)
+def test_plain_marker_inside_inline_code_is_kept(text: str):
+    for chunks in (chunked(text, 1), chunked(text, 4), [text]):
+        assert run(chunks, QWEN3_CODER)[0] == text
+
+
+def test_inline_code_ends_with_its_line_and_its_closing_run():
+    text = f"`a`{EXAMPLE}x\n` b\n{EXAMPLE}y"
+    assert run(chunked(text, 2), HERMES)[0] == "`a`x\n` b\ny"
+
+
+def test_a_run_of_another_length_does_not_close_inline_code():
+    text = f"``a ` {EXAMPLE} b``{EXAMPLE}c"
+    assert run(chunked(text, 1), HERMES)[0] == f"``a ` {EXAMPLE} b``c"
+
+
+def test_special_token_inside_inline_code_is_still_stripped():
+    text = "`<|tool_call_start|>[read(path='/a')]<|tool_call_end|>`"
+    assert run(chunked(text, 3))[0] == "``"
+
+
+# --- registries --------------------------------------------------------------------------
+
+
+def test_registry_with_adds_profiles_to_the_default():
+    names = {p.name for p in registry_with("hermes", "kimi")}
+    assert {"lfm2-tool-call", "hermes-tool-call", "kimi-tool-call"} <= names
+
+
+def test_registry_with_unknown_profile_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown profile.*nope.*hermes"):
+        registry_with("nope")
+
+
+def test_later_pattern_with_the_same_opener_replaces_the_earlier():
+    phi = Pattern("phi4", "span", "<|tool_call|>", ends=("<|/tool_call|>",), source="test")
+    registry = (*DEFAULT_REGISTRY, phi)
+    merged = registry_with(base=registry)
+    assert [p for p in merged if p.start == "<|tool_call|>"] == [phi]
+    assert run(["a<|tool_call|>{}<|/tool_call|>b"], merged)[0] == "ab"
+
+
+def test_opener_that_is_a_prefix_of_another_is_refused():
+    ambiguous = (
+        Pattern("short", "token", "<|tool", source="test"),
+        *DEFAULT_REGISTRY,
+    )
+    with pytest.raises(ValueError, match="is a prefix of"):
+        ScaffoldingFilter(ambiguous)
+
+
+@pytest.mark.parametrize(
+    ("kind", "ends"), [("span", ()), ("token", ("x",)), ("to_end", ("x",)), ("span", ("",))]
+)
+def test_pattern_kind_and_ends_must_agree(kind: str, ends: tuple[str, ...]):
+    with pytest.raises(ValueError, match="end markers"):
+        Pattern("p", kind, "<x>", ends=ends, source="test")  # type: ignore[arg-type]
+
+
+def test_empty_start_marker_is_refused():
+    with pytest.raises(ValueError, match="empty start"):
+        Pattern("p", "token", "", source="test")
+
+
+def test_default_registry_is_exactly_the_lfm2_entries():
+    assert [(p.kind, p.start, p.ends) for p in DEFAULT_REGISTRY] == [
+        ("span", "<|tool_call_start|>", ("<|tool_call_end|>",)),
+        ("token", "<|tool_calls|>", ()),
+        ("token", "<|tool_call|>", ()),
+    ]

@@ -1,0 +1,1 @@
+"""Helpers the unit tests share: fakes, files, the Open WebUI driver, a scaffolding driver."""

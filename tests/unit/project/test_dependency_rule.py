@@ -1,0 +1,140 @@
+"""The dependency rule between the packages, read from every import statement of every file
+(function-level and `TYPE_CHECKING` imports included):
+
+    guardrail  <-  servekit  <-  mock_llm, app, guard
+
+- guardrail, the contract, imports nothing of ours;
+- servekit, what every server shares, imports guardrail at most;
+- guard imports nothing of the mock, the app or the kit;
+- app imports the mock only to embed the demo (`DEMO_WIRING`), and no guard or kit;
+- mock_llm imports nothing of the app, the guard or the kit.
+
+Inside mock_llm, its sub-packages are layers (`MOCK_LAYERS`): flows <- wire <- play <-
+server <- record, the journal beside them, and the client, which the kit imports, reads only
+the flow model and the journal.
+
+(The conformance kit's own rule is pinned with the kit.)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+OURS = frozenset(
+    {"app", "conformance", "guard", "guardrail", "integrations", "mock_llm", "servekit"}
+)
+DEMO_WIRING = frozenset({"app/cli.py"})
+"""The app's modules that may import mock_llm: the embedded demo starts the mock."""
+
+ALLOWED = {
+    "guardrail": frozenset(),
+    "servekit": frozenset({"guardrail"}),
+    "guard": frozenset({"guardrail", "servekit"}),
+    "app": frozenset({"guardrail", "servekit"}),
+    "mock_llm": frozenset({"guardrail", "servekit"}),
+}
+"""Which of our other packages each package may import."""
+
+
+def imported_packages(path: Path, package: str) -> set[str]:
+    """Our other top-level packages that `package`'s file `path` imports (a relative import
+    is of its own package)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.add(package if node.level else (node.module or "").split(".")[0])
+    return (found & OURS) - {package}
+
+
+def files(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for package in sorted(ALLOWED) for path in files(package)],
+    ids=lambda path: str(path.relative_to(ROOT)),
+)
+def test_a_package_imports_only_what_the_rule_allows(path: Path):
+    name = str(path.relative_to(ROOT))
+    package = path.relative_to(ROOT).parts[0]
+    allowed = ALLOWED[package] | ({"mock_llm"} if name in DEMO_WIRING else set())
+    assert imported_packages(path, package) - allowed == set()
+
+
+def test_the_demo_wiring_is_where_the_app_embeds_the_mock():
+    assert all("mock_llm" in imported_packages(ROOT / name, "app") for name in DEMO_WIRING)
+
+
+def test_the_reader_sees_every_kind_of_import(tmp_path: Path):
+    """A control: plain, dotted, `TYPE_CHECKING`, function-level and relative imports."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import guard.server\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from conformance import plugin\n"
+        "def f():\n    from mock_llm.client import MockClient\n"
+        "from . import turn\n"
+        "import servekit as kit, json\n",
+        encoding="utf-8",
+    )
+    assert imported_packages(probe, "app") == {"guard", "conformance", "mock_llm", "servekit"}
+
+
+MOCK_LAYERS = {
+    "flows": frozenset(),
+    "wire": frozenset({"flows"}),
+    "journal": frozenset(),
+    "play": frozenset({"flows", "wire"}),
+    "server": frozenset({"flows", "wire", "play", "journal"}),
+    "record": frozenset({"flows", "wire", "server"}),
+}
+"""Which of mock_llm's other sub-packages each one may import: the flow model and the wire
+formats know nothing of playing, serving or recording; the journal stands alone."""
+
+
+def mock_subpackages(path: Path) -> set[str]:
+    """The sub-packages of mock_llm that `path` imports (`mock_llm.X...` or `mock_llm`
+    itself, named "")."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "mock_llm":
+                found.add(parts[1] if len(parts) > 1 else "")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for layer in sorted(MOCK_LAYERS) for path in files(f"mock_llm/{layer}")],
+    ids=lambda path: str(path.relative_to(ROOT)),
+)
+def test_a_mock_sub_package_imports_only_the_layers_below_it(path: Path):
+    layer = path.parent.name
+    assert mock_subpackages(path) - {layer} - MOCK_LAYERS[layer] == set()
+
+
+def test_the_mock_client_imports_only_the_flow_model_and_the_journal():
+    assert mock_subpackages(ROOT / "mock_llm" / "client.py") <= {"flows", "journal"}
+
+
+def test_the_layer_reader_sees_dotted_and_bare_imports(tmp_path: Path):
+    """A control: a dotted import, the package itself, and a `from` import of a module."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import mock_llm.server.app\nfrom mock_llm import Flow\nfrom mock_llm.play import turns\n",
+        encoding="utf-8",
+    )
+    assert mock_subpackages(probe) == {"server", "", "play"}

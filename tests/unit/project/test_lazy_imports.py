@@ -1,0 +1,58 @@
+"""What importing a part loads: the guard proxy and the app load none of the mock, and one
+module of the mock loads neither its server nor the YAML parser (issue 26: the package's
+`__init__` imported both, so the guard proxy loaded the whole mock).
+
+Each check runs in a fresh interpreter, since this one has imported everything already.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ...support.deadlines import DEADLINE_S
+
+
+def loaded_after(statement: str) -> list[str]:
+    """The modules of ours and yaml's in sys.modules after `statement`, in a fresh process."""
+    script = (
+        f"import json, sys\n{statement}\n"
+        "print(json.dumps(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('mock_llm', 'yaml'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    "statement", ["import guard.server", "import guard.cli", "import app.main"]
+)
+def test_the_guard_proxy_and_the_app_load_nothing_of_the_mock(statement: str):
+    assert loaded_after(statement) == []
+
+
+def test_the_mock_client_loads_neither_the_server_nor_the_flow_file_parser():
+    loaded = loaded_after("import mock_llm.client")
+    assert "mock_llm.client" in loaded
+    assert not {
+        "mock_llm.server.app",
+        "mock_llm.flows.flow_file",
+        "mock_llm.server.runner",
+        "yaml",
+    } & set(loaded)
+
+
+def test_a_name_of_the_package_loads_its_module_on_first_use():
+    loaded = loaded_after(
+        "import mock_llm\nassert 'mock_llm.server.app' not in sys.modules\nmock_llm.create_app"
+    )
+    assert "mock_llm.server.app" in loaded
