@@ -14,8 +14,8 @@ import pytest
 
 from guard.cli import main
 
-from ..deadlines import DEADLINE_S, POLL_S
-from ..processes import guard_process
+from ...support.deadlines import DEADLINE_S, POLL_S
+from ...support.processes import guard_process
 from .test_guard_cli import STARTED
 
 
