@@ -20,18 +20,14 @@ from .test_guard_cli import STARTED
 
 
 def workers_of(pid: int) -> list[int]:
-    """The live children of `pid` (Linux /proc)."""
-    children: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
-            children.append(int(entry.name))
-    return children
+    """The live children of `pid` (Linux /proc; the thread's children are the process's,
+    the parent having one thread)."""
+    try:
+        return [
+            int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
+    except FileNotFoundError:  # the parent is gone
+        return []
 
 
 def started_workers(pid: int, count: int) -> list[int]:
