@@ -39,7 +39,7 @@ def litellm_venv_python() -> Path:
         return LITELLM.ensure().python
     except (OSError, subprocess.SubprocessError) as exc:
         raise LiteLLMUnavailable(
-            f"LiteLLM {LITELLM_VERSION}'s venv under {LITELLM.home} could not be built: {exc}"
+            f"LiteLLM {LITELLM_VERSION}'s venv under {LITELLM.home} could not be built ({exc})"
         ) from exc
 
 

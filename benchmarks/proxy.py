@@ -80,7 +80,7 @@ async def run(args: argparse.Namespace) -> list[str]:
     try:
         litellm_python = litellm_venv_python()
     except LiteLLMUnavailable as exc:
-        return [verdict(False, f"{exc}; no LiteLLM to compare with")]
+        return [verdict(False, f"{exc}: no LiteLLM to compare with")]
     with tempfile.TemporaryDirectory(prefix="sg-proxy-") as tmp:
         folder = Path(tmp)
         flows = write_paced_flows(folder)
