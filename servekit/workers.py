@@ -34,15 +34,18 @@ def serve_workers(count: int, serve: Callable[[], None]) -> int:
     running: set[int] = set()
     asked: list[int] = []  # the signal that told the parent to stop, if one did
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        if frame is not None:
-            asked.append(signum)
+    def stop_all() -> None:
         for pid in list(running):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)  # never a second SIGINT: uvicorn forces on that
 
+    def told_to_stop(signum: int, frame: FrameType | None) -> None:
+        del frame
+        asked.append(signum)
+        stop_all()
+
     for signum in FORWARDED:  # before the forks: no signal is lost in between
-        signal.signal(signum, stop)
+        signal.signal(signum, told_to_stop)
     for _ in range(count):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -57,7 +60,7 @@ def serve_workers(count: int, serve: Callable[[], None]) -> int:
         if status is None:
             code = os.waitstatus_to_exitcode(wait_status)
             status = code if code >= 0 else 128 - code
-            stop(signal.SIGTERM, None)  # one worker gone: the others go too
+            stop_all()  # one worker gone: the others go too
     return 0 if asked else status or 0
 
 
