@@ -1,10 +1,13 @@
 """The guard proxy's cost: the same streams from the mock, straight and through the proxy.
 
-The mock and the proxy run as subprocesses on loopback; benchmarks/load.py's light client
-plays the same flow straight and through the proxy, alternated in one run: time to first
-content one at a time, concurrent streams/s and the proxy's CPU, and paced streams' reads
-(a proxy that buffered would deliver fewer, later reads). A missed target
-(docs/benchmarks.md) prints FAIL and exits 1.
+The mock, the guard proxy (one worker, and two), and LiteLLM's proxy passing the same
+streams on plainly (benchmarks/litellm_server.py: its isolated venv, built on first use)
+run as subprocesses on loopback; benchmarks/turns.py's light client plays the same flow
+against each, alternated round by round in one run: time to first content one at a time,
+the throughput of N concurrent streams (streams/s and chunks/s, medians of the rounds)
+with each server's CPU, and paced streams' reads (a proxy that buffered would deliver
+fewer, later reads). A missed target (docs/benchmarks.md) prints FAIL and exits 1; so does
+a LiteLLM venv that cannot be built.
 
     uv run python benchmarks/proxy.py
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import platform
 import statistics
@@ -20,7 +24,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from servers import guard_spec, mock_llm_spec, serving
+from litellm_server import AUTHORIZATION, LiteLLMUnavailable, litellm_spec, litellm_venv_python
+from servers import RunningServer, guard_spec, mock_llm_spec, serving
 from turns import CONTENT, Keys, Turn, chat_streams, measured, ms, ttfds, write_paced_flows
 from verdicts import report, verdict
 
@@ -28,6 +33,11 @@ ADDED_TTFT_TARGET_MS = 5.0
 PACED_READS_SHARE = 0.9
 PACED_END_SLACK_MS = 5.0
 PACED_STREAMS = 5
+THROUGHPUT_SHARE = 0.8
+"""The proxy's chunks/s at N concurrent streams, at least this share of the mock's."""
+SERVERS = ("mock", "proxy", "proxy x2", "litellm")
+"""The concurrent rounds' servers: straight, the guard with one worker and with two
+(`--workers 2`), LiteLLM's proxy."""
 
 
 def text_reads(turn: Turn) -> list[float]:
@@ -39,36 +49,98 @@ def text_reads(turn: Turn) -> list[float]:
     ]
 
 
+def chunks(turns: Sequence[Turn]) -> int:
+    """The chunks the turns' streams delivered (`data:` events with JSON, after the clock)."""
+    return sum(b"".join(turn.body).count(b"data: {") for turn in turns)
+
+
+@dataclasses.dataclass
+class Loaded:
+    """One server's concurrent rounds."""
+
+    turns: list[Turn] = dataclasses.field(default_factory=list[Turn])
+    streams_s: list[float] = dataclasses.field(default_factory=list[float])
+    chunks_s: list[float] = dataclasses.field(default_factory=list[float])
+    cpu_s: float = 0.0
+
+    def row(self, name: str, mock: Loaded, streams: int) -> str:
+        ratio = statistics.median(self.chunks_s) / statistics.median(mock.chunks_s)
+        cpu_ms = self.cpu_s / len(self.turns) * 1000 if self.turns else 0.0
+        return (
+            f"| {name} | {statistics.median(self.streams_s):.0f} |"
+            f" {statistics.median(self.chunks_s):.0f} | {ratio:.2f} |"
+            f" {ms(ttfds(self.turns), 50):.0f} / {ms(ttfds(self.turns), 99):.0f} |"
+            f" {cpu_ms:.2f} | {sum(1 for t in self.turns if t.error or t.status != 200)}"
+            f" of {streams} x {len(self.streams_s)} |"
+        )
+
+
 async def run(args: argparse.Namespace) -> list[str]:
     keys = Keys()
+    try:
+        litellm_python = litellm_venv_python()
+    except LiteLLMUnavailable as exc:
+        return [verdict(False, f"{exc}: no LiteLLM to compare with")]
     with tempfile.TemporaryDirectory(prefix="sg-proxy-") as tmp:
         folder = Path(tmp)
         flows = write_paced_flows(folder)
         async with (
             serving(lambda port: mock_llm_spec(flows, port), folder) as mock,
+            serving(
+                lambda port: litellm_spec(litellm_python, mock, "m", folder, port), folder
+            ) as litellm,
             serving(lambda port: guard_spec(mock, port), folder) as proxy,
+            serving(
+                lambda port: dataclasses.replace(
+                    guard_spec(mock, port, "--workers", "2"), name="guard-2-workers"
+                ),
+                folder,
+            ) as proxy2,
         ):
-            await chat_streams(proxy, "clean", args.streams, keys)  # warm-up: pools fill
-            low: dict[str, list[Turn]] = {"mock": [], "proxy": []}
-            for _ in range(args.requests):
-                low["mock"] += await chat_streams(mock, "clean", 1, keys)
-                low["proxy"] += await chat_streams(proxy, "clean", 1, keys)
-            loaded: dict[str, list[float]] = {"mock": [], "proxy": []}
-            rates: dict[str, list[float]] = {"mock": [], "proxy": []}
-            proxy_cpu = 0.0
-            for _ in range(args.rounds):
-                for name, server in (("mock", mock), ("proxy", proxy)):
-                    done = await measured(server, chat_streams(server, "clean", args.streams, keys))
-                    loaded[name] += ttfds(done.turns)
-                    rates[name].append(len(done.turns) / done.wall_s)
-                    if name == "proxy":
-                        proxy_cpu += done.server_cpu_s
-            paced: dict[str, list[Turn]] = {"mock": [], "proxy": []}
-            for _ in range(PACED_STREAMS):
-                paced["mock"] += await chat_streams(mock, "paced", 1, keys)
-                paced["proxy"] += await chat_streams(proxy, "paced", 1, keys)
+            return await measure(args, keys, mock, proxy, proxy2, litellm)
 
+
+async def measure(
+    args: argparse.Namespace,
+    keys: Keys,
+    mock: RunningServer,
+    proxy: RunningServer,
+    proxy2: RunningServer,
+    litellm: RunningServer,
+) -> list[str]:
+    servers = dict(zip(SERVERS, (mock, proxy, proxy2, litellm), strict=True))
+    headers = {"litellm": AUTHORIZATION}
+    for name, server in servers.items():  # warm-up: pools fill, workers start
+        await chat_streams(server, "clean", args.streams, keys, headers.get(name, ""))
+    low: dict[str, list[Turn]] = {"mock": [], "proxy": []}
+    for _ in range(args.requests):
+        low["mock"] += await chat_streams(mock, "clean", 1, keys)
+        low["proxy"] += await chat_streams(proxy, "clean", 1, keys)
+    loaded = {name: Loaded() for name in SERVERS}
+    for _ in range(args.rounds):
+        for name, server in servers.items():
+            load = chat_streams(server, "clean", args.streams, keys, headers.get(name, ""))
+            done = await measured(server, load)
+            loaded[name].turns += done.turns
+            loaded[name].streams_s.append(len(done.turns) / done.wall_s)
+            loaded[name].chunks_s.append(chunks(done.turns) / done.wall_s)
+            loaded[name].cpu_s += done.server_cpu_s
+    paced: dict[str, list[Turn]] = {"mock": [], "proxy": []}
+    for _ in range(PACED_STREAMS):
+        paced["mock"] += await chat_streams(mock, "paced", 1, keys)
+        paced["proxy"] += await chat_streams(proxy, "paced", 1, keys)
+    return lines(args, low, loaded, paced)
+
+
+def lines(
+    args: argparse.Namespace,
+    low: dict[str, list[Turn]],
+    loaded: dict[str, Loaded],
+    paced: dict[str, list[Turn]],
+) -> list[str]:
     failed = [t for turns in low.values() for t in turns if t.error or t.status != 200]
+    failed += [t for name in ("mock", "proxy", "proxy x2") for t in loaded[name].turns
+               if t.error or t.status != 200]  # fmt: skip
     low_p50 = {name: ms(ttfds(turns), 50) for name, turns in low.items()}
     added = low_p50["proxy"] - low_p50["mock"]
     counts = {
@@ -78,24 +150,31 @@ async def run(args: argparse.Namespace) -> list[str]:
         name: statistics.median(max(text_reads(t), default=0.0) for t in turns)
         for name, turns in paced.items()
     }
+    rate = {name: statistics.median(load.chunks_s) for name, load in loaded.items()}
+    best = max(rate["proxy"], rate["proxy x2"])
     n = args.streams
     return [
         f"# The guard proxy against the mock straight ({platform.python_version()},"
-        f" {os.cpu_count()} cores)",
+        f" {os.cpu_count()} cores: the client, the mock and the server measured share them)",
         "",
         "| measurement | straight from the mock | through the proxy |",
         "|---|---:|---:|",
         f"| one at a time, p50 / p99 time to first content ms ({args.requests} each) |"
         f" {low_p50['mock']:.2f} / {ms(ttfds(low['mock']), 99):.2f} |"
         f" {low_p50['proxy']:.2f} / {ms(ttfds(low['proxy']), 99):.2f} |",
-        f"| {n} concurrent, streams/s (median of {args.rounds} rounds) |"
-        f" {statistics.median(rates['mock']):.0f} | {statistics.median(rates['proxy']):.0f} |",
-        f"| {n} concurrent, p50 / p99 time to first content ms |"
-        f" {ms(loaded['mock'], 50):.0f} / {ms(loaded['mock'], 99):.0f} |"
-        f" {ms(loaded['proxy'], 50):.0f} / {ms(loaded['proxy'], 99):.0f} |",
-        f"| proxy CPU per stream ms | | {proxy_cpu / (n * args.rounds) * 1000:.2f} |",
         f"| paced stream, medians of {PACED_STREAMS}: reads carrying text, last text at ms |"
         f" {counts['mock']:.0f}, {last['mock']:.1f} | {counts['proxy']:.0f}, {last['proxy']:.1f} |",
+        "",
+        f"{n} concurrent streams of the `clean` flow, medians of {args.rounds} rounds, the"
+        " servers alternated round by round; CPU is the server's own (all its processes):",
+        "",
+        "| server | streams/s | chunks/s | chunks/s against the mock's |"
+        " p50 / p99 time to first content ms | server CPU per stream ms | failed |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        loaded["mock"].row("mock, straight", loaded["mock"], n),
+        loaded["proxy"].row("guard proxy, 1 worker (filter on)", loaded["mock"], n),
+        loaded["proxy x2"].row("guard proxy, 2 workers (filter on)", loaded["mock"], n),
+        loaded["litellm"].row("LiteLLM proxy, no guardrail", loaded["mock"], n),
         "",
         verdict(not failed, f"every stream answered 200 ({len(failed)} did not)"),
         verdict(
@@ -110,14 +189,24 @@ async def run(args: argparse.Namespace) -> list[str]:
             f" proxy against {counts['mock']:.0f} straight, the last"
             f" {last['proxy'] - last['mock']:+.1f} ms apart (medians)",
         ),
+        verdict(
+            best >= THROUGHPUT_SHARE * rate["mock"],
+            f"through the proxy {best / rate['mock']:.2f}x the mock's chunks/s at {n} concurrent"
+            f" streams, its better worker count (>= {THROUGHPUT_SHARE}x)",
+        ),
+        verdict(
+            rate["proxy"] > rate["litellm"],
+            f"ours faster than LiteLLM: one worker with the filter on {rate['proxy']:.0f}"
+            f" chunks/s, LiteLLM's proxy passing the streams on {rate['litellm']:.0f}",
+        ),
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=100, help="one-at-a-time streams each")
-    parser.add_argument("--streams", type=int, default=100, help="concurrent streams (100)")
-    parser.add_argument("--rounds", type=int, default=3, help="concurrent rounds each (3)")
+    parser.add_argument("--streams", type=int, default=200, help="concurrent streams (200)")
+    parser.add_argument("--rounds", type=int, default=5, help="concurrent rounds each (5)")
     parser.add_argument("--out", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
     return report(asyncio.run(run(args)), args.out)

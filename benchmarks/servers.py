@@ -141,6 +141,6 @@ async def serving(
         stop_server(server)
 
 
-def guard_spec(upstream: RunningServer, port: int) -> ServerSpec:
-    """`python -m guard` in front of `upstream`'s OpenAI-compatible API."""
-    return module_spec("guard", port, "--upstream", f"{upstream.base_url}/v1")
+def guard_spec(upstream: RunningServer, port: int, *args: str) -> ServerSpec:
+    """`python -m guard ARGS...` in front of `upstream`'s OpenAI-compatible API."""
+    return module_spec("guard", port, "--upstream", f"{upstream.base_url}/v1", *args)

@@ -108,11 +108,12 @@ class _Protocol(asyncio.Protocol):
             self.done.set_result(None)
 
 
-def post_request(port: int, path: str, body: dict[str, Any]) -> bytes:
+def post_request(port: int, path: str, body: dict[str, Any], headers: str = "") -> bytes:
+    """The request's bytes (`headers`: more header lines, each ending in CRLF)."""
     data = json.dumps(body).encode()
     head = (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
-        f"\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+        f"\r\nContent-Length: {len(data)}\r\n{headers}Connection: close\r\n\r\n"
     )
     return head.encode() + data
 
@@ -181,10 +182,13 @@ def chat_body(keys: Keys, flow: str) -> dict[str, object]:
     return {"model": "m", "stream": True, "messages": [{"role": "user", "content": message}]}
 
 
-async def chat_streams(server: RunningServer, flow: str, count: int, keys: Keys) -> list[Turn]:
-    """`count` concurrent streamed chat completions of `flow`, each timed to its first content."""
+async def chat_streams(
+    server: RunningServer, flow: str, count: int, keys: Keys, headers: str = ""
+) -> list[Turn]:
+    """`count` concurrent streamed chat completions of `flow`, each timed to its first content
+    (`headers`: more header lines for each request, as `post_request` takes them)."""
     requests = [
-        post_request(server.port, "/v1/chat/completions", chat_body(keys, flow))
+        post_request(server.port, "/v1/chat/completions", chat_body(keys, flow), headers)
         for _ in range(count)
     ]
     return await asyncio.gather(*(stream_one(server.port, r, CONTENT) for r in requests))

@@ -31,6 +31,7 @@ from guardrail.registries import PROFILES
 from servekit.allowed_hosts import HostPolicy
 from servekit.listen import add_listen_options, listen, socket_url
 from servekit.pool import POOL_IDLE_S
+from servekit.workers import serve_workers
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -62,6 +63,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=POOL_IDLE_S,
         help="keep an idle connection to the upstream this many seconds for reuse; keep it"
         f" shorter than the upstream's own keep-alive ({POOL_IDLE_S:g})",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes serving the one socket (1); it keeps no state between"
+        " requests, so any worker takes any request (docs/proxy.md)",
     )
     parser.add_argument(
         "--profiles",
@@ -124,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not seconds > 0:
             print(f"guard: {option} must be more than 0", file=sys.stderr)
             return 2
+    if args.workers < 1:
+        print("guard: --workers must be 1 or more", file=sys.stderr)
+        return 2
     sock = listen("guard", args.host, args.port, "use your model server with your API key")
     if sock is None:
         return 2
@@ -135,13 +146,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         pool_idle_s=args.upstream_idle_s,
         hosts=HostPolicy.of(args.allowed_hosts, args.host),
     )
-    app = create_app(settings)
     if ollama:
         print(f"guard: proxy on {socket_url(sock)} for Ollama at {root}", flush=True)
     else:
         print(f"guard: proxy on {socket_url(sock)}/v1 for {root}", flush=True)
+
+    def serve() -> None:
+        uvicorn.Server(server_config(create_app(settings))).run(sockets=[sock])
+
     try:
-        uvicorn.Server(server_config(app)).run(sockets=[sock])
+        if args.workers == 1:
+            serve()
+            return 0
+        return serve_workers(args.workers, serve)
     finally:
         sock.close()
-    return 0

@@ -24,7 +24,7 @@ from typing import Any
 
 import aiohttp
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from guard.ollama import (
@@ -55,6 +55,7 @@ from guard.upstream import (
 from servekit.json_codec import json_object
 from servekit.pool import Pool
 from servekit.sse import LineTooLong
+from servekit.streamed import StreamedResponse
 
 __all__ = ["ollama_routes"]
 
@@ -229,7 +230,7 @@ async def _streamed(lines: AsyncGenerator[bytes], status: int, headers: dict[str
         finally:
             await lines.aclose()
 
-    return StreamingResponse(rest(), status_code=status, headers=headers)
+    return StreamedResponse(rest(), status_code=status, headers=headers)
 
 
 def _error_text(line: bytes) -> str | None:

@@ -20,12 +20,13 @@ from typing import Any, cast
 
 import aiohttp
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_whole, response_headers
 from servekit.error_bodies import openai_error_body
 from servekit.json_codec import json_object
 from servekit.pool import Pool
+from servekit.streamed import StreamedResponse
 
 KEEPALIVE = b": keep-alive\n\n"
 """An SSE comment, which every reader skips: sent while the upstream is silent mid-stream."""
@@ -61,7 +62,7 @@ class SseCall(GuardedCall):
         return bool(body.get("stream"))
 
     async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        return StreamingResponse(
+        return StreamedResponse(
             self.stream(body, response),
             status_code=response.status,
             headers=response_headers(response.headers),

@@ -135,8 +135,12 @@ class _Call(OpenAICall):
         """One upstream stream through `guard`, as it comes; ends early, with an error
         event, when the upstream cuts it."""
         decoder, done, ended = SseDecoder(), False, False
+        out: list[bytes] = []  # what one upstream read gives: one write to the client
         try:
             while not done and not ended:
+                if out:
+                    yield b"".join(out)
+                    out = []
                 try:
                     piece = await next_piece(response, self.settings.keepalive_s)
                     if piece is None:
@@ -152,14 +156,14 @@ class _Call(OpenAICall):
                     if event.data.startswith("[DONE]"):
                         done = True
                         break
-                    for out in guard.chunk(event.data):
-                        yield out
+                    out += guard.chunk(event.data)
             rest = guard.end(done=done)
             if guard.malformed:
-                yield _error_event(MALFORMED_REPLY, 502)
-                return
-            for out in rest or ():
-                yield out
+                out.append(_error_event(MALFORMED_REPLY, 502))
+            else:
+                out += rest or ()
+            if out:
+                yield b"".join(out)
         finally:
             if done or ended:
                 response.release()

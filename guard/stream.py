@@ -46,11 +46,12 @@ class StreamGuard(Reply):
             return [sse(data)]  # the client's parser will say
         if self.recovering:
             return []
+        choices = choices_of(chunk)  # taken once: the steps below change choices in place
         changed = self.take_identity(chunk)
-        changed = self._filter(chunk) or changed
+        changed = self._filter(choices) or changed
         if self.follows is not None:
-            changed = _drop_role(chunk) or changed
-        if _finishes(chunk) and self.wants_recovery:
+            changed = _drop_role(choices) or changed
+        if _finishes(choices) and self.wants_recovery:
             self.recovering = True
             return []
         if not changed:
@@ -76,11 +77,11 @@ class StreamGuard(Reply):
 
     # --- inside ---------------------------------------------------------------------------
 
-    def _filter(self, chunk: dict[str, Any]) -> bool:
+    def _filter(self, choices: list[dict[str, Any]]) -> bool:
         """Filter each choice's content in place (a finishing choice also gets what its
         filter held); whether any changed."""
         changed = False
-        for choice in choices_of(chunk):
+        for choice in choices:
             delta = delta_of(choice)
             delta = {} if delta is None else delta
             if delta.get("tool_calls"):
@@ -117,10 +118,10 @@ class StreamGuard(Reply):
         )
 
 
-def _drop_role(chunk: dict[str, Any]) -> bool:
+def _drop_role(choices: list[dict[str, Any]]) -> bool:
     """A recovery's chunk loses its role (the client saw the first stream's); whether any did."""
     changed = False
-    for choice in choices_of(chunk):
+    for choice in choices:
         delta = delta_of(choice)
         if delta is not None and "role" in delta:
             del delta["role"]
@@ -128,8 +129,8 @@ def _drop_role(chunk: dict[str, Any]) -> bool:
     return changed
 
 
-def _finishes(chunk: dict[str, Any]) -> bool:
-    return any(c.get("finish_reason") is not None for c in choices_of(chunk))
+def _finishes(choices: list[dict[str, Any]]) -> bool:
+    return any(c.get("finish_reason") is not None for c in choices)
 
 
 def _carries_anything(chunk: dict[str, Any]) -> bool:

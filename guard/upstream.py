@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 import aiohttp
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from guard.reply import WholeReply
 from guardrail.model_profiles import AUTO, ProfileChoice
@@ -38,6 +38,7 @@ from servekit.hop_by_hop import end_to_end
 from servekit.json_codec import json_object
 from servekit.limits import LOCAL_ONLY
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
+from servekit.streamed import StreamedResponse
 
 log = logging.getLogger("guard")
 
@@ -380,6 +381,6 @@ async def pass_on(
         finally:
             response.close()
 
-    return StreamingResponse(
+    return StreamedResponse(
         relayed(), status_code=response.status, headers=response_headers(response.headers)
     )

@@ -5,7 +5,8 @@ One module per concept: `limits` (request bounds), `request_body` (a body read w
 within bounds), `security_headers`, `listen` (the listening socket), `in_thread` (an app
 served in a thread), `json_codec`, `error_bodies` (OpenAI's and Anthropic's), `sse`,
 `ndjson`, `openai_chunks` (chunks read leniently), `hop_by_hop`, `pool` and `httpx_pool`
-(upstream connections with the one stale-connection retry), and `trigger_grammar` (the
+(upstream connections with the one stale-connection retry), `streamed` (a streamed answer
+without a task group), `workers` (N processes on one socket), and `trigger_grammar` (the
 mock's trigger grammar, `strip_triggers`).
 
 The dependency rule (tests/unit/project/test_dependency_rule.py): guardrail <- servekit <- mock_llm,
