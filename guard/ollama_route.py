@@ -49,7 +49,7 @@ from guard.upstream import (
     UpstreamSession,
     guarded,
     pass_on,
-    read_whole,
+    read_refusal,
     response_headers,
 )
 from servekit.json_codec import json_object
@@ -152,7 +152,7 @@ class _OllamaCall(GuardedCall):
         if recovery is None:
             self._logged_stream()
             return error_line(CUT_OFF)
-        refusal = await read_whole(recovery) or b""
+        refusal = await read_refusal(recovery)
         self._logged_stream()
         return error_line(upstream_error_text(refusal, recovery.status))
 

@@ -45,6 +45,11 @@ log = logging.getLogger("guard")
 CUT_OFF = "The model's reply was cut off."
 UNREACHABLE = "The model server could not be reached."
 UPSTREAM_ERRORS = (RequestFailed, aiohttp.ClientError, OSError, TimeoutError)
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The most of a whole (not streamed) upstream answer the proxy reads: a model's answer is
+kilobytes, and a larger body is a fault answered with a 502, never held whole in memory."""
+MAX_ERROR_BODY_BYTES = 64 * 1024
+"""The most of an upstream refusal read for its message."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 OWN_HEADERS = ("host", "content-length", "accept-encoding", "date", "server")
 """Headers the proxy drops besides the hop-by-hop ones (servekit.hop_by_hop): its HTTP client
@@ -58,6 +63,7 @@ class GuardSettings:
     connect_timeout_s: float = 10.0
     keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
     pool_idle_s: float = POOL_IDLE_S  # how long an idle upstream connection is kept for reuse
+    max_answer_bytes: int = MAX_ANSWER_BYTES  # a whole answer past it is a 502
     hosts: HostPolicy = LOCAL_ONLY  # the Host names the proxy answers to (DNS rebinding)
 
     def registry_for(self, body: dict[str, Any]) -> Registry:
@@ -253,7 +259,10 @@ class GuardedCall:
         """A whole answer's bytes and JSON, or the client's answer when there is none to
         filter: a 502 for a body the upstream cut, the body as it came when it is not a JSON
         object."""
-        raw = await read_whole(response)
+        try:
+            raw = await read_whole(response, self.settings.max_answer_bytes)
+        except AnswerTooLarge as exc:
+            return self.error(502, str(exc))
         if raw is None:
             return self.error(502, CUT_OFF)
         value = json_object(raw)
@@ -264,7 +273,10 @@ class GuardedCall:
     async def relayed(self, response: aiohttp.ClientResponse) -> Response:
         """An upstream answer passed on whole: status, headers and body (a 502 when the
         upstream cut its body)."""
-        return await relay(response) or self.error(502, CUT_OFF)
+        try:
+            return await relay(response, self.settings.max_answer_bytes) or self.error(502, CUT_OFF)
+        except AnswerTooLarge as exc:
+            return self.error(502, str(exc))
 
     # --- what each route says -------------------------------------------------------------
 
@@ -323,16 +335,45 @@ def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return dict(end_to_end(headers.items(), also=OWN_HEADERS))
 
 
-async def read_whole(response: aiohttp.ClientResponse) -> bytes | None:
-    """The whole body, or None when the upstream cut it; the connection is given back or
-    closed either way."""
+class AnswerTooLarge(Exception):
+    """An upstream body over the proxy's bound: nothing of it is kept."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The model server's answer is larger than {limit} bytes, more than the proxy reads."
+        )
+
+
+async def read_whole(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The whole body, or None when the upstream cut it; AnswerTooLarge past `limit` bytes
+    (declared or grown). The connection is given back, or closed when not read to its end."""
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        response.close()
+        raise AnswerTooLarge(limit)
+    parts: list[bytes] = []
+    size = 0
     try:
-        raw = await response.read()
+        while piece := await response.content.readany():
+            size += len(piece)
+            if size > limit:
+                response.close()
+                raise AnswerTooLarge(limit)
+            parts.append(piece)
     except UPSTREAM_ERRORS:
         response.close()
         return None
     response.release()
-    return raw
+    return b"".join(parts)
+
+
+async def read_refusal(response: aiohttp.ClientResponse) -> bytes:
+    """An upstream refusal's body, to read its message from: b"" when it was cut or is
+    larger than MAX_ERROR_BODY_BYTES."""
+    try:
+        return await read_whole(response, MAX_ERROR_BODY_BYTES) or b""
+    except AnswerTooLarge:
+        return b""
 
 
 def raw_response(response: aiohttp.ClientResponse, raw: bytes) -> Response:
@@ -346,10 +387,10 @@ def json_response(response: aiohttp.ClientResponse, value: dict[str, Any]) -> Re
     return Response(body, status_code=response.status, headers=response_headers(response.headers))
 
 
-async def relay(response: aiohttp.ClientResponse) -> Response | None:
+async def relay(response: aiohttp.ClientResponse, limit: int) -> Response | None:
     """An upstream answer passed on whole (status, headers and body), or None when the
-    upstream cut its body."""
-    raw = await read_whole(response)
+    upstream cut its body; AnswerTooLarge past `limit` bytes."""
+    raw = await read_whole(response, limit)
     return None if raw is None else raw_response(response, raw)
 
 
