@@ -10,19 +10,15 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 from fnmatch import fnmatch
-from pathlib import Path
 
 import pytest
 
-ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+from .test_dependency_rule import OURS, ROOT, files, imported_packages
+
 DOC = ROOT / "docs" / "architecture.md"
-PACKAGES = frozenset(
-    {"guardrail", "servekit", "mock_llm", "app", "guard", "integrations", "conformance"}
-)
 MARK = "<!-- import-picture -->"
 EDGE = re.compile(r"^(\w+) +──► +(.+?)\s*$")
 """A line of the picture: a package at the start of the line, its arrow, its imports. Lines
@@ -49,35 +45,21 @@ def drawn_edges(block: str) -> dict[str, frozenset[str]]:
     return edges
 
 
-def imported_packages(path: Path, package: str) -> set[str]:
-    """Our other top-level packages that `path`, a file of `package`, imports (a relative
-    import is of its own package)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            found.add((node.module or "").split(".")[0])
-    return (found & PACKAGES) - {package}
-
-
 @functools.cache
 def actual_edges() -> dict[str, frozenset[str]]:
     return {
         package: frozenset(
-            name
-            for path in (ROOT / package).rglob("*.py")
-            for name in imported_packages(path, package)
+            name for path in files(package) for name in imported_packages(path, package)
         )
-        for package in PACKAGES
+        for package in OURS
     }
 
 
 def test_the_picture_draws_every_package_once():
-    assert set(drawn_edges(picture(DOC.read_text(encoding="utf-8")))) == PACKAGES
+    assert set(drawn_edges(picture(DOC.read_text(encoding="utf-8")))) == OURS
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGES))
+@pytest.mark.parametrize("package", sorted(OURS))
 def test_the_pictures_edges_are_the_imports_in_the_code(package: str):
     drawn = drawn_edges(picture(DOC.read_text(encoding="utf-8")))
     imported = sorted(actual_edges()[package])
@@ -92,21 +74,6 @@ def test_the_picture_reader_reads_edges_and_skips_notes():
     }
 
 
-def test_the_import_reader_sees_every_kind_of_import(tmp_path: Path):
-    """A control: plain, dotted, `TYPE_CHECKING`, function-level and relative imports."""
-    probe = tmp_path / "probe.py"
-    probe.write_text(
-        "import guard.server\n"
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from conformance import plugin\n"
-        "def f():\n    from mock_llm.client import MockClient\n"
-        "from . import turn\n"
-        "import servekit as kit, json\n",
-        encoding="utf-8",
-    )
-    assert imported_packages(probe, "app") == {"guard", "conformance", "mock_llm", "servekit"}
-
-
 def mock_diagram() -> str:
     """The first diagram (a fenced block without a language) of the `## mock_llm` section."""
     section = DOC.read_text(encoding="utf-8").split("\n## mock_llm\n", 1)[1].split("\n## ", 1)[0]
@@ -116,10 +83,10 @@ def mock_diagram() -> str:
 def test_the_mock_diagram_names_only_modules_that_exist():
     names = set(re.findall(r"[\w*]+(?:/[\w*]+)*\.(?:py|yaml)", mock_diagram()))
     assert len(names) > 20  # the diagram was found
-    files = [p.relative_to(ROOT / "mock_llm").as_posix() for p in (ROOT / "mock_llm").rglob("*")]
+    present = [p.relative_to(ROOT / "mock_llm").as_posix() for p in (ROOT / "mock_llm").rglob("*")]
     missing = {
         name
         for name in names
-        if not any(fnmatch(f, name) or fnmatch(f, "*/" + name) for f in files)
+        if not any(fnmatch(f, name) or fnmatch(f, "*/" + name) for f in present)
     }
     assert missing == set()
