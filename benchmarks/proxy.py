@@ -62,10 +62,16 @@ class Loaded:
     streams_s: list[float] = dataclasses.field(default_factory=list[float])
     chunks_s: list[float] = dataclasses.field(default_factory=list[float])
     cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+
+    def cpu_ms(self) -> tuple[float, float]:
+        """The server's and the client's CPU per stream, ms."""
+        count = max(len(self.turns), 1)
+        return self.cpu_s / count * 1000, self.client_cpu_s / count * 1000
 
     def row(self, name: str, mock: Loaded, streams: int) -> str:
         ratio = statistics.median(self.chunks_s) / statistics.median(mock.chunks_s)
-        cpu_ms = self.cpu_s / len(self.turns) * 1000 if self.turns else 0.0
+        cpu_ms = self.cpu_ms()[0]
         return (
             f"| {name} | {statistics.median(self.streams_s):.0f} |"
             f" {statistics.median(self.chunks_s):.0f} | {ratio:.2f} |"
@@ -125,6 +131,7 @@ async def measure(
             loaded[name].streams_s.append(len(done.turns) / done.wall_s)
             loaded[name].chunks_s.append(chunks(done.turns) / done.wall_s)
             loaded[name].cpu_s += done.server_cpu_s
+            loaded[name].client_cpu_s += done.client_cpu_s
     paced: dict[str, list[Turn]] = {"mock": [], "proxy": []}
     for _ in range(PACED_STREAMS):
         paced["mock"] += await chat_streams(mock, "paced", 1, keys)
@@ -153,6 +160,10 @@ def lines(
     rate = {name: statistics.median(load.chunks_s) for name, load in loaded.items()}
     best = max(rate["proxy"], rate["proxy x2"])
     n = args.streams
+    cores = os.cpu_count() or 1
+    mock_ms, client_ms = loaded["mock"].cpu_ms()
+    least_ms = mock_ms + client_ms  # a proxy serves the request and is a client upstream
+    ceiling = cores / (2 * least_ms / 1000) / statistics.median(loaded["mock"].streams_s)
     return [
         f"# The guard proxy against the mock straight ({platform.python_version()},"
         f" {os.cpu_count()} cores: the client, the mock and the server measured share them)",
@@ -175,6 +186,12 @@ def lines(
         loaded["proxy"].row("guard proxy, 1 worker (filter on)", loaded["mock"], n),
         loaded["proxy x2"].row("guard proxy, 2 workers (filter on)", loaded["mock"], n),
         loaded["litellm"].row("LiteLLM proxy, no guardrail", loaded["mock"], n),
+        "",
+        f"The ceiling on this machine, estimated from the same rounds: a proxy costing the least"
+        f" a proxy can, one more server and one more client per stream ({mock_ms:.2f} +"
+        f" {client_ms:.2f} ms of CPU), beside the client and the mock on {cores} cores, would"
+        f" reach {cores} / (2 x {least_ms:.2f} ms) = {cores / (2 * least_ms / 1000):.0f} streams/s,"
+        f" {min(ceiling, 1.0):.2f}x the mock's.",
         "",
         verdict(not failed, f"every stream answered 200 ({len(failed)} did not)"),
         verdict(
