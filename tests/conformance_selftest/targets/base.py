@@ -222,6 +222,9 @@ class BaseTarget:
     MODE: ClassVar[str] = "base"
     PAGE_HOOKS: ClassVar[str] = "{}"
     """A JavaScript object literal overriding the page's `delta`/`raw`/`retry`/`end` hooks."""
+    PAGE: ClassVar[str | None] = None
+    """A whole page of its own instead of targets.page (a stranger's page over the same
+    `/api/chat`), or None."""
     RECOVERS: ClassVar[bool] = True
     OFFERS_TOOLS: ClassVar[bool] = True
     """Whether the target offers the `read` tool (its profile declares `tools` to match)."""
@@ -459,7 +462,7 @@ async def encode(frames: AsyncGenerator[Frame]) -> AsyncGenerator[bytes]:
 
 def build_app(target: BaseTarget) -> Starlette:
     """The target's ASGI app."""
-    page = render_page(target.MODE, target.PAGE_HOOKS)
+    page = target.PAGE if target.PAGE is not None else render_page(target.MODE, target.PAGE_HOOKS)
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page)
