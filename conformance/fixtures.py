@@ -133,8 +133,9 @@ def conformance_session(
 @pytest.fixture(scope="session")
 def conformance_wired(conformance_target: Target, conformance_session: BrowserSession) -> Target:
     """The wiring check: a first turn must reach this mock's journal (once per worker)."""
-    from conformance.preflight import check_wiring
+    from conformance.preflight import check_once_setup, check_wiring
 
+    check_once_setup(conformance_session)
     check_wiring(conformance_target, conformance_session.chat(), f"{RUN_ID}-wiring-{os.getpid()}")
     return conformance_target
 

@@ -18,9 +18,9 @@ from importlib import resources
 from typing import Literal
 
 from playwright.sync_api import Locator, Page, Response, WebSocket
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from conformance.profile import Profile
+from conformance.setup_steps import run_page_step
 
 RECORDER_JS = resources.files("conformance").joinpath("recorder.js").read_text(encoding="utf-8")
 LIVE_MARKER = "sg-kit-recorder-is-live"
@@ -129,29 +129,8 @@ class ChatPage:
         self.page.evaluate(CLEAR_SESSION_STORAGE)
         self.page.goto(self.app_url)
         for step in self.profile.setup:
-            target = self.page.locator(step.selector).first
-            if step.action == "click_if_visible":
-                if self._shows_within(target, step.within_ms):
-                    target.click()
-            elif step.action == "click":
-                target.click()
-            elif step.action == "wait_for":
-                target.wait_for(state="visible")
-            elif step.action == "fill":
-                target.fill(step.value or "")
-            else:
-                target.select_option(step.value)
+            run_page_step(self.page, step)
         self.page.locator(self.profile.selectors.input).first.wait_for(state="visible")
-
-    @staticmethod
-    def _shows_within(target: Locator, within_ms: int) -> bool:
-        if within_ms == 0:
-            return target.is_visible()
-        try:
-            target.wait_for(state="visible", timeout=within_ms)
-        except PlaywrightTimeoutError:
-            return False
-        return True
 
     # --- asking ------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from mock_llm.client import MockClientError
 if TYPE_CHECKING:
     from conformance.cases import CaseFile
     from conformance.page import ChatPage
+    from conformance.session import BrowserSession
     from conformance.target import Target
 
 EXIT_PREFLIGHT = 3
@@ -57,6 +58,16 @@ def add_cases(target: Target, cases: tuple[CaseFile, ...]) -> None:
             target.upstream.add_flows(case.text)
         except MockClientError as exc:
             fail(f"the mock refused the flows of the case file {case.path}: {exc.message}")
+
+
+def check_once_setup(session: BrowserSession) -> None:
+    """The profile's once-per-run steps, done before the first turn (once per worker)."""
+    from conformance.setup_steps import SetupFailed
+
+    try:
+        session.set_up_once()
+    except SetupFailed as exc:
+        fail(f"the profile's once-per-run set-up failed: {exc}")
 
 
 def check_wiring(target: Target, chat: ChatPage, key: str) -> None:

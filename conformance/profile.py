@@ -85,6 +85,24 @@ class SetupStep:
     within_ms: int = 0  # click_if_visible: how long it may take to show (0: look once)
 
 
+HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+HTTP_METHODS: tuple[HttpMethod, ...] = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+@dataclass(frozen=True)
+class HttpStep:
+    """One HTTP request of a once-per-run set-up, sent with the browser context's cookies:
+    `METHOD` to `url` (a path is the app's), with `headers` and a JSON body (`json`) or a
+    text one (`body`). Header values may name `{local_storage:KEY}` or `{cookie:NAME}`,
+    read from the page first. Any status outside 200-299 stops the run."""
+
+    method: HttpMethod
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    json: Any = None
+    body: str | None = None
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str = "reference"
@@ -92,6 +110,7 @@ class Profile:
     send_with: SendWith = "click"
     done: DoneRule = field(default_factory=DoneRule)
     setup: tuple[SetupStep, ...] = ()
+    setup_once: tuple[SetupStep | HttpStep, ...] = ()
     storage_state: Path | None = None
     capabilities: frozenset[Capability] = frozenset(CAPABILITIES)
     log: LogSpec = field(default_factory=LogSpec)
@@ -104,8 +123,8 @@ class Profile:
 
 DEFAULT_PROFILE = Profile()
 
-_SECTIONS = {"name", "selectors", "input", "done", "setup", "session", "capabilities", "log",
-             "model_calls"}  # fmt: skip
+_SECTIONS = {"name", "selectors", "input", "done", "setup", "setup_once", "session",
+             "capabilities", "log", "model_calls"}  # fmt: skip
 
 
 BUILT_IN = resources.files("conformance").joinpath("profiles")
@@ -177,10 +196,13 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
         disappears=where.optional_text(done.get("disappears"), "done.disappears"),
         quiet_ms=where.count(done.get("quiet_ms", base.done.quiet_ms), "done.quiet_ms"),
     )
-    setup = data.get("setup", [])
-    if not isinstance(setup, list):
-        raise ProfileError(f"{path}: setup must be a list of [[setup]] tables")
-    steps = tuple(where.setup_step(step, i) for i, step in enumerate(cast(list[Any], setup)))
+    steps = tuple(
+        where.setup_step(step, f"setup[{i}]") for i, step in enumerate(where.tables(data, "setup"))
+    )
+    once = tuple(
+        where.once_step(step, f"setup_once[{i}]")
+        for i, step in enumerate(where.tables(data, "setup_once"))
+    )
     state = session.get("storage_state")
     storage = None
     if state is not None:
@@ -212,6 +234,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
         send_with=cast(SendWith, send_with),
         done=rule,
         setup=steps,
+        setup_once=once,
         storage_state=storage,
         capabilities=capabilities,
         log=LogSpec(
@@ -261,10 +284,15 @@ class _Where:
             raise ProfileError(f"{self.path}: {key} must be a whole number of ms, 1 to 60000")
         return value
 
-    def setup_step(self, step: Any, index: int) -> SetupStep:
-        key = f"setup[{index}]"
+    def tables(self, data: Mapping[str, Any], name: str) -> list[Any]:
+        value = data.get(name, [])
+        if not isinstance(value, list):
+            raise ProfileError(f"{self.path}: {name} must be a list of [[{name}]] tables")
+        return cast(list[Any], value)
+
+    def setup_step(self, step: Any, key: str, also: str = "") -> SetupStep:
         shapes = "click, click_if_visible, wait_for = SELECTOR; fill = SELECTOR with text = ...;"
-        shapes += " select = SELECTOR with option = ..."
+        shapes += f"{also} select = SELECTOR with option = ..."
         if not isinstance(step, dict):
             raise ProfileError(f"{self.path}: {key} must be a table ({shapes})")
         table = cast(dict[str, Any], step)
@@ -287,6 +315,38 @@ class _Where:
         if value_key not in table or not isinstance(table[value_key], str):
             raise ProfileError(f"{self.path}: {key}.{value_key} must be a string")
         return SetupStep(cast(SetupAction, action), selector, cast(str, table[value_key]))
+
+    def once_step(self, step: Any, key: str) -> SetupStep | HttpStep:
+        if isinstance(step, dict) and "http" in step:
+            return self.http_step(cast(dict[str, Any], step), key)
+        return self.setup_step(step, key, also=' http = "METHOD URL" with headers, json or body;')
+
+    def http_step(self, step: dict[str, Any], key: str) -> HttpStep:
+        self.known(step, {"http", "headers", "json", "body"}, f"{key}.")
+        method, _, url = self.text(step["http"], f"{key}.http").strip().partition(" ")
+        url = url.strip()
+        if method.upper() not in HTTP_METHODS or not url or " " in url:
+            raise ProfileError(
+                f"{self.path}: {key}.http must be METHOD URL, such as"
+                f' "POST /api/settings" (methods: {", ".join(HTTP_METHODS)})'
+            )
+        headers = step.get("headers", {})
+        if not isinstance(headers, dict) or not all(
+            isinstance(v, str) for v in cast(dict[str, Any], headers).values()
+        ):
+            raise ProfileError(f"{self.path}: {key}.headers must be a table of strings")
+        if "json" in step and "body" in step:
+            raise ProfileError(f"{self.path}: {key} takes json or body, not both")
+        body = step.get("body")
+        if body is not None and not isinstance(body, str):
+            raise ProfileError(f"{self.path}: {key}.body must be a string (or use json = ...)")
+        return HttpStep(
+            cast(HttpMethod, method.upper()),
+            url,
+            tuple(cast(dict[str, str], headers).items()),
+            step.get("json"),
+            body,
+        )
 
     def regex(self, value: Any, key: str, placeholder: str | None) -> str:
         text = self.text(value, key)

@@ -31,6 +31,7 @@ class BrowserSession:
         self.tracing = trace != "off"
         self._chat: ChatPage | None = None
         self._chunk_open = False
+        self._set_up = False
         if self.tracing:
             context.tracing.start(snapshots=True, screenshots=trace == "screenshots")
 
@@ -42,6 +43,16 @@ class BrowserSession:
             page = self.context.new_page()
             self._chat = ChatPage(page, target.profile, target.app_url, target.timeout_s * 1000)
         return self._chat
+
+    def set_up_once(self) -> None:
+        """The profile's `[[setup_once]]` steps, the first time only (SetupFailed)."""
+        from conformance.setup_steps import run_once
+
+        if not self._set_up:
+            self._set_up = True
+            steps = self.target.profile.setup_once
+            if steps:
+                run_once(self.context, self.chat().page, self.target.app_url, steps)
 
     def begin_chunk(self, title: str) -> bool:
         """Start a trace chunk; False (and nothing started) when tracing is off or a chunk

@@ -148,6 +148,9 @@ class FakeSession:
     def chat(self):
         return FakeChat()
 
+    def set_up_once(self):
+        pass
+
     def begin_chunk(self, title):
         return False
 

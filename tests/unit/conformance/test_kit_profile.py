@@ -10,6 +10,7 @@ import pytest
 from conformance.profile import (
     DEFAULT_PROFILE,
     MAX_SIDE_CALL_RULES,
+    HttpStep,
     LogSpec,
     ProfileError,
     SetupStep,
@@ -116,6 +117,36 @@ def test_every_documented_key_is_read(tmp_path: Path):
     assert profile.side_calls == ("(?i)generate a title",)
 
 
+def test_once_per_run_steps_are_page_steps_or_http_requests(tmp_path: Path):
+    profile = load_profile(
+        profile_file(
+            tmp_path,
+            """
+            [[setup_once]]
+            click_if_visible = "button.tour"
+            [[setup_once]]
+            http = "post /api/settings"
+            headers = { Authorization = "Bearer {local_storage:token}" }
+            json = { ui = { expandDetails = true } }
+            [[setup_once]]
+            http = "PUT http://127.0.0.1:9/flags"
+            body = "on"
+            """,
+        )
+    )
+    assert profile.setup_once == (
+        SetupStep("click_if_visible", "button.tour"),
+        HttpStep(
+            "POST",
+            "/api/settings",
+            (("Authorization", "Bearer {local_storage:token}"),),
+            {"ui": {"expandDetails": True}},
+        ),
+        HttpStep("PUT", "http://127.0.0.1:9/flags", body="on"),
+    )
+    assert profile.setup == ()
+
+
 def test_the_log_pattern_finds_the_turn_by_its_id_or_any_turn_without_one():
     spec = LogSpec(line=r"turn={turn_id} .* scaffold_stripped=(\d+)$")
     line = "chat turn=ab.c1 mode=grounded total_ms=3 retries=0 scaffold_stripped=97"
@@ -153,6 +184,16 @@ def test_the_log_pattern_finds_the_turn_by_its_id_or_any_turn_without_one():
         ("[model_calls]\nside_calls = 'title'", "model_calls.side_calls must be a list"),
         ("[model_calls]\nside_calls = ['']", "model_calls.side_calls[0] must be a non-empty"),
         ("name = [", "not valid TOML"),
+        ("setup_once = 3", "setup_once must be a list"),
+        ("[[setup_once]]\nhover = 'a'", "setup_once[0] must name exactly one action"),
+        ("[[setup]]\nhttp = 'GET /'", "setup[0] must name exactly one action"),
+        ("[[setup_once]]\nhttp = '/api/x'", "setup_once[0].http must be METHOD URL"),
+        ("[[setup_once]]\nhttp = 'FETCH /api/x'", "setup_once[0].http must be METHOD URL"),
+        ("[[setup_once]]\nhttp = 'POST'", "setup_once[0].http must be METHOD URL"),
+        ("[[setup_once]]\nhttp = 'POST /a'\nheaders = { A = 1 }", "headers must be a table"),
+        ("[[setup_once]]\nhttp = 'POST /a'\nbody = 'x'\njson = 1", "json or body, not both"),
+        ("[[setup_once]]\nhttp = 'POST /a'\nbody = 3", "setup_once[0].body must be a string"),
+        ("[[setup_once]]\nhttp = 'POST /a'\ntimeout = 3", "unknown key setup_once[0].timeout"),
     ],
 )
 def test_a_bad_key_is_refused_naming_the_file_and_the_key(tmp_path: Path, text: str, says: str):

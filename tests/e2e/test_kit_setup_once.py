@@ -1,0 +1,170 @@
+"""The kit's once-per-run set-up (`[[setup_once]]`) against a page that keeps a setting on
+its server, the way Open WebUI keeps "show reasoning": the page signs in on load and keeps
+its token in localStorage, and `POST /api/settings` needs that token.
+
+The server is real (the kit's HTTP steps go through the browser context's request API,
+which no page route intercepts), served in-process on a free port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import uvicorn
+from playwright.sync_api import Browser
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from conformance.profile import Profile, load_profile
+from conformance.session import BrowserSession, new_context
+from conformance.setup_steps import SetupFailed
+from conformance.target import Target
+from servekit.in_thread import serve_in_thread
+
+from .conftest import TIMEOUT_MS
+
+TOKEN = "tok-7f3a"
+PAGE = """<!doctype html><meta charset="utf-8">
+<button id="tour-done" onclick="localStorage.setItem('tour', 'done'); this.remove()">
+  Skip tour</button>
+<form><input id="input"></form>
+<script>
+  fetch("/api/token").then(r => r.json()).then(b => localStorage.setItem("token", b.token));
+</script>"""
+PROFILE = """
+[selectors]
+input = "#input"
+[[setup_once]]
+click_if_visible = "#tour-done"
+within_ms = 2000
+[[setup_once]]
+wait_for = "#input"
+[[setup_once]]
+http = "POST /api/settings"
+headers = {{ Authorization = "Bearer {{local_storage:token}}" }}
+json = {{ ui = {{ expandDetails = true }} }}
+{more}
+"""
+
+
+class SettingsServer:
+    """The app: a page that signs in on load, and a settings endpoint behind its token."""
+
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, Any]] = []
+
+    def app(self) -> Starlette:
+        async def page(request: Request) -> Response:
+            return HTMLResponse(PAGE)
+
+        async def token(request: Request) -> Response:
+            return JSONResponse({"token": TOKEN})
+
+        async def settings(request: Request) -> Response:
+            auth = request.headers.get("authorization", "")
+            if auth != f"Bearer {TOKEN}":
+                return JSONResponse({"detail": "Not authenticated"}, status_code=401)
+            self.posted.append((auth, await request.json()))
+            return JSONResponse({"ok": True})
+
+        return Starlette(
+            routes=[
+                Route("/", page),
+                Route("/api/token", token),
+                Route("/api/settings", settings, methods=["POST"]),
+            ]
+        )
+
+
+@pytest.fixture
+def server() -> Generator[tuple[SettingsServer, str]]:
+    app = SettingsServer()
+    config = uvicorn.Config(app.app(), log_level="warning")
+    with serve_in_thread(config) as url:
+        yield app, url + "/"
+
+
+def session_for(browser: Browser, tmp_path: Path, url: str, more: str = "") -> BrowserSession:
+    path = tmp_path / "profile.toml"
+    path.write_text(PROFILE.format(more=more), encoding="utf-8")
+    profile: Profile = load_profile(path)
+    target = Target(
+        app_url=url,
+        mock_url="http://127.0.0.1:9/",
+        log_file=None,
+        profile=profile,
+        upstream=cast(Any, None),  # the set-up never reads the mock
+        timeout_s=TIMEOUT_MS / 1000,
+        artifacts=tmp_path,
+        stop_within_ms=1000,
+    )
+    return BrowserSession(new_context(browser, profile), target, "off")
+
+
+def test_a_once_request_carries_the_token_the_page_keeps(
+    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+):
+    app, url = server
+    session = session_for(browser, tmp_path, url)
+    try:
+        session.set_up_once()
+    finally:
+        session.close()
+    assert app.posted == [(f"Bearer {TOKEN}", {"ui": {"expandDetails": True}})]
+
+
+def test_once_steps_run_once_however_many_pages_the_run_opens(
+    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+):
+    app, url = server
+    session = session_for(browser, tmp_path, url)
+    try:
+        session.set_up_once()
+        session.chat().open()
+        session.discard_page()  # a failed play's page is dropped; the context stays
+        session.set_up_once()
+        session.chat().open()
+        tour = session.chat().page.evaluate("() => localStorage.getItem('tour')")
+    finally:
+        session.close()
+    assert len(app.posted) == 1
+    assert tour == "done"
+
+
+def test_a_refused_once_request_stops_with_its_status_and_body(
+    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+):
+    _, url = server
+    refused = '[[setup_once]]\nhttp = "POST /api/settings"\njson = { ui = {} }\n'
+    session = session_for(browser, tmp_path, url, more=refused)
+    try:
+        with pytest.raises(SetupFailed) as failed:
+            session.set_up_once()
+    finally:
+        session.close()
+    assert str(failed.value) == (
+        f"setup_once[3]: POST {url}api/settings answered HTTP 401:"
+        ' \'{"detail":"Not authenticated"}\''
+    )
+
+
+def test_a_once_page_step_that_finds_nothing_names_its_step(
+    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+):
+    _, url = server
+    missing = '[[setup_once]]\nclick = "#no-such-button"\n'
+    session = session_for(browser, tmp_path, url, more=missing)
+    session.chat().page.set_default_timeout(500)
+    try:
+        with pytest.raises(SetupFailed) as failed:
+            session.set_up_once()
+    finally:
+        session.close()
+    assert str(failed.value) == (
+        "setup_once[3] (click '#no-such-button'): Locator.click: Timeout 500ms exceeded."
+    )
