@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Capability = Literal["thinking", "stop", "log", "tools"]
+MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
+"""The markup's markers NEVER looks for in everything a page showed (besides each flow's
+canary)."""
 
 
 @dataclass(frozen=True)

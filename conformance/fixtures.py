@@ -193,6 +193,7 @@ def conformance_play(
             dom=lambda: "\n".join(p.recorded for p in used),
             keys=[key for p in used for key in p.keys],
             trace=(lambda path: shutil.copyfile(traces[0], path)) if traces else None,
+            plays=[p for i, p in enumerate(used) if all(p is not q for q in used[:i])],
         )
 
 

@@ -38,6 +38,15 @@ class TurnView:
     turn_id: str | None  # the app's own id for the turn, from the response header, if any
 
 
+@dataclass(frozen=True)
+class Sighting:
+    """A watched string (a marker, the flow's canary) the page showed, first time only."""
+
+    text: str
+    at_ms: float  # when the recorder saw it, ms since its document started
+    screenshot: bytes | None  # the page just after (the first sighting of a recording only)
+
+
 CLEAR_SESSION_STORAGE = "() => { try { sessionStorage.clear(); } catch { /* about:blank */ } }"
 """Empties the current document's tab storage, if it has any (about:blank has none)."""
 
@@ -48,14 +57,43 @@ class DomRecording:
     Usable on its own by any Playwright suite: `DomRecording(page)`, then `text()`. A page
     reused for the next test calls `restart()` before it navigates: what the documents it
     showed so far report from then on (a late batch of the document it leaves) is dropped.
+    `watch(needles)`, for this document and every later one: each needle's first sighting
+    is kept, the first of all with a screenshot taken as soon as the recorder reports it (a
+    string shown for less time than that takes may be gone from it; the recorded text still
+    has it).
     """
 
     def __init__(self, page: Page) -> None:
         self._page = page
         self._chunks: list[tuple[str, str]] = []
         self._retired: set[str] = set()
+        self.sightings: list[Sighting] = []
+        self._needles: tuple[str, ...] = ()
         page.expose_binding("__sgKitRecord", self._record)  # pyright: ignore[reportUnknownMemberType]
+        page.expose_binding("__sgKitWatched", self._watched)  # pyright: ignore[reportUnknownMemberType]
+        page.expose_binding("__sgKitSighted", self._sighted)  # pyright: ignore[reportUnknownMemberType]
         page.add_init_script(RECORDER_JS)
+
+    def _watched(self, _source: object) -> list[str]:
+        return list(self._needles)
+
+    def _sighted(self, _source: object, document: object, text: object, at: object) -> None:
+        if str(document) in self._retired:
+            return
+        shot = None
+        if not self.sightings:
+            try:
+                shot = self._page.screenshot()
+            except Exception:  # a page closing or navigating: the text is the evidence
+                shot = None
+        at_ms = float(at) if isinstance(at, int | float) else 0.0
+        self.sightings.append(Sighting(str(text), at_ms, shot))
+
+    def watch(self, needles: tuple[str, ...]) -> None:
+        """Report the first sighting of each of `needles`, in the current document and in
+        every later one (a page that navigates or reloads)."""
+        self._needles = needles
+        self._page.evaluate("n => window.__sgKit && window.__sgKit.watch(n)", list(needles))
 
     def _record(self, _source: object, document: object, text: object) -> None:
         if str(document) not in self._retired:
@@ -70,6 +108,7 @@ class DomRecording:
         if isinstance(current, str):
             self._retired.add(current)
         self._chunks = []
+        self.sightings = []
 
     def text(self) -> str:
         """Everything recorded so far, as one text (flushes the recorder first)."""

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.evidence import page_text
+from conformance.clauses import MARKERS
 
 if TYPE_CHECKING:
-    from conformance.page import TurnView
+    from conformance.page import Sighting, TurnView
     from conformance.session import BrowserSession
     from conformance.target import Target
     from mock_llm.client import JournalRecord
@@ -51,6 +51,7 @@ class Play:
     views: tuple[TurnView, ...]  # the question's view, then the follow-up's
     recorded: str  # everything the page showed, from the fresh document to the end
     recorder_live: bool
+    sightings: tuple[Sighting, ...]  # the markers (and canary) the page showed, first each
     log_offset: int  # the app log's size before the question was sent
     trace: Path | None
     error: str | None  # why the question's turn could not be played to its end
@@ -114,6 +115,9 @@ class Plays:
         traced = session.begin_chunk(f"play {flow}")
         trace = self._traces / f"{len(self._played) + 1:02d}-{flow}.zip" if traced else None
         chat = session.chat()
+        expected = self._target.upstream.expected(flow)
+        canary = expected.canary if expected is not None else None
+        chat.recording.watch((*MARKERS, *([canary] if canary else [])))
         views: list[TurnView] = []
         live, error, follow_up_error = False, None, None
         try:
@@ -133,13 +137,23 @@ class Plays:
             except Exception:
                 live = False
         recorded = page_text(chat.recorded)
+        sightings = tuple(chat.recording.sightings)
         if traced:
             session.end_chunk(trace)
         if error is not None or follow_up_error is not None:
             session.discard_page()
         read = self._target.upstream.requests
-        return Play(flow, keys, tuple(views), recorded, live, offset, trace, error,
+        return Play(flow, keys, tuple(views), recorded, live, sightings, offset, trace, error,
                     follow_up_error, read)  # fmt: skip
+
+
+def page_text(read: Callable[[], str]) -> str:
+    """What `read()` returns, or why it could not (a closed or broken page must not hide
+    the rest of a failure's evidence)."""
+    try:
+        return read()
+    except Exception as exc:
+        return f"(the page could not be read: {exc})"
 
 
 def _describe(exc: Exception) -> str:

@@ -23,6 +23,7 @@ from conformance.cases import case_flows
 from conformance.clauses import BY_ID
 from conformance.fixtures import CALL_REPORT
 from conformance.options import KIT_KEY, add_options, kit_cases, kit_config, kit_of
+from conformance.report_html import Failure
 
 pytest_plugins = ["conformance.fixtures"]
 
@@ -32,10 +33,11 @@ VERDICT_PROPERTY = "conformance_verdict"
 
 
 class Verdicts:
-    """Each kit test's verdict, by clause, as its reports come in."""
+    """Each kit test's verdict, by clause, and its failures, as its reports come in."""
 
     def __init__(self) -> None:
         self.by_clause: dict[str, list[str]] = {}
+        self.failures: list[Failure] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         properties = dict(report.user_properties)
@@ -44,6 +46,9 @@ class Verdicts:
             return
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.by_clause.setdefault(str(clause), []).append(str(verdict))
+            if verdict in ("failed", "stale baseline"):
+                failure = Failure(report.nodeid, str(clause), str(verdict), report.longreprtext)
+                self.failures.append(failure)
 
 
 VERDICTS_KEY = pytest.StashKey[Verdicts]()
@@ -174,7 +179,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Write the report where the verdicts were gathered: under xdist the controller, which
     collects nothing itself but has every kit test's verdict."""
     config = session.config
-    rows = config.stash[VERDICTS_KEY].by_clause
+    verdicts = config.stash[VERDICTS_KEY]
+    rows = verdicts.by_clause
     if hasattr(config, "workerinput") or (KIT_KEY not in config.stash and not rows):
         return
     kit = kit_of(config)
@@ -182,4 +188,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     from conformance.report import write_report
 
-    write_report(kit.report, rows, target=kit.app_url, profile=kit.profile)
+    write_report(kit.report, rows, target=kit.app_url, profile=kit.profile,
+                 failures=verdicts.failures, artifacts=kit.artifacts)  # fmt: skip

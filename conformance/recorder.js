@@ -9,13 +9,30 @@
 // closed (attachShadow is wrapped before the page can call it). Reports sent before the
 // binding is available are buffered; flush() hands them all over and resolves once the
 // kit has them. Every report carries this document's id, so a page reused for the next test
-// can tell a late report of the document it left from the new one's.
+// can tell a late report of the document it left from the new one's. Strings given to
+// watch() (the markup's markers) are looked for in every whole text: the first sighting of
+// each is reported at once through window.__sgKitSighted, so the kit can take the page's
+// screenshot while the string may still be on it.
 (() => {
   if (window.__sgKit) return;
   const id = `${performance.timeOrigin}-${Math.random().toString(36).slice(2)}`;
   const pending = [];
   let sending = Promise.resolve();
   const roots = new Set();
+  let watched = [];
+  if (typeof window.__sgKitWatched === "function") {
+    window.__sgKitWatched().then((needles) => { watched = needles; });
+  }
+  const sighted = new Set();
+  const look = (text) => {
+    for (const needle of watched) {
+      if (sighted.has(needle) || !text.includes(needle)) continue;
+      sighted.add(needle);
+      if (typeof window.__sgKitSighted === "function") {
+        window.__sgKitSighted(id, needle, performance.now());
+      }
+    }
+  };
 
   // Code is not content: script and style text is never what a page shows.
   const CODE = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
@@ -60,7 +77,11 @@
         pending.push(record.oldValue ?? "", value ?? "");
       }
     }
-    for (const root of touched) pending.push(wholeText(root));
+    for (const root of touched) {
+      const text = wholeText(root);
+      pending.push(text);
+      look(text);
+    }
     send();
   };
 
@@ -90,6 +111,9 @@
   window.__sgKit = {
     id,
     quietFor: () => performance.now() - lastChange,
+    watch(needles) {
+      watched = needles.filter((needle) => typeof needle === "string" && needle);
+    },
     flush() {
       handle(observer.takeRecords());
       for (const root of roots) pending.push(wholeText(root));

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 import pytest
 
-from conformance.clauses import Capability
+from conformance.clauses import MARKERS, Capability
 from conformance.page import ChatPage, TurnView
 from conformance.plays import Play, question
 from conformance.target import Target
@@ -34,7 +34,6 @@ CORRECTION = (
 )
 LOG_POLL_S = 0.05
 """How often G10 looks at the log again while the turn's line has not been written yet."""
-MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
 SCAFFOLD_FLOWS = ("scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
                   "scaffold-standalone", "unterminated")  # fmt: skip
 FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "gemma-bare-call", "qwen-tool-call",

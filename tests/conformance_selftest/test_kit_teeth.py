@@ -24,6 +24,7 @@ this module is not part of the unit and integration run; see docs/conformance.md
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import zipfile
@@ -105,12 +106,23 @@ def check_failure(case: Case, mock: Mock, run: KitRun) -> None:
     assert not errors[0].startswith("assert "), (
         f"{case.name}: a bare assert, no evidence quoted: {errors[0]!r}"
     )
+    shown = html_section(case, run)
     if case.clause == "NEVER":
         quoted = [m for m in (*MARKERS, mock.canaries.get(case.flow)) if m and repr(m) in body]
         assert quoted, f"{case.name}: NEVER failed without quoting a marker or the canary:\n{body}"
         assert quoted[0] in check_evidence(case, run)["dom.txt"], case.name
+        assert f"<mark>{html.escape(quoted[0])}</mark>" in shown, f"{case.name}: {shown}"
+        assert '<img alt="the page as soon as it showed' in shown, f"{case.name}: no screenshot"
     else:
         check_evidence(case, run)
+
+
+def html_section(case: Case, run: KitRun) -> str:
+    """The failure's section of the run's HTML report (it has one per failed test)."""
+    page = (run.artifacts.parent / "report.html").read_text(encoding="utf-8")
+    sections = [s for s in page.split("<section ")[1:] if f"::{html.escape(case.name)}</code>" in s]
+    assert len(sections) == 1, f"{case.name}: {len(sections)} sections in report.html"
+    return sections[0]
 
 
 def check_evidence(case: Case, run: KitRun) -> dict[str, str]:

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from conformance.page import TurnView
+from conformance.clauses import MARKERS
+from conformance.page import Sighting, TurnView
 from conformance.plays import FOLLOW_UPS, Plays, question
+from conformance.upstream import Expected
 
 
 def view(answer: str = "ok") -> TurnView:
@@ -20,7 +22,17 @@ def view(answer: str = "ok") -> TurnView:
 
 
 @dataclass
+class FakeRecording:
+    watched: tuple[str, ...] = ()
+    sightings: list[Sighting] = field(default_factory=list[Sighting])
+
+    def watch(self, needles: tuple[str, ...]) -> None:
+        self.watched = needles
+
+
+@dataclass
 class FakeChat:
+    recording: FakeRecording = field(default_factory=FakeRecording)
     fail_on: set[str] = field(default_factory=set[str])  # flows whose turn raises
     live: bool = True
     asked: list[str] = field(default_factory=list[str])
@@ -72,6 +84,10 @@ class FakeUpstream:
     def requests(self, key: str) -> list[Any]:
         self.reads.append(key)
         return [f"request of {key}"]
+
+    def expected(self, flow: str) -> Expected | None:
+        canary = "CANARY-7" if flow.startswith("scaffold") else None
+        return Expected(cast(Any, None), canary)
 
 
 @dataclass
@@ -184,3 +200,21 @@ def test_without_tracing_a_play_has_no_trace(tmp_path: Path):
     plays, session, _ = plays_over(FakeChat(), tmp_path)
     assert plays.get("clean").trace is None
     assert session.chunks == []
+
+
+def test_a_play_watches_for_the_markers_and_its_flows_canary(tmp_path: Path):
+    chat = FakeChat()
+    plays, _, _ = plays_over(chat, tmp_path)
+    plays.get("clean")
+    assert chat.recording.watched == MARKERS
+    plays.get("scaffold-mixed")
+    assert chat.recording.watched == (*MARKERS, "CANARY-7")
+
+
+def test_a_play_keeps_what_the_page_showed_of_the_watched_strings(tmp_path: Path):
+    chat = FakeChat()
+    chat.recording.sightings.append(Sighting("<|tool_call_start|>", 812.5, b"png"))
+    plays, _, _ = plays_over(chat, tmp_path)
+    assert plays.get("scaffold-mixed").sightings == (
+        Sighting("<|tool_call_start|>", 812.5, b"png"),
+    )

@@ -504,6 +504,18 @@ def test_the_report_has_one_row_per_clause_with_its_verdict(pytester: pytest.Pyt
     assert "CASE" not in rows  # asked for only with --cases
 
 
+def test_the_html_report_lists_each_failure_with_the_kits_message(pytester: pytest.Pytester):
+    pytester.makepyfile(test_marked=MARKED)
+    pytester.makefile(".txt", known="G7\n")
+    run(pytester, "--conformance-report", "out/report.md", "--expected-failures", "known.txt")
+    page = (pytester.path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Failures (1)</h2>" in page
+    assert "test_marked.py::test_mixed" in page
+    assert "conformance clause G4 failed" in page
+    assert "flow &#x27;scaffold-mixed&#x27;: the page showed the markup" in page
+    assert "test_lookalike" not in page  # an expected failure is no failure
+
+
 def test_the_report_names_the_target_and_the_profile(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):
