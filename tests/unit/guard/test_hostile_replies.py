@@ -47,7 +47,7 @@ def responses_delta(text: str) -> SseEvent:
 
 
 def messages_delta(text: str) -> SseEvent:
-    delta = {"type": "content_block_delta", "index": 0}
+    delta: dict[str, Any] = {"type": "content_block_delta", "index": 0}
     delta["delta"] = {"type": "text_delta", "text": text}
     return SseEvent("content_block_delta", json.dumps(delta))
 
@@ -64,7 +64,7 @@ def responses_guard() -> Callable[[str], object]:
 
 def messages_guard() -> Callable[[str], object]:
     guard = MessagesStreamGuard(DEFAULT_REGISTRY)
-    start = {"type": "content_block_start", "index": 0}
+    start: dict[str, Any] = {"type": "content_block_start", "index": 0}
     start["content_block"] = {"type": "text", "text": ""}
     guard.event(SseEvent("content_block_start", json.dumps(start)))
     return lambda text: (guard.event(messages_delta(text)), guard)
