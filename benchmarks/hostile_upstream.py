@@ -206,12 +206,28 @@ async def write_chunked(writer: asyncio.StreamWriter, head: bytes, body: Iterato
 
 @contextlib.asynccontextmanager
 async def hostile_upstream() -> AsyncGenerator[str]:
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    """The upstream on a free loopback port; a case still writing at the end is cancelled
+    and awaited (a client that left may not have been noticed yet)."""
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)
+        try:
+            await answer(reader, writer)
+        finally:
+            handlers.discard(task)
+
+    server = await asyncio.start_server(tracked, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.close()
+        for task in list(handlers):
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
 
 
 # --- the targets: who is measured ---------------------------------------------------------------
