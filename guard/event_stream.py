@@ -22,8 +22,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import aiohttp
 
 from guard.openai_http import KEEPALIVE, SseCall, error_message, next_piece
-from guard.upstream import CUT_OFF, UPSTREAM_ERRORS
-from servekit.sse import LineTooLong, SseDecoder, SseEvent
+from guard.upstream import STREAM_FAULTS, fault_message
+from servekit.sse import SseDecoder, SseEvent
 
 __all__ = ["EventStreamCall", "EventStreamGuard"]
 
@@ -70,33 +70,39 @@ class EventStreamCall(SseCall, Generic[G]):
         finally:
             self.log(self.route, stream=True)
 
-    async def _refused(self, first: G, recovery: aiohttp.ClientResponse | None) -> bytes:
-        if recovery is None:
-            return self.failure(first, CUT_OFF, 502)
+    async def _refused(self, first: G, recovery: aiohttp.ClientResponse | str) -> bytes:
+        if isinstance(recovery, str):
+            return self.failure(first, recovery, 502)
         return self.failure(first, await error_message(recovery), recovery.status)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: G, round_number: int
     ) -> AsyncGenerator[bytes]:
         """One upstream stream through `guard`, as it comes, to the end of its body; ends
-        early, with the route's failure, when the upstream cuts it."""
-        decoder, ended = SseDecoder(), False
+        early, with the route's failure, when the upstream cuts it or goes past a bound
+        (`fault_message`)."""
+        decoder, ended = SseDecoder(self.settings.max_line_bytes), False
         try:
             while not ended:
+                out: list[bytes] = []
                 try:
                     piece = await next_piece(response, self.settings.keepalive_s)
                     if piece is None:
                         yield self.keepalive  # the upstream is silent (a model thinking)
                         continue
-                    events = decoder.feed(piece) if piece else decoder.finish()
-                except (*UPSTREAM_ERRORS, LineTooLong):
-                    if guard.ended or guard.recovering:
-                        break  # the stream had said everything: the answer is whole
-                    self.failed = True
-                    yield self.failure(guard, CUT_OFF, 502)  # not ended: says so
-                    return
-                ended = not piece
-                out = [data for event in events for data in guard.event(event)]
+                    for event in decoder.feed(piece) if piece else decoder.finish():
+                        out += guard.event(event)
+                    ended = not piece
+                except STREAM_FAULTS as exc:
+                    whole = guard.ended or guard.recovering  # the stream had said everything
+                    if not whole:
+                        self.failed = True
+                        out.append(self.failure(guard, fault_message(exc), 502))  # says so
+                    if out:
+                        yield b"".join(out)
+                    if not whole:
+                        return
+                    break
                 if out:  # one write for what one read brought
                     yield b"".join(out)
             rest = guard.end()

@@ -15,7 +15,9 @@ Deliberate choices:
   since a client would otherwise show a short answer as whole.
 - Lines keep their own identity (`created_at`; both requests name the same model).
 - A line that is not a JSON object goes out as it came; a line the guard writes is
-  compact JSON (`servekit.json_codec.dumps`).
+  compact JSON (`servekit.json_codec.dumps`). A line that is not UTF-8 is read, and goes
+  out, with U+FFFD for each invalid sequence, as every route reads its stream: it is
+  filtered, never passed on unread.
 - /api/generate's recovery puts the correction into `system`; a `raw: true` request
   bypasses the template, so there it is a plain second try.
 """
@@ -27,7 +29,7 @@ from typing import Any, cast
 
 from guard.reply import Reply, WholeReply
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
-from servekit.json_codec import dumps, json_object
+from servekit.json_codec import dumps, json_object, utf8_repaired
 from servekit.ndjson import NdjsonLines
 
 __all__ = [
@@ -116,6 +118,8 @@ class OllamaStreamGuard(Reply):
         if self.finished:
             return []
         parsed = json_object(raw)
+        if parsed is None and (repaired := utf8_repaired(raw)) is not raw:
+            raw, parsed = repaired, json_object(repaired)
         if parsed is None:
             return [raw]  # not ours to judge: the client's parser will say
         if parsed.get("error"):

@@ -41,12 +41,13 @@ from guard.reply import WholeReply
 from guard.upstream import (
     CUT_OFF,
     METHODS,
+    STREAM_FAULTS,
     UNREACHABLE,
-    UPSTREAM_ERRORS,
     GuardedCall,
     GuardSettings,
     StreamRound,
     UpstreamSession,
+    fault_message,
     guarded,
     pass_on,
     read_refusal,
@@ -54,7 +55,6 @@ from guard.upstream import (
 )
 from servekit.json_codec import json_object
 from servekit.pool import Pool
-from servekit.sse import LineTooLong
 from servekit.streamed import StreamedResponse
 
 __all__ = ["ollama_routes"]
@@ -144,14 +144,14 @@ class _OllamaCall(GuardedCall):
         return first.recovering
 
     async def _refused(
-        self, first: OllamaStreamGuard, recovery: aiohttp.ClientResponse | None
+        self, first: OllamaStreamGuard, recovery: aiohttp.ClientResponse | str
     ) -> bytes:
         """The error line that ends the stream, logged before it goes out (a client that
         stops at an error line has the log written by then)."""
         del first  # the error line is the same whichever reply it ends
-        if recovery is None:
+        if isinstance(recovery, str):
             self._logged_stream()
-            return error_line(CUT_OFF)
+            return error_line(recovery)
         refusal = await read_refusal(recovery)
         self._logged_stream()
         return error_line(upstream_error_text(refusal, recovery.status))
@@ -160,11 +160,13 @@ class _OllamaCall(GuardedCall):
         self, response: aiohttp.ClientResponse, guard: OllamaStreamGuard, round_number: int
     ) -> AsyncGenerator[bytes]:
         """One upstream stream through `guard`, as it comes; ends with an error line when
-        the upstream cuts it. The body is read to its end (the guard sends nothing after a
-        done or error line), so the connection goes back to the pool. The round is counted,
-        and a request it ends is logged, before its last line goes out: a client that stops
-        at an error line has the log written by then."""
-        lines, complete, counted = NdjsonLines(), False, False
+        the upstream cuts it or goes past a bound (`fault_message`). The body is read to
+        its end (the guard sends nothing after a done or error line), so the connection
+        goes back to the pool. The round is counted, and a request it ends is logged, before
+        its last line goes out: a client that stops at an error line has the log written
+        by then."""
+        lines, counted = NdjsonLines(self.settings.max_line_bytes), False
+        complete, cut = False, CUT_OFF
 
         def settle() -> None:
             nonlocal counted
@@ -179,10 +181,10 @@ class _OllamaCall(GuardedCall):
                 try:
                     piece = await response.content.readany()
                     got = lines.feed(piece) if piece else lines.finish()
-                except (*UPSTREAM_ERRORS, LineTooLong):
-                    self.failed = True
+                    outs = [out for line in got for out in guard.line(line)]
+                except STREAM_FAULTS as exc:
+                    self.failed, cut = True, fault_message(exc)
                     break
-                outs = [out for line in got for out in guard.line(line)]
                 if guard.finished:
                     settle()
                 for out in outs:
@@ -190,7 +192,7 @@ class _OllamaCall(GuardedCall):
                 if not piece:
                     break
             complete = not self.failed
-            outs = guard.end(CUT_OFF)
+            outs = guard.end(cut)
             settle()
             for out in outs:
                 yield out

@@ -7,6 +7,11 @@ ReplyFilters`: the one recovery, G2, and the recovery that showed nothing, G3), 
 text through a fresh filter (`whole`), and the reply's identity (id, created, model) taken
 from, or given to, its chunks. `WholeReply` is a whole answer's guard, as the routes'
 shared whole-answer flow (`guard.upstream.GuardedCall`) drives it.
+
+Deliberate choice: a reply keeps at most MAX_TEXTS filters (choices, content parts, text
+blocks); one more raises `TooManyTexts`, which the routes turn into their in-band error
+(a whole answer's 502). OpenAI caps `n` at 128, so no real reply comes near it, and a
+hostile upstream's 10,000 choice indexes cannot make the proxy keep 10,000 filters.
 """
 
 from __future__ import annotations
@@ -14,15 +19,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from guardrail.policy import RoundFilter
 from guardrail.reply import ReplyFilters
 
 IDENTITY = ("id", "created", "model")
+MAX_TEXTS = 128
+"""The most texts (choices, content parts, text blocks) one reply is filtered for: OpenAI's
+own cap on `n`."""
+
+
+class TooManyTexts(Exception):
+    """A reply with more texts than MAX_TEXTS: nothing more of it is filtered."""
+
+    def __init__(self) -> None:
+        super().__init__(f"a reply with more than {MAX_TEXTS} choices or parts")
 
 
 @dataclass
 class Reply(ReplyFilters):
     """A reply guard's shared part: the filters and decisions of `ReplyFilters`, and the
     reply's identity taken from, or given to, its chunks."""
+
+    def new_filter(self) -> RoundFilter:
+        """A fresh filter for one more text of the reply; TooManyTexts past MAX_TEXTS."""
+        if len(self.filters) >= MAX_TEXTS:
+            raise TooManyTexts
+        return super().new_filter()
 
     def whole(self, text: str) -> str:
         """What `text` shows as one whole stream, through a fresh filter of the reply's."""

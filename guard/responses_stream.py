@@ -216,7 +216,8 @@ class ResponsesStreamGuard(Reply):
         part = self._open_part(_key(index, parsed), parsed.get("item_id"))
         assert part.filter is not None
         shown = part.filter.feed(delta)
-        part.shown.append(shown)
+        if shown:  # nothing kept for a delta that shows nothing (a span's inside)
+            part.shown.append(shown)
         self._gate(out, index)
         if shown == delta:
             self._send(out, event, parsed, changed, index)

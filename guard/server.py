@@ -12,7 +12,9 @@ Deliberate choices:
 - An upstream error status is passed on as it is: the client's retry rules apply. The
   proxy retries nothing but the recovery.
 - A stream cut after it began ends with the OpenAI in-band error event, so the client sees
-  a failure, not a short answer; so does an empty recovery (G3). A whole one is a 502.
+  a failure, not a short answer; so do an empty recovery (G3) and an upstream past one of
+  the proxy's bounds (a line, an event, MAX_TEXTS choices: `guard.upstream`). A whole
+  answer's fault is a 502.
 - A client that leaves closes the upstream response at once.
 - Upstream silences mid-stream get a `: keep-alive` comment every `keepalive_s`, so no
   proxy in between drops the stream; the upstream's own comments are not passed on.
@@ -48,16 +50,16 @@ from guard.reply import WholeReply
 from guard.responses_route import responses_routes
 from guard.stream import StreamGuard
 from guard.upstream import (
-    CUT_OFF,
     METHODS,
-    UPSTREAM_ERRORS,
+    STREAM_FAULTS,
     GuardSettings,
     UpstreamSession,
+    fault_message,
     guarded,
 )
 from guardrail.policy import MALFORMED_REPLY, with_correction
 from servekit.limits import RequestLimits
-from servekit.sse import LineTooLong, SseDecoder, json_event
+from servekit.sse import SseDecoder, json_event
 
 __all__ = ["MAX_BODY_BYTES", "GuardSettings", "create_app"]
 
@@ -123,18 +125,18 @@ class _Call(OpenAICall):
             return StreamGuard(self.settings.registry_for(body), single_choice=_single_choice(body))
         return StreamGuard(self.settings.registry_for(body), follows=follows)
 
-    async def _refused(self, first: StreamGuard, recovery: aiohttp.ClientResponse | None) -> bytes:
+    async def _refused(self, first: StreamGuard, recovery: aiohttp.ClientResponse | str) -> bytes:
         del first  # the error event is the same whichever reply it ends
-        if recovery is None:
-            return _error_event(CUT_OFF, 502)
+        if isinstance(recovery, str):
+            return _error_event(recovery, 502)
         return _error_event(await error_message(recovery), recovery.status)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: StreamGuard, round_number: int
     ) -> AsyncGenerator[bytes]:
         """One upstream stream through `guard`, as it comes; ends early, with an error
-        event, when the upstream cuts it."""
-        decoder, done, ended = SseDecoder(), False, False
+        event, when the upstream cuts it or goes past a bound (`fault_message`)."""
+        decoder, done, ended = SseDecoder(self.settings.max_line_bytes), False, False
         out: list[bytes] = []  # what one upstream read gives: one write to the client
         try:
             while not done and not ended:
@@ -146,17 +148,16 @@ class _Call(OpenAICall):
                     if piece is None:
                         yield KEEPALIVE  # the upstream is silent (a model thinking)
                         continue
-                    events = decoder.feed(piece) if piece else decoder.finish()
-                except (*UPSTREAM_ERRORS, LineTooLong):
-                    self.failed = True
-                    yield _error_event(CUT_OFF, 502)
+                    ended = not piece
+                    for event in decoder.feed(piece) if piece else decoder.finish():
+                        if event.data.startswith("[DONE]"):
+                            done = True
+                            break
+                        out += guard.chunk(event.data)
+                except STREAM_FAULTS as exc:
+                    self.failed, ended = True, False
+                    yield b"".join([*out, _error_event(fault_message(exc), 502)])
                     return
-                ended = not piece
-                for event in events:
-                    if event.data.startswith("[DONE]"):
-                        done = True
-                        break
-                    out += guard.chunk(event.data)
             rest = guard.end(done=done)
             if guard.malformed:
                 out.append(_error_event(MALFORMED_REPLY, 502))

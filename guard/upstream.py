@@ -9,7 +9,14 @@ stream test, error shape, stream relay, guards and recovery request.
 Deliberate choices:
 - Client headers go upstream, Authorization included (hop-by-hop and Host aside); no
   header is ever logged. A guarded answer is asked for uncompressed; a passed-on request
-  keeps the client's Accept-Encoding.
+  keeps the client's Accept-Encoding (its bytes are relayed, the client decompresses).
+- A guarded answer that comes compressed all the same (`Content-Encoding` other than
+  identity) is refused with the route's 502, read no further: the proxy never inflates
+  an upstream body, so a gzip bomb costs it nothing (`Unguardable`).
+- What a hostile upstream can make the proxy hold is bounded (docs/reliability.md): a
+  whole answer by `max_answer_bytes`, a stream's line or event by `max_line_bytes`, a
+  reply's texts by `guard.reply.MAX_TEXTS`; past a bound a stream ends with the route's
+  in-band error (`fault_message`). Invalid UTF-8 is read as U+FFFD on every route.
 - The helpers here never write an error body: what a fault looks like is each route's own.
 - Every request goes through `servekit.pool.Pool` (short idle time, one retry on a fresh
   connection for a stale one); any other failure is the route's 502, its log line naming
@@ -29,15 +36,16 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import Response
 
-from guard.reply import WholeReply
+from guard.reply import TooManyTexts, WholeReply
 from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
 from servekit.allowed_hosts import HostPolicy
 from servekit.hop_by_hop import end_to_end
-from servekit.json_codec import json_object
+from servekit.json_codec import json_object, utf8_repaired
 from servekit.limits import LOCAL_ONLY
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
+from servekit.sse import DEFAULT_MAX_LINE_BYTES, LineTooLong
 from servekit.streamed import StreamedResponse
 
 log = logging.getLogger("guard")
@@ -45,6 +53,11 @@ log = logging.getLogger("guard")
 CUT_OFF = "The model's reply was cut off."
 UNREACHABLE = "The model server could not be reached."
 UPSTREAM_ERRORS = (RequestFailed, aiohttp.ClientError, OSError, TimeoutError)
+BOUNDS_BROKEN = (LineTooLong, TooManyTexts)
+"""A stream the proxy stops reading because the upstream went past a bound of its own."""
+STREAM_FAULTS = (*UPSTREAM_ERRORS, *BOUNDS_BROKEN)
+"""What ends a stream early: a cut, or a bound broken (`fault_message` says which)."""
+IDENTITY_CODINGS = ("", "identity")
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The most of a whole (not streamed) upstream answer the proxy reads: a model's answer is
 kilobytes, and a larger body is a fault answered with a 502, never held whole in memory."""
@@ -64,6 +77,7 @@ class GuardSettings:
     keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
     pool_idle_s: float = POOL_IDLE_S  # how long an idle upstream connection is kept for reuse
     max_answer_bytes: int = MAX_ANSWER_BYTES  # a whole answer past it is a 502
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a stream's line or event past it ends it
     hosts: HostPolicy = LOCAL_ONLY  # the Host names the proxy answers to (DNS rebinding)
 
     def registry_for(self, body: dict[str, Any]) -> Registry:
@@ -122,13 +136,20 @@ class GuardedCall:
 
     async def post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         """The upstream's response to `body`; RequestFailed (its cause noted for the log)
-        when there is none."""
+        when there is none, Unguardable for an answer compressed though the proxy asked
+        for it uncompressed (closed unread)."""
         data = json.dumps(body).encode()
         try:
-            return await self.session.request("POST", self.url, data=data, headers=self.headers)
+            response = await self.session.request("POST", self.url, data=data, headers=self.headers)
         except RequestFailed as failed:
             self.cause = failed.cause
             raise
+        coding = response.headers.get("Content-Encoding", "").strip().lower()
+        if response.status < 300 and coding not in IDENTITY_CODINGS:
+            response.close()
+            self.status, self.cause = response.status, "error=Unguardable"
+            raise Unguardable(coding)
+        return response
 
     def count(self, stripped: int, first_span: str, round_number: int) -> None:
         """Add one upstream reply's stripped characters, with the warning when there are any."""
@@ -169,6 +190,9 @@ class GuardedCall:
         except UPSTREAM_ERRORS:
             self.log(self.route, stream=stream)
             return self.error(502, UNREACHABLE)
+        except Unguardable as exc:
+            self.log(self.route, stream=stream)
+            return self.error(502, str(exc))
         self.status = response.status
         if response.status >= 300:
             self.log(self.route, stream=stream)
@@ -194,6 +218,8 @@ class GuardedCall:
             recovery = await self.post(self.recovery_body(body))
         except UPSTREAM_ERRORS:
             return self.error(502, UNREACHABLE)
+        except Unguardable as exc:
+            return self.error(502, str(exc))
         if recovery.status >= 300:
             return await self.relayed(recovery)
         second = await self._through_guard(body, recovery, guard)
@@ -213,7 +239,10 @@ class GuardedCall:
             return read
         raw, answer = read
         guard = self.whole_guard(body, follows)
-        changed = guard.filter(answer)
+        try:
+            changed = guard.filter(answer)
+        except TooManyTexts as exc:
+            return self.error(502, fault_message(exc))
         self.count(guard.stripped_chars, guard.first_span, 1 if follows is None else 2)
         return guard, json_response(response, answer) if changed else raw_response(response, raw)
 
@@ -223,14 +252,15 @@ class GuardedCall:
         response: aiohttp.ClientResponse,
         guard: Callable[[S | None], S],
         relayed: Callable[[aiohttp.ClientResponse, S, int], AsyncIterator[bytes]],
-        refused: Callable[[S, aiohttp.ClientResponse | None], Awaitable[bytes]],
+        refused: Callable[[S, aiohttp.ClientResponse | str], Awaitable[bytes]],
     ) -> AsyncGenerator[bytes]:
         """A streamed answer's flow, every route's: the first upstream stream through
         `guard(None)`; when the round asks for it (`recovers`), the one recovery request,
         whose stream goes through `guard(first)` into the same client stream. `relayed`
         carries one upstream stream through its guard (round 1 or 2); a recovery request
         that fails ends the stream with `refused(first, recovery)`, the route's in-band
-        error (recovery None: the upstream could not be reached)."""
+        error (recovery a message of the proxy's own, a 502's, when there is no answer to
+        read one from: the upstream could not be reached, or answered compressed)."""
         first = guard(None)
         async for piece in relayed(response, first, 1):
             yield piece
@@ -240,7 +270,10 @@ class GuardedCall:
         try:
             recovery = await self.post(self.recovery_body(body))
         except UPSTREAM_ERRORS:
-            yield await refused(first, None)
+            yield await refused(first, CUT_OFF)
+            return
+        except Unguardable as exc:
+            yield await refused(first, str(exc))
             return
         if recovery.status >= 300:
             yield await refused(first, recovery)
@@ -266,6 +299,8 @@ class GuardedCall:
         if raw is None:
             return self.error(502, CUT_OFF)
         value = json_object(raw)
+        if value is None and (repaired := utf8_repaired(raw)) is not raw:
+            raw, value = repaired, json_object(repaired)
         if value is None:
             return raw_response(response, raw)
         return raw, value
@@ -342,6 +377,25 @@ class AnswerTooLarge(Exception):
         super().__init__(
             f"The model server's answer is larger than {limit} bytes, more than the proxy reads."
         )
+
+
+class Unguardable(Exception):
+    """A guarded answer with a content coding the proxy did not ask for (it asks for
+    identity): refused unread, as nothing can be filtered in it without inflating it."""
+
+    def __init__(self, coding: str) -> None:
+        super().__init__(
+            f"The model server answered with Content-Encoding {coding}, though the proxy asked"
+            " for identity; the proxy does not decompress answers."
+        )
+
+
+def fault_message(exc: BaseException) -> str:
+    """What the client is told of a stream ended by `exc`, one of STREAM_FAULTS: which
+    bound the upstream broke, or that it cut the reply."""
+    if isinstance(exc, BOUNDS_BROKEN):
+        return f"The model server sent more than the proxy reads: {exc}."
+    return CUT_OFF
 
 
 async def read_whole(response: aiohttp.ClientResponse, limit: int) -> bytes | None:

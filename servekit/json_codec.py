@@ -10,6 +10,8 @@
   parsed per token, and orjson takes a fifth of the time): not on a text that could nest
   near a depth limit or hold an integer past 64 bits (orjson reads it as a float), and
   what orjson refuses (a lone surrogate escape, NaN, a BOM) goes to the standard parser.
+- `utf8_repaired`: bytes that are not UTF-8 read with U+FFFD for each invalid sequence, as
+  `servekit.sse` decodes an event stream, for a reader that must not give up on them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, cast
 
 import orjson
 
-__all__ = ["dumps", "json_object"]
+__all__ = ["dumps", "json_object", "utf8_repaired"]
 
 ORJSON_MAX_OPENINGS = 256
 """A text with fewer `[` and `{` than this nests well inside both parsers' depth limits
@@ -53,6 +55,16 @@ def json_object(raw: bytes | str) -> dict[str, Any] | None:
     else:
         value = _standard_loads(raw)
     return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def utf8_repaired(raw: bytes) -> bytes:
+    """`raw` with every invalid UTF-8 sequence read as U+FFFD (the same object when it is
+    valid UTF-8). Costs a decode: for a reader's slow path, once `json_object` refused."""
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return raw.decode(errors="replace").encode()
+    return raw
 
 
 def _orjson_agrees(data: bytes) -> bool:

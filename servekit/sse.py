@@ -7,9 +7,11 @@ far, by the SDK's and WHATWG's rules; `finish()` returns a last event with no bl
 
 Deliberate choices:
 - A line over `max_line_bytes` (8 MiB) raises `LineTooLong` rather than grow without
-  bound: the body comes from a server we do not control.
+  bound: the body comes from a server we do not control. So does an event whose `data:`
+  lines, each short, add up to more (counted in the bytes read since the last event, so
+  at most a piece over the bound is held).
 - Bytes are cut at line ends before decoding, with `errors="replace"`, so a piece boundary
-  inside a character never matters and invalid UTF-8 fails later, as JSON.
+  inside a character never matters and each invalid UTF-8 sequence reads as U+FFFD.
 - This is the hot path (a line per token): one decode and one split per piece, lengths
   measured only when a piece could hold a line past the limit (docs/benchmarks.md).
 """
@@ -88,6 +90,8 @@ class LineBuffer:
 class SseDecoder:
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self._lines = LineBuffer(max_line_bytes, "event-stream")
+        self._max_event_bytes = max_line_bytes
+        self._event_bytes = 0  # the bytes read into the unfinished event (at least its data)
         self._after_cr = False  # the last piece ended with CR: a LF that follows is its pair
         self._event: str | None = None
         self._data: list[str] = []
@@ -113,6 +117,9 @@ class SseDecoder:
             if event is not None:
                 events.append(event)
                 data = self._data
+        self._event_bytes = (0 if events else self._event_bytes) + len(complete) if data else 0
+        if self._event_bytes > self._max_event_bytes:
+            raise LineTooLong(f"an event-stream event is longer than {self._max_event_bytes} bytes")
         return events
 
     def finish(self) -> list[SseEvent]:

@@ -1,6 +1,8 @@
 """Start the mock LLM, the notes app and the guard proxy in-process on free 127.0.0.1 ports
 (for conftests and tests), and a scripted upstream that answers with raw bytes, for faults
-the mock cannot play (a connection closed without an answer, a body broken after its end).
+the mock cannot play (a connection closed without an answer, a body broken after its end;
+`writing_upstream`: an answer chosen by the request and written piece by piece, such as a
+stream of many megabytes).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import socket
 import socketserver
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,13 +60,35 @@ LAST_CHUNK = b"0\r\n\r\n"
 """The chunk that ends a chunked body (without it, the connection closes mid-body)."""
 
 
+def chunked_head(content_type: str = "text/event-stream", *headers: str) -> bytes:
+    """The head of a 200 answer with a chunked body, as raw HTTP/1.1 (`headers`: more
+    `name: value` lines)."""
+    lines = [f"content-type: {content_type}", "transfer-encoding: chunked", *headers]
+    return ("HTTP/1.1 200 OK\r\n" + "".join(f"{line}\r\n" for line in lines)).encode() + (
+        b"connection: close\r\n\r\n"
+    )
+
+
+def chunk_of(piece: bytes) -> bytes:
+    """`piece` as one chunk of a chunked body."""
+    return f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+
+
 def chunked_answer(
     body: bytes, *, end: bytes = LAST_CHUNK, content_type: str = "text/event-stream"
 ) -> bytes:
     """A 200 answer with `body` as one chunk, then `end`, as raw HTTP/1.1."""
-    head = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n"
-    chunk = f"{len(body):x}\r\n".encode() + body + b"\r\n"
-    return head.encode() + b"connection: close\r\n\r\n" + chunk + end
+    return chunked_head(content_type) + chunk_of(body) + end
+
+
+def chunked_stream(
+    pieces: Iterable[bytes], content_type: str = "text/event-stream", *headers: str
+) -> Iterator[bytes]:
+    """A 200 answer whose body is `pieces`, each its own chunk (and its own write)."""
+    yield chunked_head(content_type, *headers)
+    for piece in pieces:
+        yield chunk_of(piece)
+    yield LAST_CHUNK
 
 
 def whole_answer(body: bytes, content_type: str = "application/json") -> bytes:
@@ -79,6 +103,21 @@ def scripted_upstream(answers: Sequence[bytes | None]) -> Generator[str]:
     closes the connection (at once, without a byte, for None)."""
     served = iter(answers)
 
+    def answer(body: bytes) -> list[bytes]:
+        del body  # the order of the requests decides
+        one = next(served, None)
+        return [] if one is None else [one]
+
+    with writing_upstream(answer) as url:
+        yield url
+
+
+@contextmanager
+def writing_upstream(answer: Callable[[bytes], Iterable[bytes]]) -> Generator[str]:
+    """A loopback server that answers each request with the raw bytes `answer(its body)`
+    yields, one write each, then closes the connection; a client that left ends the
+    writing (and the iterable is closed)."""
+
     class Handler(socketserver.StreamRequestHandler):
         def handle(self) -> None:
             length = 0
@@ -86,11 +125,16 @@ def scripted_upstream(answers: Sequence[bytes | None]) -> Generator[str]:
                 name, _, value = line.decode().partition(":")
                 if name.lower() == "content-length":
                     length = int(value)
-            self.rfile.read(length)
-            answer = next(served, None)
-            if answer is not None:
-                self.wfile.write(answer)
-            self.request.shutdown(socket.SHUT_RDWR)
+            pieces = iter(answer(self.rfile.read(length)))
+            try:
+                for piece in pieces:
+                    self.wfile.write(piece)
+                self.request.shutdown(socket.SHUT_RDWR)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client left: nothing more to write
+            finally:
+                if isinstance(pieces, Generator):
+                    pieces.close()
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

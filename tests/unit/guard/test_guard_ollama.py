@@ -374,7 +374,6 @@ def test_nothing_after_the_done_line_is_sent():
         b"42\n",
         b"null\n",
         b"\n",
-        b"\xff\xfe{\n",
         b"[" * 100_000 + b"\n",
         b'{"message": "a string", "done": false}\n',
         b'{"message": {"content": 7}, "done": false}\n',
@@ -387,7 +386,6 @@ def test_nothing_after_the_done_line_is_sent():
         "number",
         "null",
         "blank",
-        "bad-utf8",
         "deeply-nested",
         "message-not-object",
         "content-not-text",
@@ -398,6 +396,24 @@ def test_nothing_after_the_done_line_is_sent():
 @APIS
 def test_a_line_that_is_not_an_ollama_line_goes_out_as_it_came(api: OllamaApi, raw: bytes):
     assert OllamaStreamGuard(DEFAULT_REGISTRY, api=api).line(raw) == [raw]
+
+
+@APIS
+def test_a_line_that_is_not_utf8_goes_out_with_replacement_characters(api: OllamaApi):
+    assert OllamaStreamGuard(DEFAULT_REGISTRY, api=api).line(b"\xff\xfe{\n") == [
+        "\ufffd\ufffd{\n".encode()
+    ]
+
+
+@APIS
+def test_a_line_with_invalid_utf8_is_still_filtered(api: OllamaApi):
+    text = b"caf\xff <|tool_call_start|>[read()]<|tool_call_end|>done"
+    line = {"response": "@"} if api is GENERATE else {"message": {"content": "@"}}
+    raw = json.dumps({**line, "done": False}).encode().replace(b"@", text)
+    (out,) = OllamaStreamGuard(DEFAULT_REGISTRY, api=api).line(raw + b"\n")
+    holder = api.holder(json.loads(out))
+    assert holder is not None
+    assert holder[api.text_key] == "caf\ufffd done"
 
 
 @APIS

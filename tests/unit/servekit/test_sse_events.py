@@ -103,3 +103,23 @@ def test_where_the_body_is_cut_never_changes_the_events(
 
     assert decode(body, [c for c in cuts if c <= len(body)]) == whole
     assert whole == [SseEvent(name, "\n".join(data)) for name, data in events]
+
+
+def test_an_event_of_many_short_data_lines_past_the_limit_raises_instead_of_growing() -> None:
+    decoder = SseDecoder(max_line_bytes=64)
+    for _ in range(4):  # each line short (15 bytes counted), the event never ended
+        decoder.feed(b"data: 123456789\n")
+    with pytest.raises(LineTooLong, match="event-stream event is longer than 64 bytes"):
+        decoder.feed(b"data: 123456789\n")
+
+
+def test_many_short_events_never_add_up_to_the_limit() -> None:
+    decoder = SseDecoder(max_line_bytes=64)
+    for _ in range(100):
+        assert decoder.feed(b"data: 123456789\n\n") == [SseEvent(None, "123456789")]
+
+
+@pytest.mark.parametrize("cut", range(6, 10))
+def test_a_character_cut_between_two_pieces_arrives_whole(cut: int) -> None:
+    body = "data: né€😀\n\n".encode()
+    assert decode(body, [cut]) == [SseEvent(None, "né€😀")]
