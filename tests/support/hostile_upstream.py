@@ -70,12 +70,16 @@ def long_line(total: int = 50 * MiB, piece: int = 64 * 1024) -> Iterator[bytes]:
         yield b"x" * piece
 
 
-def opener_without_end(text: str = "x" * 1000) -> Iterator[bytes]:
-    """A tool-call opener, then content chunks of `text` for ever, no end marker."""
+def opener_without_end(text: str = "x" * 1000, count: int | None = None) -> Iterator[bytes]:
+    """A tool-call opener, then `count` content chunks of `text` (None: for ever), no end
+    marker, then a clean end."""
     yield chunk("<|tool_call_start|>")
     event = chunk(text)
-    while True:
+    sent = 0
+    while count is None or sent < count:
         yield event
+        sent += 1
+    yield from clean_stream("")
 
 
 INVALID = b"bad \xff\xfe bytes"
