@@ -11,7 +11,9 @@ body bytes written and `digest[NAME]` hashes them, for a client to compare; `end
 is set once the answer ended (written whole, or its client gone).
 
 The scripts are here too: `long_line`, `opener_without_end`, `invalid_utf8`,
-`split_character`, `many_choices`, `gzip_bomb`.
+`split_character`, `many_choices`, `gzip_bomb`; `ENDLESS` names one of each case (for a
+client that stops reading: the opener and the bomb never end), `ending()` the same with
+an end (for a client that reads everything, as the recorder's does).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import zlib
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 from servekit.json_codec import dumps
 
@@ -119,6 +122,25 @@ def gzip_bomb(block: bytes = b": keep-alive\n\n", blocks: int | None = None) -> 
         yield packer.compress(big) + packer.flush(zlib.Z_SYNC_FLUSH)
         sent += 1
     yield packer.flush()
+
+
+ENDLESS = {
+    "long-line": Script(long_line),  # 50 MB without a newline
+    "opener": Script(opener_without_end),
+    "invalid-utf8": Script(invalid_utf8),
+    "split-character": Script(split_character),
+    "many-choices": Script(many_choices),
+    "gzip-bomb": Script(gzip_bomb, gzip=True),
+}
+
+
+def ending(opener_chunks: int, bomb_mib: int) -> dict[str, Script]:
+    """`ENDLESS` with an end: the opener's chunks of 1,000 characters, the bomb's MiB."""
+    return {
+        **ENDLESS,
+        "opener": Script(partial(opener_without_end, count=opener_chunks)),
+        "gzip-bomb": Script(partial(gzip_bomb, blocks=bomb_mib), gzip=True),
+    }
 
 
 def _head(gzip: bool) -> bytes:

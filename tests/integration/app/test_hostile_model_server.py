@@ -24,31 +24,18 @@ from servekit.sse import DEFAULT_MAX_LINE_BYTES
 from ...support.deadlines import DEADLINE_S
 from ...support.hostile_upstream import (
     CLEAN_ANSWER,
+    ENDLESS,
     INVALID_SHOWN,
     SPLIT_TEXT,
     HostileUpstream,
-    Script,
-    gzip_bomb,
-    invalid_utf8,
-    long_line,
-    many_choices,
-    opener_without_end,
     serve_hostile_upstream,
-    split_character,
 )
 from ...support.servers import app_settings, serve_app
-from ...support.sse import Turn, ask
+from ...support.sse import ask
+from .test_turn_faults import has_row, terminal
 
 SMALL_BYTES = 2 * DEFAULT_MAX_LINE_BYTES  # so a long line meets the line bound first
 SMALL_CHARS = 256 * 1024
-SCRIPTS = {
-    "long-line": Script(long_line),
-    "opener": Script(opener_without_end),
-    "invalid-utf8": Script(invalid_utf8),
-    "split-character": Script(split_character),
-    "many-choices": Script(many_choices),
-    "gzip-bomb": Script(gzip_bomb, gzip=True),
-}
 REFUSED = {
     "long-line": (MSG_MALFORMED, "reason=stream-line-too-long"),
     "opener": (MSG_TOO_LONG, f"reason=reply-over-{SMALL_CHARS}-characters"),
@@ -59,7 +46,7 @@ READ = {"invalid-utf8": INVALID_SHOWN, "split-character": SPLIT_TEXT, "many-choi
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[HostileUpstream]:
-    with serve_hostile_upstream(SCRIPTS) as served:
+    with serve_hostile_upstream(ENDLESS) as served:
         yield served
 
 
@@ -85,17 +72,6 @@ async def app(app_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 def hostile(case: str) -> str:
     return f"When do backups run? [[hostile:{case}]]"
-
-
-def terminal(turn: Turn) -> dict[str, object]:
-    ends = [f for f in turn.frames if f["type"] in ("done", "error")]
-    assert ends == [turn.last], turn.frames
-    return turn.last
-
-
-async def has_row(app: httpx.AsyncClient, turn_id: str) -> bool:
-    turns = (await app.get("/api/history", params={"limit": 200})).json()["turns"]
-    return any(t["turn_id"] == turn_id for t in turns)
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
@@ -132,7 +108,7 @@ async def test_a_reply_the_app_can_read_is_shown_and_logged_as_a_normal_turn(
     assert await has_row(app, turn.turn_id)
 
 
-@pytest.mark.parametrize("case", sorted(SCRIPTS))
+@pytest.mark.parametrize("case", sorted(ENDLESS))
 async def test_a_concurrent_clean_turn_completes_while_a_hostile_reply_is_read(
     app: httpx.AsyncClient, case: str
 ) -> None:

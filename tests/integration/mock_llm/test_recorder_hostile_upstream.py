@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Iterator
-from functools import partial
 from pathlib import Path
 
 import httpx
@@ -38,25 +37,12 @@ from ...support.hostile_upstream import (
     INVALID_SHOWN,
     SPLIT_TEXT,
     HostileUpstream,
-    Script,
-    gzip_bomb,
-    invalid_utf8,
-    long_line,
-    many_choices,
-    opener_without_end,
+    ending,
     serve_hostile_upstream,
-    split_character,
 )
 
 SMALL_CHUNKS = 1000
-SCRIPTS = {
-    "long-line": Script(long_line),
-    "opener": Script(partial(opener_without_end, count=2 * SMALL_CHUNKS)),
-    "invalid-utf8": Script(invalid_utf8),
-    "split-character": Script(split_character),
-    "many-choices": Script(many_choices),
-    "gzip-bomb": Script(partial(gzip_bomb, blocks=2 * MAX_RECORDED_BODY_BYTES >> 20), gzip=True),
-}
+SCRIPTS = ending(2 * SMALL_CHUNKS, 2 * MAX_RECORDED_BODY_BYTES >> 20)
 SKIPPED = {
     "long-line": f"an event-stream line is longer than {DEFAULT_MAX_LINE_BYTES} bytes",
     "opener": f"the answer has more than {SMALL_CHUNKS} chunks",
