@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from app.rag.llm.chunks import MAX_REPLY_CHARS
+from app.rag.llm.transport import MAX_REPLY_BYTES
 from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
 from guardrail.patterns import Registry
 from servekit.allowed_hosts import HostPolicy, parse_allowed_hosts
@@ -93,6 +95,11 @@ class Settings:
     allowed_origins: frozenset[str] = frozenset()
     bound_host: str | None = None
     """The address the app listens on (not an env setting: `--host`); a name is answered."""
+    llm_max_reply_bytes: int = MAX_REPLY_BYTES
+    """The most of one model reply's body read (not an env setting: a bound against a hostile
+    model server, made small by tests; docs/reliability.md)."""
+    llm_max_reply_chars: int = MAX_REPLY_CHARS
+    """The most text one model reply may carry (not an env setting, as above)."""
     embedded_mock_url: str | None = None
     """The in-process mock's base URL when `python -m app` started one (not an env setting):
     the page then shows the demo banner, its failure examples and links to the journal."""

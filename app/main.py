@@ -81,6 +81,8 @@ def llm_config(settings: Settings) -> LLMConfig:
         retry_base_delay_s=settings.llm_retry_delay_s,
         retry_after_cap_s=settings.llm_retry_after_cap_s,
         pool_idle_s=settings.llm_pool_idle_s,
+        max_reply_bytes=settings.llm_max_reply_bytes,
+        max_reply_chars=settings.llm_max_reply_chars,
     )
 
 

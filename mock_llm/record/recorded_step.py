@@ -10,10 +10,16 @@ Deliberate choices:
 - The mock streams reasoning, content, then tool calls; an upstream that interleaves them
   is recorded in that order, a piece moved ahead getting no gap, and `reordered` says so.
 - A line over the line buffer (8 MiB) ends reading with a `problem`; nothing is recorded.
+  So do more than `max_chunks` pieces (`MAX_RECORDED_CHUNKS`): what was read is dropped
+  then, so a stream that never ends costs bounded memory.
+- Bytes that are not UTF-8 are read as U+FFFD, as the SDK reads them (a replay could not
+  send them anyway), and `not_utf8` says so for the recorder's log line; a character split
+  across reads is read whole.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
@@ -46,6 +52,8 @@ _ERROR_TYPES: Mapping[int, str] = {
     408: "timeout",
     429: "rate_limit_exceeded",
 }
+MAX_RECORDED_CHUNKS = 100_000
+"""The most pieces of a stream read to record it (a long answer has one per token)."""
 MAX_ERROR_MESSAGE_CHARS = 2000
 """The longest upstream error message kept (a proxy's HTML error page can be long)."""
 
@@ -334,11 +342,17 @@ class LineReader(ABC):
     JSON (`malformed`, the stream going on after it). Each format counts the frames a fault
     fires after (`_frames`), as the mock numbers its own in that format.
 
-    A line longer than the line buffer holds ends the reading: `problem` says why, and the
+    A line longer than the line buffer holds, or more than `max_chunks` pieces, end the
+    reading: `problem` says why, the pieces read are dropped, and the
     recorder records nothing of the exchange (the bytes still pass through)."""
+
+    max_chunks = MAX_RECORDED_CHUNKS
 
     def __init__(self) -> None:
         self.problem: str | None = None
+        self.not_utf8 = False
+        """Some bytes were not UTF-8 (they are read as U+FFFD)."""
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
         self.done = False
         """The answer's end arrived (`[DONE]`, Ollama's `done` line, the response's end)."""
         self._pieces = StepBuilder()
@@ -357,10 +371,22 @@ class LineReader(ABC):
         if self.problem is not None:
             return
         self._at_ms = at_ms
+        if not self.not_utf8:
+            try:
+                self._utf8.decode(data)
+            except UnicodeDecodeError:
+                self.not_utf8 = True
         try:
             self._feed(data, at_ms)
         except LineTooLong as exc:
-            self.problem = str(exc)  # an event-stream line is longer than 8388608 bytes
+            self._stop(str(exc))  # an event-stream line is longer than 8388608 bytes
+        else:
+            if self._pieces.pieces > self.max_chunks:
+                self._stop(f"the answer has more than {self.max_chunks} chunks")
+
+    def _stop(self, problem: str) -> None:
+        self.problem = problem
+        self._pieces = StepBuilder()
 
     def step(self, broken: bool) -> Step:
         """The recorded step once the body has ended; `broken` when the connection broke

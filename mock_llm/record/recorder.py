@@ -13,6 +13,13 @@ Deliberate choices:
   Authorization and API-key values are redacted from everything (an upstream may echo one).
 - `Accept-Encoding` is narrowed to what the recorder can decode; a body that does not
   decode to its end, or has a line over 8 MiB, is passed on but not recorded.
+- A hostile upstream costs bounded memory and is passed on as it came, unrecorded (the log
+  says why; docs/reliability.md): an answer is decoded only up to `max_recorded_bytes`
+  (`MAX_RECORDED_BODY_BYTES`, a gzip bomb included, asked for or not), a stream read only
+  up to `max_recorded_chunks` pieces (`MAX_RECORDED_CHUNKS`: an opener with no end over
+  megabytes); what was read of such an answer is dropped at once, though its relay goes
+  on. Only choice 0 of a stream is read (`recording.StreamParser`). A stream with bytes
+  that are not UTF-8 is recorded with U+FFFD in their place, and its log line says so.
 - An exchange the client left, or whose upstream could not be reached (a 502), is not
   recorded: it says nothing about the upstream.
 - The upstream is reached through `servekit.httpx_pool.HttpxPool` (short idle time, one
@@ -45,7 +52,13 @@ from mock_llm.flows.flow_writer import dump_flows
 from mock_llm.flows.model import CutFault, Step, describe_fault
 from mock_llm.record.content_coding import READABLE_CODINGS, BodyDecoder
 from mock_llm.record.recorded_apis import RecordedApi, recorded_api
-from mock_llm.record.recorded_step import LineReader, error_step, json_object, read_json
+from mock_llm.record.recorded_step import (
+    MAX_RECORDED_CHUNKS,
+    LineReader,
+    error_step,
+    json_object,
+    read_json,
+)
 from mock_llm.record.recording import Recording, description, turn_of
 from mock_llm.record.redaction import Redactor
 from mock_llm.server.played import quiet_abort_logs
@@ -65,7 +78,10 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 """The largest request the recorder passes on: its own limit, above servekit's default, for
 the requests a real upstream takes (long conversations, images as data URLs)."""
 MAX_RECORDED_BODY_BYTES = 16 * 1024 * 1024
-"""The most of a non-streamed answer kept to parse; a longer one passes through unrecorded."""
+"""The most of an answer (as decoded) read to record it, a stream or whole; a longer one
+passes through unrecorded."""
+NOT_UTF8 = " (bytes that are not UTF-8 recorded as U+FFFD)"
+"""The end of the log line of a stream that had such bytes."""
 SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
 """Headers whose values are redacted from whatever is recorded (no header is written)."""
 COMMENT = (
@@ -123,6 +139,10 @@ class RecorderSettings:
     """Where a line per recorded exchange goes (the command line prints it)."""
     hosts: HostPolicy = LOCAL_ONLY
     """The Host names the recorder answers to (`--allowed-hosts`, servekit.allowed_hosts)."""
+    max_recorded_bytes: int = MAX_RECORDED_BODY_BYTES
+    """The most of an answer decoded to record it (made small by tests)."""
+    max_recorded_chunks: int = MAX_RECORDED_CHUNKS
+    """The most pieces of a stream read to record it (made small by tests)."""
 
 
 def load_recording(path: Path) -> Recording:
@@ -177,13 +197,26 @@ class _Relayed:
     """What the recorder read of an answer while relaying it."""
 
     problem: str | None = None
-    """Why there is nothing to record (the upstream could not be reached)."""
+    """Why there is nothing to record (the upstream could not be reached, or the answer is
+    past a bound or unreadable: then nothing more of it is read)."""
     headers: httpx.Headers = field(default_factory=httpx.Headers)
-    decoder: BodyDecoder = field(default_factory=lambda: BodyDecoder(""))
+    decoder: BodyDecoder = field(default_factory=lambda: BodyDecoder("", 0))
     reader: LineReader | None = None
     """The stream's reader (None: the answer is read whole, from `kept`)."""
     kept: bytearray = field(default_factory=bytearray)
     """The decoded body of an answer that is not a stream (an error status's too)."""
+
+    def read(self, raw: bytes, at_ms: float) -> None:
+        """Decode and read a copy of `raw`; on the first problem, drop what was read."""
+        data = self.decoder(raw)
+        reader = self.reader
+        if reader is not None:
+            reader.feed(data, at_ms)
+        else:
+            self.kept += data
+        self.problem = self.decoder.problem or (reader.problem if reader is not None else None)
+        if self.problem is not None:
+            self.reader, self.kept = None, bytearray()
 
 
 @dataclass
@@ -304,7 +337,8 @@ class Recorder:
             self._log(f"mock_llm record: {exchange.path}: not recorded: {problem}")
             return
         step = self._step(exchange, relayed, api)
-        await self._record(exchange, step, when, api)
+        not_utf8 = relayed.reader is not None and relayed.reader.not_utf8
+        await self._record(exchange, step, when, api, NOT_UTF8 if not_utf8 else "")
 
     async def _forward(
         self,
@@ -325,11 +359,14 @@ class Recorder:
         try:
             exchange.status = response.status_code
             relayed.headers = response.headers
-            relayed.decoder = BodyDecoder(response.headers.get("content-encoding", ""))
+            relayed.decoder = BodyDecoder(
+                response.headers.get("content-encoding", ""), self.settings.max_recorded_bytes
+            )
             content_type = response.headers.get("content-type", "").lower()
             if api is not None and content_type.startswith(api.stream_type):
                 relayed.reader = api.reader() if response.status_code < 400 else None
-            reader = relayed.reader
+                if relayed.reader is not None:
+                    relayed.reader.max_chunks = self.settings.max_recorded_chunks
             start = {
                 "type": "http.response.start",
                 "status": response.status_code,
@@ -348,13 +385,8 @@ class Recorder:
                     body = {"type": "http.response.body", "body": raw, "more_body": True}
                     if not await _relay(send, body, exchange):
                         return
-                    if api is None:
-                        continue
-                    data = relayed.decoder(raw)
-                    if reader is not None:
-                        reader.feed(data, at_ms)
-                    elif len(relayed.kept) <= MAX_RECORDED_BODY_BYTES:
-                        relayed.kept += data
+                    if api is not None and relayed.problem is None:
+                        relayed.read(raw, at_ms)
             except httpx.HTTPError:
                 exchange.broken = True
                 return
@@ -381,7 +413,7 @@ class Recorder:
         return self.settings.redactor.with_secrets(secret_values(exchange.headers)).step(step)
 
     async def _record(
-        self, exchange: _Exchange, step: Step, when: datetime, api: RecordedApi
+        self, exchange: _Exchange, step: Step, when: datetime, api: RecordedApi, note: str
     ) -> None:
         turn = turn_of(api.messages(exchange.body))
         model = (json_object(read_json(exchange.body)) or {}).get("model")
@@ -398,7 +430,7 @@ class Recorder:
                 return
             self._count(saved=1)
         steps = len(self.recording.flows[name].steps)
-        self._log(f"mock_llm record: {name} step {steps}: {_summary(step)}")
+        self._log(f"mock_llm record: {name} step {steps}: {_summary(step)}{note}")
 
 
 def _unrecordable(exchange: _Exchange, relayed: _Relayed) -> str | None:
@@ -409,8 +441,6 @@ def _unrecordable(exchange: _Exchange, relayed: _Relayed) -> str | None:
         return relayed.decoder.problem
     if not (200 <= exchange.status < 300 or 400 <= exchange.status <= 599):
         return f"the upstream answered {exchange.status}"
-    if len(relayed.kept) > MAX_RECORDED_BODY_BYTES:
-        return f"the answer is longer than {MAX_RECORDED_BODY_BYTES} bytes"
     if relayed.reader is not None:
         return relayed.reader.problem
     return None

@@ -13,6 +13,8 @@ Deliberate choices:
 - Every API's request is read as chat messages first, so a turn is named the same in each.
 - Deltas with no text are not recorded; a delta carrying two parts becomes two chunks,
   the second with no gap.
+- Only choice 0 of a stream is read (a choice without an index is 0): the mock plays one,
+  and a chunk of other choices only (10,000 of them, say) adds nothing to the recording.
 """
 
 from __future__ import annotations
@@ -118,7 +120,9 @@ class StreamParser(LineReader):
             if obj.get("usage") is not None and not first:
                 self._usage_seen = True
             return
-        choice = first_choice(choices_of(obj))  # the mock plays one choice of `n > 1`
+        choice = next((c for c in choices_of(obj) if c.get("index", 0) == 0), None)
+        if choice is None:  # the mock plays one choice of `n > 1`: 0, and no other
+            return
         delta = delta_of(choice)
         if delta is not None:
             self._delta(delta, at_ms)

@@ -10,6 +10,11 @@ Deliberate choices:
   refuses, as the SDK would (a lone surrogate escape, NaN).
 - One network read's text goes on as one piece per kind (`merged`), nothing held back.
 - A stream that ends without a finish reason was cut (a retryable LLMError).
+- A reply's text (thinking, answer and tool-call arguments, before the guardrail strips
+  anything) is read only up to `max_chars` (`MAX_REPLY_CHARS`): past it the reply is an
+  LLMError, so neither the answer a turn keeps nor a model that never stops (an opener
+  with no end marker over megabytes) can grow without bound. Choices other than 0 are
+  skipped before anything of them is kept, so 10,000 choices cost no memory.
 """
 
 from __future__ import annotations
@@ -23,10 +28,16 @@ from typing import Any, cast
 import orjson
 
 from app.errors import LLMError
-from app.rag.llm.errors import MSG_CUT, MSG_ERROR_EVENT, MSG_MALFORMED
+from app.rag.llm.errors import MSG_CUT, MSG_ERROR_EVENT, MSG_MALFORMED, reply_too_long
 from app.rag.types import RoundEnd, StreamPiece, ToolCall
 from servekit.openai_chunks import choices_of, delta_of, reasoning_texts, tool_call_items
 from servekit.sse import SseEvent
+
+MAX_REPLY_CHARS = 4 * 1024 * 1024
+"""The most text one reply may carry (thinking, answer, tool-call names, ids and arguments
+together)."""
+MAX_TOOL_CALLS = 128
+"""The most tool calls one reply may carry (a piece with a new index opens one)."""
 
 
 @dataclass
@@ -42,10 +53,14 @@ class ChunkAccumulator:
 
     calls: dict[int, _PartialCall] = field(default_factory=dict[int, _PartialCall])
     finish_reason: str | None = None
+    max_chars: int = MAX_REPLY_CHARS
+    chars: int = 0
+    """The reply's text so far, counted against `max_chars`."""
 
     def pieces(self, chunk: dict[str, Any]) -> list[StreamPiece]:
         """The thinking and answer text of one chunk (choice 0 only); tool-call pieces and
-        the finish reason are kept. `choices` may be null (vLLM's usage chunk)."""
+        the finish reason are kept. `choices` may be null (vLLM's usage chunk). Raises an
+        LLMError once the reply's text passes `max_chars`."""
         out: list[StreamPiece] = []
         for fields in choices_of(chunk):
             if fields.get("index", 0) != 0:
@@ -54,9 +69,11 @@ class ChunkAccumulator:
             if delta is not None:
                 thinking = _reasoning_text(delta)
                 if thinking:
+                    self._count(thinking)
                     out.append(StreamPiece("thinking", thinking))
                 content = _text(delta.get("content"))
                 if content:
+                    self._count(content)
                     out.append(StreamPiece("content", content))
                 for _, tc in tool_call_items(delta):
                     self._tool_call_piece(tc)
@@ -82,19 +99,32 @@ class ChunkAccumulator:
 
     def _tool_call_piece(self, tc: dict[str, Any]) -> None:
         index = tc.get("index", 0)
-        partial = self.calls.setdefault(index if isinstance(index, int) else 0, _PartialCall())
+        index = index if isinstance(index, int) else 0
+        partial = self.calls.get(index)
+        if partial is None:
+            if len(self.calls) >= MAX_TOOL_CALLS:
+                raise reply_too_long(MAX_TOOL_CALLS, "tool calls")
+            partial = self.calls[index] = _PartialCall()
         call_id = _text(tc.get("id"))
         if call_id and not partial.id:
+            self._count(call_id)
             partial.id = call_id
         function = tc.get("function")
         if isinstance(function, dict):
             function = cast(dict[str, Any], function)
             name = _text(function.get("name"))
             if name and not partial.name:
+                self._count(name)
                 partial.name = name
             arguments = _text(function.get("arguments"))
             if arguments:
+                self._count(arguments)
                 partial.arguments.append(arguments)
+
+    def _count(self, text: str) -> None:
+        self.chars += len(text)
+        if self.chars > self.max_chars:
+            raise reply_too_long(self.max_chars, "characters")
 
     def round_end(self) -> RoundEnd:
         if self.finish_reason is None:

@@ -8,7 +8,7 @@ upstream text, as an `LLMError`. Pure.
   reading a stream that had started;
 - which errors are transient (`retryable`): 408, 409, 429, 5xx, connection failures,
   timeouts, and a stream cut before it finished. An in-band error event, a malformed data
-  line and other 4xx are not.
+  line, a reply past the client's bounds (`reply_too_long`) and other 4xx are not.
 
 `Retry-After` is `retry-after-ms`, seconds, or an HTTP date; a value that is not a usable
 number (garbage, NaN) reads as none.
@@ -36,6 +36,7 @@ MSG_CUT = "The model's reply was cut off."
 MSG_ERROR_EVENT = "The model service reported an error while answering."
 MSG_MALFORMED = "The model service sent a reply that could not be read."
 MSG_FAILED = "The model service failed to answer."
+MSG_TOO_LONG = "The model's reply was longer than the app reads — please try again."
 
 
 def status_error(status: int, headers: Mapping[str, str], body: bytes) -> LLMError:
@@ -86,6 +87,11 @@ def upstream_message(body: bytes) -> str | None:
             if isinstance(text, str) and text.strip():
                 return one_line(text) or None
     return None
+
+
+def reply_too_long(limit: int, unit: str) -> LLMError:
+    """A reply past one of the client's bounds: more than `limit` `unit` (bytes, chars)."""
+    return LLMError(MSG_TOO_LONG, reason=f"reply over {limit} {unit}")
 
 
 def timeout_error() -> LLMError:

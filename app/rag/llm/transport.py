@@ -4,6 +4,13 @@
 over 8 MiB is a malformed reply), and turns its chunks into `StreamPiece`s and one
 `RoundEnd` (`app.rag.llm.chunks`).
 
+A hostile model server is met with bounds, each an LLMError the turn shows as its error
+frame (docs/reliability.md, "A hostile model server"): a body (decoded: aiohttp inflates
+gzip and deflate in bounded steps) past `max_reply_bytes` (`MAX_REPLY_BYTES`), so a gzip
+bomb or a stream of comments ends, not only its text; a reply's text past
+`max_reply_chars` (`app.rag.llm.chunks.MAX_REPLY_CHARS`); a line past 8 MiB. Invalid UTF-8
+reads as U+FFFD, as the SDK reads it; a character split across reads is joined first.
+
 Deliberate choices:
 - Plain aiohttp, neither the openai SDK nor httpx: under load their per-chunk models and
   pool cost most of the app's CPU (docs/benchmarks.md).
@@ -28,10 +35,11 @@ import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from app.rag.llm.chunks import ChunkAccumulator, merged
+from app.rag.llm.chunks import MAX_REPLY_CHARS, ChunkAccumulator, merged
 from app.rag.llm.errors import (
     REQUEST_ERRORS,
     STREAM_ERRORS,
+    reply_too_long,
     request_error,
     status_error,
     stream_error,
@@ -45,6 +53,9 @@ MAX_ERROR_BODY_BYTES = 64 * 1024
 
 MAX_TAIL_BYTES = 64 * 1024
 """How much is read after `[DONE]` to give the connection back to the pool."""
+
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+"""The most of one reply's body (as decoded) read; past it the reply is an LLMError."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +72,14 @@ class LLMConfig:
     retry_max_delay_s: float = 8.0
     retry_after_cap_s: float = 10.0  # a longer Retry-After means give up, not wait
     pool_idle_s: float = POOL_IDLE_S  # how long an idle connection is kept for reuse
+    max_reply_bytes: int = MAX_REPLY_BYTES  # of one reply's (decoded) body
+    max_reply_chars: int = MAX_REPLY_CHARS  # of one reply's text, every kind together
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if self.max_reply_bytes < 1 or self.max_reply_chars < 1:
+            raise ValueError("max_reply_bytes and max_reply_chars must be at least 1")
         for name in ("timeout_s", "connect_timeout_s", "pool_idle_s"):
             value: float = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
@@ -97,6 +112,8 @@ class UpstreamClient:
             total=None, sock_connect=config.connect_timeout_s, sock_read=config.timeout_s
         )
         self.in_flight = 0
+        self.max_reply_bytes = config.max_reply_bytes
+        self.max_reply_chars = config.max_reply_chars
         self.proxy, self.proxy_auth = _env_proxy(self.url)
         self.pool = Pool(timeout=self.timeout, idle_s=config.pool_idle_s)  # no cap on connections
 
@@ -214,7 +231,8 @@ async def chat_stream(
                 error_body = await _error_body(response)
             raise status_error(response.status, response.headers, error_body)
         decoder = SseDecoder()
-        seen = ChunkAccumulator()
+        seen = ChunkAccumulator(max_chars=client.max_reply_chars)
+        left = client.max_reply_bytes
         done = False
         while not done:
             try:
@@ -223,6 +241,9 @@ async def chat_stream(
             except STREAM_ERRORS as exc:
                 raise stream_error(exc) from exc
             finished = piece is None
+            left -= 0 if piece is None else len(piece)
+            if left < 0:
+                raise reply_too_long(client.max_reply_bytes, "bytes")
             batch, done, failure = seen.read(events)
             for out in merged(batch):
                 yield out

@@ -62,6 +62,8 @@ def test_config_repr_never_shows_the_api_key() -> None:
         {"connect_timeout_s": -1},
         {"retry_after_cap_s": math.nan},
         {"retry_base_delay_s": -0.5},
+        {"max_reply_bytes": 0},
+        {"max_reply_chars": 0},
     ],
 )
 def test_config_rejects_unusable_numbers(overrides: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
-"""mock_llm.record.content_coding: a body's gzip or deflate decoded read by read, and told apart
-from one that was cut before its end."""
+"""mock_llm.record.content_coding: a body's gzip or deflate decoded read by read, told apart
+from one that was cut before its end, and never decoded past its limit (a gzip bomb)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mock_llm.record.content_coding import UNREADABLE, BodyDecoder
+from mock_llm.record.recorder import MAX_RECORDED_BODY_BYTES
 
 from .test_recording_formats import rechunk
 
@@ -20,7 +21,7 @@ CUT = "the answer's gzip data was cut before its end"
 
 
 def decode(coding: str, pieces: list[bytes]) -> tuple[bytes, str | None]:
-    decoder = BodyDecoder(coding)
+    decoder = BodyDecoder(coding, MAX_RECORDED_BODY_BYTES)
     out = b"".join(decoder(piece) for piece in pieces)
     decoder.finish()
     return out, decoder.problem
@@ -80,3 +81,41 @@ def test_a_deflate_body_cut_before_its_checksum_is_a_problem():
 )
 def test_a_body_that_does_not_decode_cannot_be_read(coding: str, body: bytes):
     assert decode(coding, [body])[1] == UNREADABLE
+
+
+GIB = 1 << 30
+
+
+def bomb(decoded: int, block: int = 1 << 20) -> list[bytes]:
+    """A gzip body of `decoded` zero bytes, in one read per decoded `block`."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(block)
+    reads = [packer.compress(zeros) + packer.flush(zlib.Z_SYNC_FLUSH)]
+    reads += [packer.compress(zeros) + packer.flush(zlib.Z_SYNC_FLUSH)] * (decoded // block - 1)
+    return reads  # the trailer never comes: decoding stops long before
+
+
+@pytest.mark.parametrize("coding", ["gzip", "identity"])
+def test_a_body_decoding_past_the_limit_is_a_problem_and_no_read_returns_more(coding: str):
+    limit = 64 * 1024
+    decoder = BodyDecoder(coding, limit)
+    reads = bomb(GIB) if coding == "gzip" else [bytes(1 << 20)] * 1024
+    out = [decoder(piece) for piece in reads]
+
+    assert sum(map(len, out)) <= limit
+    assert decoder.problem == f"the answer is longer than {limit} bytes"
+
+
+def test_a_gzip_bomb_in_one_read_decodes_no_more_than_the_limit():
+    packed = gzip.compress(bytes(64 << 20), compresslevel=9, mtime=0)
+    decoder = BodyDecoder("gzip", 1 << 20)
+
+    assert decoder(packed) == b""
+    assert decoder.problem == "the answer is longer than 1048576 bytes"
+    assert decoder.decoded == (1 << 20) + 1  # it stopped one byte past the limit
+
+
+def test_a_body_of_exactly_the_limit_decodes_whole():
+    assert decode("gzip", [PACKED])[0] == TEXT
+    decoder = BodyDecoder("gzip", len(TEXT))
+    assert (decoder(PACKED), decoder.problem) == (TEXT, None)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from mock_llm import builtin_flows
 from mock_llm.flows.model import (
+    Chunking,
     CutFault,
     ErrorEventFault,
     HttpFault,
@@ -481,3 +482,39 @@ def test_invalid_utf8_split_across_reads_becomes_replacement_characters(api: Api
     step = read(api, [data[:cut], data[cut:]])
     assert step.content == "a\ufffd\ufffdb€c"
     assert step.fault is None
+    reader = READERS[api]()
+    reader.feed(data, 1.0)
+    assert reader.not_utf8
+
+
+@pytest.mark.parametrize("api", ["openai", "ollama", "responses"])
+def test_a_character_split_across_reads_is_not_taken_for_invalid_utf8(api: Api):
+    data = sent(play(Step(content="a€c", finish_reason="stop"), api))
+    cut = data.index("€".encode()) + 1
+    reader = READERS[api]()
+    reader.feed(data[:cut], 1.0)
+    reader.feed(data[cut:], 2.0)
+    assert not reader.not_utf8
+
+
+@pytest.mark.parametrize("api", ["openai", "ollama", "responses"])
+def test_more_pieces_than_max_chunks_stop_the_reading_and_drop_what_was_read(api: Api):
+    data = sent(play(Step(content="x" * 50, finish_reason="stop", chunking=Chunking("char")), api))
+    reader = READERS[api]()
+    reader.max_chunks = 10
+    reader.feed(data, 1.0)
+
+    assert reader.problem == "the answer has more than 10 chunks"
+    assert reader.step(False).recorded == ()
+
+
+def test_only_choice_0_of_a_stream_is_recorded_of_10000():
+    chunks = [
+        {"choices": [{"index": n, "delta": {"content": f"LEAK {n}"}, "finish_reason": "length"}]}
+        for n in range(1, 10_000)
+    ]
+    chunks.append({"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]})
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    step = read("openai", [body + b"data: [DONE]\n\n"])
+
+    assert (step.content, step.finish_reason, step.fault) == ("ok", "stop", None)
