@@ -8,7 +8,7 @@ their own; every other request is passed on as it is, streamed both ways.
 
 Deliberate choices:
 - Client headers go upstream, Authorization included (hop-by-hop and Host aside); no
-  header is ever logged. Only a chat completion is asked for uncompressed.
+  header is ever logged. Every guarded answer is asked for uncompressed.
 - An upstream error status is passed on as it is: the client's retry rules apply. The
   proxy retries nothing but the recovery.
 - A stream cut after it began ends with the OpenAI in-band error event, so the client sees
