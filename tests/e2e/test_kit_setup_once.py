@@ -8,7 +8,7 @@ which no page route intercepts), served in-process on a free port.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, cast
 
@@ -89,82 +89,76 @@ def server() -> Generator[tuple[SettingsServer, str]]:
         yield app, url + "/"
 
 
-def session_for(browser: Browser, tmp_path: Path, url: str, more: str = "") -> BrowserSession:
-    path = tmp_path / "profile.toml"
-    path.write_text(PROFILE.format(more=more), encoding="utf-8")
-    profile: Profile = load_profile(path)
-    target = Target(
-        app_url=url,
-        mock_url="http://127.0.0.1:9/",
-        log_file=None,
-        profile=profile,
-        upstream=cast(Any, None),  # the set-up never reads the mock
-        timeout_s=TIMEOUT_MS / 1000,
-        artifacts=tmp_path,
-        stop_within_ms=1000,
-    )
-    return BrowserSession(new_context(browser, profile), target, "off")
+@pytest.fixture
+def sessions(
+    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+) -> Generator[Callable[[str], BrowserSession]]:
+    """`sessions(more)`: a kit browser session on the settings page, its profile PROFILE with
+    `more` steps after; every session is closed at the end."""
+    opened: list[BrowserSession] = []
+
+    def session_for(more: str = "") -> BrowserSession:
+        path = tmp_path / f"profile-{len(opened)}.toml"
+        path.write_text(PROFILE.format(more=more), encoding="utf-8")
+        profile: Profile = load_profile(path)
+        target = Target(
+            app_url=server[1],
+            mock_url="http://127.0.0.1:9/",
+            log_file=None,
+            profile=profile,
+            upstream=cast(Any, None),  # the set-up never reads the mock
+            timeout_s=TIMEOUT_MS / 1000,
+            artifacts=tmp_path,
+            stop_within_ms=1000,
+        )
+        opened.append(BrowserSession(new_context(browser, profile), target, "off"))
+        return opened[-1]
+
+    yield session_for
+    for session in opened:
+        session.close()
 
 
 def test_a_once_request_carries_the_token_the_page_keeps(
-    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+    sessions: Callable[[str], BrowserSession], server: tuple[SettingsServer, str]
 ):
-    app, url = server
-    session = session_for(browser, tmp_path, url)
-    try:
-        session.set_up_once()
-    finally:
-        session.close()
-    assert app.posted == [(f"Bearer {TOKEN}", {"ui": {"expandDetails": True}})]
+    sessions("").set_up_once()
+    assert server[0].posted == [(f"Bearer {TOKEN}", {"ui": {"expandDetails": True}})]
 
 
 def test_once_steps_run_once_however_many_pages_the_run_opens(
-    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+    sessions: Callable[[str], BrowserSession], server: tuple[SettingsServer, str]
 ):
-    app, url = server
-    session = session_for(browser, tmp_path, url)
-    try:
-        session.set_up_once()
-        session.chat().open()
-        session.discard_page()  # a failed play's page is dropped; the context stays
-        session.set_up_once()
-        session.chat().open()
-        tour = session.chat().page.evaluate("() => localStorage.getItem('tour')")
-    finally:
-        session.close()
-    assert len(app.posted) == 1
+    session = sessions("")
+    session.set_up_once()
+    session.chat().open()
+    session.discard_page()  # a failed play's page is dropped; the context stays
+    session.set_up_once()
+    session.chat().open()
+    tour = session.chat().page.evaluate("() => localStorage.getItem('tour')")
+    assert len(server[0].posted) == 1
     assert tour == "done"
 
 
 def test_a_refused_once_request_stops_with_its_status_and_body(
-    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+    sessions: Callable[[str], BrowserSession], server: tuple[SettingsServer, str]
 ):
-    _, url = server
-    refused = '[[setup_once]]\nhttp = "POST /api/settings"\njson = { ui = {} }\n'
-    session = session_for(browser, tmp_path, url, more=refused)
-    try:
-        with pytest.raises(SetupFailed) as failed:
-            session.set_up_once()
-    finally:
-        session.close()
+    session = sessions('[[setup_once]]\nhttp = "POST /api/settings"\njson = { ui = {} }\n')
+    with pytest.raises(SetupFailed) as failed:
+        session.set_up_once()
     assert str(failed.value) == (
-        f"setup_once[3]: POST {url}api/settings answered HTTP 401:"
+        f"setup_once[3]: POST {server[1]}api/settings answered HTTP 401:"
         ' \'{"detail":"Not authenticated"}\''
     )
 
 
 def test_a_once_page_step_that_finds_nothing_names_its_step(
-    browser: Browser, tmp_path: Path, server: tuple[SettingsServer, str]
+    sessions: Callable[[str], BrowserSession],
 ):
-    _, url = server
-    missing = '[[setup_once]]\nclick = "#no-such-button"\n'
-    session = session_for(browser, tmp_path, url, more=missing)
+    session = sessions('[[setup_once]]\nclick = "#no-such-button"\n')
     session.chat().page.set_default_timeout(500)
-    try:
-        with pytest.raises(SetupFailed) as failed:
-            session.set_up_once()
-    finally:
-        session.close()
+    with pytest.raises(SetupFailed) as failed:
+        session.set_up_once()
     assert str(failed.value) == (
         "setup_once[3] (click '#no-such-button'): Locator.click: Timeout 500ms exceeded."
     )
