@@ -24,6 +24,9 @@ from typing import Any, Literal, cast
 from conformance.clauses import Capability
 
 SendWith = Literal["click", "enter"]
+TurnFind = Literal["after-question", "last", "count"]
+TURN_FINDS: tuple[TurnFind, ...] = ("after-question", "last", "count")
+"""How the kit finds a turn's assistant message (`[turn] find`), the default first."""
 SetupAction = Literal["click", "click_if_visible", "fill", "select", "wait_for"]
 _SETUP_VALUES: dict[str, str | None] = {
     "click": None,
@@ -49,6 +52,7 @@ class Selectors:
     error: str = "[data-testid=chat-error]"
     stop: str | None = "[data-testid=chat-stop]"
     thinking: str | None = "[data-testid=thinking]"
+    user_message: str | None = None  # where the page shows the user's question, if needed
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ class Profile:
     selectors: Selectors = field(default_factory=Selectors)
     send_with: SendWith = "click"
     done: DoneRule = field(default_factory=DoneRule)
+    turn_find: TurnFind = "after-question"
     setup: tuple[SetupStep, ...] = ()
     storage_state: Path | None = None
     capabilities: frozenset[Capability] = frozenset(CAPABILITIES)
@@ -105,7 +110,7 @@ class Profile:
 DEFAULT_PROFILE = Profile()
 
 _SECTIONS = {"name", "selectors", "input", "done", "setup", "session", "capabilities", "log",
-             "model_calls"}  # fmt: skip
+             "model_calls", "turn"}  # fmt: skip
 
 
 BUILT_IN = resources.files("conformance").joinpath("profiles")
@@ -154,6 +159,8 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
     where.known(log, set(LogSpec.__dataclass_fields__), "log.")
     sending = _section(data, "input", where)
     where.known(sending, {"send_with"}, "input.")
+    turn = _section(data, "turn", where)
+    where.known(turn, {"find"}, "turn.")
     session = _section(data, "session", where)
     where.known(session, {"storage_state"}, "session.")
     calls = _section(data, "model_calls", where)
@@ -168,6 +175,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
     send_with = where.choice(
         sending.get("send_with", "click"), ("click", "enter"), "input.send_with"
     )
+    find = where.choice(turn.get("find", base.turn_find), TURN_FINDS, "turn.find")
     rule = DoneRule(
         attribute=where.optional_text(done.get("attribute", base.done.attribute), "done.attribute"),
         streaming_value=where.text(
@@ -211,6 +219,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
         selectors=sel,
         send_with=cast(SendWith, send_with),
         done=rule,
+        turn_find=cast(TurnFind, find),
         setup=steps,
         storage_state=storage,
         capabilities=capabilities,
