@@ -68,7 +68,8 @@ NEXT_CHANGE_JS = """cap => new Promise(resolve => {
 """Resolves at the page's next DOM change, or after `cap` ms."""
 
 COMPOSER_TEXT_JS = """el => (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement)
-  ? el.value : (el.innerText || el.textContent || "")"""
+  ? [el.value, true] : [el.innerText || el.textContent || "", false]"""
+"""What the composer holds, and whether it is a form control (one a page can disable)."""
 
 FIND_TURN_JS = r"""(messages, {find, key, before, users}) => {
   const count = messages.length;
@@ -347,17 +348,19 @@ class ChatPage:
         selectors = self.profile.selectors
         waited = f"{self._timeout_ms / 1000:g} s"
         box = self.page.locator(selectors.input).first
-        held = box.evaluate(COMPOSER_TEXT_JS) if box.count() else ""
+        held, control = box.evaluate(COMPOSER_TEXT_JS) if box.count() else ("", False)
         if (turn.key or turn.question.strip()) in str(held):
             how = "pressed Enter in it" if self.profile.send_with == "enter" else (
                 f"clicked {selectors.send}"
             )  # fmt: skip
+            enabled = f'"{selectors.input}:enabled" if the page enables it then, or '
+            enabled = enabled if control else ""
             return QuestionNotSent(
                 f"the question is still in the composer ({selectors.input}): it was never sent"
                 f" (the kit {how} and waited {waited}). A page that takes text before its"
-                " session is ready ignores that: add a [[setup]] step that waits until it is,"
-                f' e.g. wait_for = "{selectors.input}:enabled" or a marker the page shows'
-                ' once ready (docs/conformance.md, "A page that is not ready at once")'
+                " session is ready ignores it: add a [[setup]] step that waits until the page"
+                f" is ready, wait_for = {enabled}a selector of what the page shows once ready"
+                ' (docs/conformance.md, "A page that is not ready at once")'
             )
         counted = f"{turn.before} before the question, {found.count} now"
         if turn.find == "count":
