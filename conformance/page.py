@@ -9,6 +9,17 @@ Deliberate choices:
 - Nothing between browser and app is intercepted (a fulfilling route would buffer the
   stream); the app's turn id is read from response headers as they pass.
 - Every wait is bounded by the page timeout and fails with what it was waiting for.
+- The turn's message is found by the question's KEY, not by a count (`[turn] find`,
+  default `after-question`: the first assistant message after the place the page shows the
+  KEY, in document order across open shadow roots; counting only where the page shows the
+  KEY nowhere): a page that redraws its conversation and drops a failed turn gives the
+  next answer the failed one's place. The rule runs in the page over the messages
+  Playwright's selector found, so a profile's selectors keep Playwright's syntax.
+- No element is held across a turn: the message is found again by the rule at each step,
+  and waited on through locators, which Playwright resolves afresh at every look (a page
+  that replaces its nodes while it streams leaves the first element detached).
+- A turn whose message never shows while the composer still holds the question is
+  `QuestionNotSent` (the page ignored Enter or the click: not ready yet), never a timeout.
 """
 
 from __future__ import annotations
@@ -130,6 +141,24 @@ FIND_TURN_JS = r"""(messages, {find, key, before, users}) => {
 }"""
 """The index of the turn's message among the page's messages (-1: none yet), by `[turn]
 find`, how many messages there are, and whether the page shows the question's KEY."""
+
+
+TURN_ERROR_JS = """([errs, msgs, mine, strict]) => {
+  if (strict && [...errs, ...msgs, ...(mine ? [mine] : [])].some((e) => !e.isConnected)) {
+    return null;  // redrawn between the kit's looks: look again
+  }
+  const visible = (e) => {
+    const box = e.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && getComputedStyle(e).visibility !== "hidden";
+  };
+  const ours = (e) => (mine !== null && mine.contains(e)) || !msgs.some((m) => m !== mine
+                                                                         && m.contains(e));
+  const texts = errs.filter((e) => ours(e) && visible(e))
+    .map((e) => (e.textContent || "").trim()).filter(Boolean);
+  return texts.length ? texts[texts.length - 1] : "";
+}"""
+"""The turn's visible error text ('' for none), or null when the page redrew between looks."""
+READS_PER_VIEW = 10
 
 
 @dataclass(frozen=True)
@@ -432,25 +461,28 @@ class ChatPage:
 
     def _error_of(self, message: Locator | None) -> str:
         """The visible error text of this turn: inside its message, or on the page outside
-        every message (an earlier answer's error is not this turn's)."""
+        every message (an earlier answer's error is not this turn's).
+
+        Read again when the page redrew between the kit's looks at errors and messages
+        (an element of one look detached in the next), at most READS_PER_VIEW times."""
         selectors = self.profile.selectors
-        errors = self.page.locator(selectors.error)
-        handles = errors.element_handles()
-        if not handles:
-            return ""
-        mine = message.element_handle() if message is not None else None
-        others = self.page.locator(selectors.message).element_handles()
-        belongs: list[bool] = self.page.evaluate(
-            "([errs, msgs, mine]) => errs.map(e => (mine !== null && mine.contains(e))"
-            " || !msgs.some(m => m !== mine && m.contains(e)))",
-            [handles, others, mine],
-        )
-        texts = [
-            (handle.text_content() or "").strip()
-            for handle, ok in zip(handles, belongs, strict=True)
-            if ok and handle.is_visible()
-        ]
-        return next((text for text in reversed(texts) if text), "")
+        for attempt in range(READS_PER_VIEW):
+            errors = self.page.locator(selectors.error).element_handles()
+            if not errors:
+                return ""
+            mine = message.element_handles()[:1] if message is not None else []
+            others = self.page.locator(selectors.message).element_handles()
+            try:
+                shown: str | None = self.page.evaluate(
+                    TURN_ERROR_JS,
+                    [errors, others, mine[0] if mine else None, attempt < READS_PER_VIEW - 1],
+                )
+            finally:
+                for handle in (*errors, *mine, *others):
+                    handle.dispose()
+            if shown is not None:
+                return shown
+        return ""
 
     def stop(self, *, trial: bool = False) -> None:
         """Click the stop control; with `trial`, only wait until it can be clicked
