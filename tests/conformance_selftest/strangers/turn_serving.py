@@ -16,34 +16,22 @@ import uvicorn
 from servekit.in_thread import serve_in_thread
 
 from ..targets.base import BaseTarget, build_app
+from ..targets.page import READ_FRAMES_JS
 
-ASK_JS = """
-async function* frames(question) {
-  // The turn's frames from POST /api/chat, one object per `data:` line.
-  const response = await fetch("/api/chat", {
-    method: "POST", headers: {"content-type": "application/json"},
-    body: JSON.stringify({message: question}),
-  });
-  if (!response.ok) {
-    yield {type: "error", detail: `The server answered ${response.status}.`};
+ASK_JS = f"""
+{READ_FRAMES_JS}
+async function* frames(question) {{
+  // The turn's frames, or one error frame for a refused request.
+  const response = await fetch("/api/chat", {{
+    method: "POST", headers: {{"content-type": "application/json"}},
+    body: JSON.stringify({{message: question}}),
+  }});
+  if (!response.ok) {{
+    yield {{type: "error", detail: `The server answered ${{response.status}}.`}};
     return;
-  }
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const {value, done} = await reader.read();
-    if (done) return;
-    buffer += value;
-    let cut;
-    while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
-      const event = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      for (const line of event.split("\\n")) {
-        if (line.startsWith("data: ")) yield JSON.parse(line.slice(6));
-      }
-    }
-  }
-}
+  }}
+  yield* readFrames(response);
+}}
 """
 """`frames(question)`: the page's reader of one turn, for a stranger's inline script."""
 
