@@ -9,6 +9,9 @@ Deliberate choices:
   selector stops the run with the file and the key, not a confusing timeout later.
 - Capabilities are declared, never guessed: an undeclared optional clause skips with the
   reason, and a core clause never skips.
+- Which message is a turn's (`[turn] find`) defaults to the rule that needs no selector
+  of its own (the first message after the question's KEY); `selectors.user_message` is
+  optional, for a page that shows the question in more than one place.
 """
 
 from __future__ import annotations
