@@ -9,17 +9,31 @@ Deliberate choices:
 - Nothing between browser and app is intercepted (a fulfilling route would buffer the
   stream); the app's turn id is read from response headers as they pass.
 - Every wait is bounded by the page timeout and fails with what it was waiting for.
+- The turn's message is found by the question's KEY, not by a count (`[turn] find`,
+  default `after-question`: the first assistant message after the place the page shows the
+  KEY, in document order across open shadow roots; counting only where the page shows the
+  KEY nowhere): a page that redraws its conversation and drops a failed turn gives the
+  next answer the failed one's place. The rule runs in the page over the messages
+  Playwright's selector found, so a profile's selectors keep Playwright's syntax.
+- No element is held across a turn: the message is found again by the rule at each step,
+  and waited on through locators, which Playwright resolves afresh at every look (a page
+  that replaces its nodes while it streams leaves the first element detached).
+- A turn whose message never shows while the composer still holds the question is
+  `QuestionNotSent` (the page ignored Enter or the click: not ready yet), never a timeout.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
-from playwright.sync_api import Locator, Page, Response, WebSocket
+from playwright.sync_api import ElementHandle, Locator, Page, Response, WebSocket, expect
+from playwright.sync_api import Error as PlaywrightError
 
-from conformance.profile import Profile
+from conformance.profile import Profile, TurnFind
 from conformance.setup_steps import run_page_step
 
 RECORDER_JS = resources.files("conformance").joinpath("recorder.js").read_text(encoding="utf-8")
@@ -45,6 +59,138 @@ class Sighting:
     text: str
     at_ms: float  # when the recorder saw it, ms since its document started
     screenshot: bytes | None  # the page just after (the first sighting of a recording only)
+
+
+class QuestionNotSent(AssertionError):
+    """The question never left the composer: the page ignored Enter (or the click)."""
+
+
+class NoTurnMessage(AssertionError):
+    """The question was sent, but no assistant message of its turn showed."""
+
+
+KEY_IN_QUESTION = re.compile(r"\[\[mock:[^\]#]*#([^\]]+)\]\]")
+"""The KEY of the question's `[[mock:FLOW#KEY]]` trigger: the turn's name on the page too."""
+LOOK_AGAIN_MS = 100
+"""The longest the kit waits for a DOM change before it looks for the turn's message again
+(a change it cannot observe, in a closed shadow root, is still seen that late)."""
+
+MARK_SHOWN_JS = """els => { window.__sgKitShownBefore = new WeakSet(els); return els.length; }"""
+"""Counts the messages shown before the question is sent, and remembers them (`last`)."""
+
+NEXT_CHANGE_JS = """cap => new Promise(resolve => {
+  const done = () => { observer.disconnect(); clearTimeout(timer); resolve(); };
+  const observer = new MutationObserver(done);
+  const timer = setTimeout(done, cap);
+  observer.observe(document, {subtree: true, childList: true, characterData: true,
+                              attributes: true});
+})"""
+"""Resolves at the page's next DOM change, or after `cap` ms."""
+
+COMPOSER_TEXT_JS = """el => (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement)
+  ? [el.value, true] : [el.innerText || el.textContent || "", false]"""
+"""What the composer holds, and whether it is a form control (one a page can disable)."""
+
+FIND_TURN_JS = r"""(messages, {find, key, before, users}) => {
+  const count = messages.length;
+  const byCount = {index: before < count ? before : -1, count, shown: false};
+  if (find === "count" || !key) return byCount;
+  if (find === "last") {
+    const shown = window.__sgKitShownBefore;
+    const last = messages[count - 1];
+    return {index: last && !(shown && shown.has(last)) ? count - 1 : -1, count, shown: false};
+  }
+  // after-question: the first message after (or holding) the last place that shows the
+  // question's KEY and has a message after it, in the order the page is drawn, across
+  // open shadow roots.
+  const pattern = new RegExp(
+    "(?<![A-Za-z0-9_-])" + key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "(?![A-Za-z0-9_-])");
+  const up = (node) => node.parentNode ?? node.host ?? null;
+  const path = (node) => { const p = []; for (; node; node = up(node)) p.unshift(node); return p; };
+  const order = (a, b) => {  // -1: a is drawn before b, 1: after, 0: one holds the other
+    const pa = path(a), pb = path(b);
+    let i = 0;
+    while (i < pa.length && i < pb.length && pa[i] === pb[i]) i++;
+    if (i === pa.length || i === pb.length) return 0;
+    if (pa[i] instanceof ShadowRoot) return -1;
+    if (pb[i] instanceof ShadowRoot) return 1;
+    return pa[i].compareDocumentPosition(pb[i]) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1;
+  };
+  const anchors = [];
+  if (users) {
+    if (users.some((user) => !user.isConnected)) return {index: -1, count, shown: false};
+    anchors.push(...users.filter((user) => pattern.test(user.textContent || "")));
+  } else {
+    const CODE = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "TEXTAREA"]);
+    const visit = (root) => {
+      const show = NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT;
+      const walker = document.createTreeWalker(root, show);
+      for (let node = walker.currentNode; node; node = walker.nextNode()) {
+        if (node.nodeType !== Node.TEXT_NODE) {
+          if (node.shadowRoot) visit(node.shadowRoot);
+          continue;
+        }
+        const parent = node.parentElement;  // the composer's own text is not the question shown
+        if (parent && (CODE.has(parent.nodeName) || parent.isContentEditable)) continue;
+        if (pattern.test(node.data)) anchors.push(node);
+      }
+    };
+    if (document.body) visit(document.body);
+  }
+  if (!anchors.length) return byCount;
+  for (let a = anchors.length - 1; a >= 0; a--) {
+    let best = -1;
+    for (let i = 0; i < count; i++) {
+      if (order(anchors[a], messages[i]) > 0) continue;
+      if (best < 0 || order(messages[i], messages[best]) < 0) best = i;
+    }
+    if (best >= 0) return {index: best, count, shown: true};
+  }
+  return {index: -1, count, shown: true};
+}"""
+"""The index of the turn's message among the page's messages (-1: none yet), by `[turn]
+find`, how many messages there are, and whether the page shows the question's KEY."""
+
+
+TURN_ERROR_JS = """([errs, msgs, mine, strict]) => {
+  if (strict && [...errs, ...msgs, ...(mine ? [mine] : [])].some((e) => !e.isConnected)) {
+    return null;  // redrawn between the kit's looks: look again
+  }
+  const visible = (e) => {
+    const box = e.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && getComputedStyle(e).visibility !== "hidden";
+  };
+  const ours = (e) => (mine !== null && mine.contains(e)) || !msgs.some((m) => m !== mine
+                                                                         && m.contains(e));
+  const texts = errs.filter((e) => ours(e) && visible(e))
+    .map((e) => (e.textContent || "").trim()).filter(Boolean);
+  return texts.length ? texts[texts.length - 1] : "";
+}"""
+"""The turn's visible error text ('' for none), or null when the page redrew between looks."""
+READS_PER_VIEW = 10
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What finds one turn's message again, whatever the page redrew meanwhile."""
+
+    find: TurnFind
+    message: str
+    user_message: str | None
+    key: str | None
+    question: str
+    before: int  # messages shown before the question was sent
+
+
+@dataclass(frozen=True)
+class _Found:
+    index: int
+    count: int
+    shown: bool
+
+    @property
+    def found(self) -> bool:
+        return self.index >= 0
 
 
 CLEAR_SESSION_STORAGE = "() => { try { sessionStorage.clear(); } catch { /* about:blank */ } }"
@@ -132,6 +278,7 @@ class ChatPage:
         self.profile = profile
         self.app_url = app_url
         self._turn_ids: list[str] = []
+        self._timeout_ms = timeout_ms
         page.set_default_timeout(timeout_ms)
         self.recording = DomRecording(page)
         page.on("response", self._note_turn_id)
@@ -174,28 +321,113 @@ class ChatPage:
     # --- asking ------------------------------------------------------------------------
 
     def send(self, question: str) -> Locator:
-        """Type and send `question`; the new assistant message (attached, maybe streaming)."""
+        """Type and send `question`; the turn's assistant message (attached, maybe streaming),
+        as a locator by its place among the page's messages (never a held element)."""
+        turn, index = self._send(question)
+        return self.page.locator(turn.message).nth(index)
+
+    def ask(self, question: str) -> TurnView:
+        ids_before = len(self._turn_ids)
+        turn, index = self._send(question)
+        self.wait_finished(self.page.locator(turn.message).nth(index))
+        turn_ids = self._turn_ids[ids_before:]
+        found = self._find(turn)  # found again: the page may have redrawn it meanwhile
+        message = self.page.locator(turn.message).nth(found.index) if found.found else None
+        return self.view(message, turn_ids[0] if turn_ids else None)
+
+    def _send(self, question: str) -> tuple[_Turn, int]:
         selectors = self.profile.selectors
-        messages = self.page.locator(selectors.message)
         box = self.page.locator(selectors.input).first
         box.fill(question)  # focuses the input first, a textarea or a contenteditable editor
         # Counted once the box took the question: fill() waits until the box is enabled, and
         # a page that puts earlier turns back after a reload enables it once they are there.
-        before = messages.count()
+        # The messages shown now are remembered too (`last`: a message not among them).
+        before: int = self.page.locator(selectors.message).evaluate_all(MARK_SHOWN_JS)
+        key = KEY_IN_QUESTION.search(question)
+        turn = _Turn(
+            find=self.profile.turn_find,
+            message=selectors.message,
+            user_message=selectors.user_message,
+            key=key[1] if key else None,
+            question=question,
+            before=before,
+        )
         if self.profile.send_with == "enter":
             box.press("Enter")
         else:
             self.page.locator(selectors.send).first.click()
-        message = messages.nth(before)
-        message.wait_for(state="attached")
-        return message
+        return turn, self._await_message(turn)
 
-    def ask(self, question: str) -> TurnView:
-        ids_before = len(self._turn_ids)
-        message = self.send(question)
-        self.wait_finished(message)
-        turn_ids = self._turn_ids[ids_before:]
-        return self.view(message, turn_ids[0] if turn_ids else None)
+    def _find(self, turn: _Turn) -> _Found:
+        """The turn's message by the profile's rule, on the page as it is now."""
+        users: list[ElementHandle] = []
+        if turn.find == "after-question" and turn.user_message is not None and turn.key:
+            users = self.page.locator(turn.user_message).element_handles()
+        try:
+            found: dict[str, Any] = self.page.locator(turn.message).evaluate_all(
+                FIND_TURN_JS,
+                {"find": turn.find, "key": turn.key, "before": turn.before,
+                 "users": users if turn.user_message is not None else None},
+            )  # fmt: skip
+        finally:
+            for handle in users:
+                handle.dispose()
+        return _Found(int(found["index"]), found["count"], found["shown"])
+
+    def _await_message(self, turn: _Turn) -> int:
+        """Wait until the turn's message shows, looking again at every DOM change; its index."""
+        deadline = time.monotonic() + self._timeout_ms / 1000
+        while True:
+            try:
+                found = self._find(turn)
+                if found.found:
+                    return found.index
+                if time.monotonic() >= deadline:
+                    raise self._no_message(turn, found)
+                self.page.evaluate(NEXT_CHANGE_JS, LOOK_AGAIN_MS)
+            except PlaywrightError as exc:  # a page that navigates as it sends: look again
+                if "navigat" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+
+    def _no_message(self, turn: _Turn, found: _Found) -> AssertionError:
+        """Why no message of the turn showed: the question never left the composer, or which
+        rule found nothing."""
+        selectors = self.profile.selectors
+        waited = f"{self._timeout_ms / 1000:g} s"
+        box = self.page.locator(selectors.input).first
+        held, control = box.evaluate(COMPOSER_TEXT_JS) if box.count() else ("", False)
+        if (turn.key or turn.question.strip()) in str(held):
+            how = "pressed Enter in it" if self.profile.send_with == "enter" else (
+                f"clicked {selectors.send}"
+            )  # fmt: skip
+            enabled = f'"{selectors.input}:enabled" if the page enables it then, or '
+            enabled = enabled if control else ""
+            return QuestionNotSent(
+                f"the question is still in the composer ({selectors.input}): it was never sent"
+                f" (the kit {how} and waited {waited}). A page that takes text before its"
+                " session is ready ignores it: add a [[setup]] step that waits until the page"
+                f" is ready, wait_for = {enabled}a selector of what the page shows once ready"
+                ' (docs/conformance.md, "A page that is not ready at once")'
+            )
+        counted = f"{turn.before} before the question, {found.count} now"
+        if turn.find == "count":
+            why = f'{counted}; [turn] find = "count"'
+        elif turn.find == "last":
+            why = '[turn] find = "last": the last message, once the page did not show it before'
+        elif found.shown:
+            return NoTurnMessage(
+                f"the page shows the question, but no assistant message ({selectors.message})"
+                f" followed it within {waited}"
+            )
+        elif turn.user_message is not None:
+            why = f"no user message ({turn.user_message}) shows the question's KEY {turn.key}"
+            why += f", so the kit counted messages: {counted}"
+        else:
+            why = f"the page shows the question's KEY {turn.key} nowhere outside the composer"
+            why += f", so the kit counted messages: {counted}"
+        return NoTurnMessage(
+            f"no new assistant message ({selectors.message}) showed within {waited} ({why})"
+        )
 
     def wait_finished(self, message: Locator) -> None:
         """Wait until the turn of `message` has finished, by the profile's rule.
@@ -205,14 +437,14 @@ class ChatPage:
         button must not end this turn). `disappears`: the selector (anywhere on the page,
         a typing indicator often sits outside the message) is hidden and then the DOM stays
         quiet for `quiet_ms`, so an indicator that has not shown yet does not end the turn.
-        Otherwise: the DOM quiet for `quiet_ms`.
+        Otherwise: the DOM quiet for `quiet_ms`. The message is looked up again at every
+        look (a page that replaces its nodes as it streams leaves no old element to watch).
         """
         rule = self.profile.done
         if rule.attribute is not None:
-            self.page.wait_for_function(
-                "([el, name, value]) => { const v = el.getAttribute(name);"
-                " return v !== null && v !== value; }",
-                arg=[message.element_handle(), rule.attribute, rule.streaming_value],
+            not_streaming = re.compile(f"^(?!{re.escape(rule.streaming_value)}$)")
+            expect(message).to_have_attribute(
+                rule.attribute, not_streaming, timeout=self._timeout_ms
             )
             return
         if rule.appears is not None:
@@ -224,15 +456,19 @@ class ChatPage:
             "quiet => window.__sgKit.quietFor() >= quiet", arg=rule.quiet_ms
         )
 
-    def view(self, message: Locator, turn_id: str | None) -> TurnView:
+    def view(self, message: Locator | None, turn_id: str | None) -> TurnView:
+        """What the turn showed; `message` None: the page no longer shows the turn's message
+        (its error may still show on the page)."""
         selectors = self.profile.selectors
+        error_text = self._error_of(message)
+        if message is None:
+            return TurnView("error" if error_text else "done", "", error_text, "", turn_id)
         thinking = ""
         if selectors.thinking is not None:
             shown = message.locator(selectors.thinking)
             if shown.count():
                 thinking = shown.first.text_content() or ""
         answer = message.locator(selectors.answer)
-        error_text = self._error_of(message)
         return TurnView(
             state="error" if error_text else "done",
             answer=(answer.first.text_content() or "") if answer.count() else "",
@@ -241,27 +477,30 @@ class ChatPage:
             turn_id=turn_id,
         )
 
-    def _error_of(self, message: Locator) -> str:
+    def _error_of(self, message: Locator | None) -> str:
         """The visible error text of this turn: inside its message, or on the page outside
-        every message (an earlier answer's error is not this turn's)."""
+        every message (an earlier answer's error is not this turn's).
+
+        Read again when the page redrew between the kit's looks at errors and messages
+        (an element of one look detached in the next), at most READS_PER_VIEW times."""
         selectors = self.profile.selectors
-        errors = self.page.locator(selectors.error)
-        handles = errors.element_handles()
-        if not handles:
-            return ""
-        mine = message.element_handle()
-        others = self.page.locator(selectors.message).element_handles()
-        belongs: list[bool] = self.page.evaluate(
-            "([errs, msgs, mine]) => errs.map(e => mine.contains(e)"
-            " || !msgs.some(m => m !== mine && m.contains(e)))",
-            [handles, others, mine],
-        )
-        texts = [
-            (handle.text_content() or "").strip()
-            for handle, ok in zip(handles, belongs, strict=True)
-            if ok and handle.is_visible()
-        ]
-        return next((text for text in reversed(texts) if text), "")
+        for attempt in range(READS_PER_VIEW):
+            errors = self.page.locator(selectors.error).element_handles()
+            if not errors:
+                return ""
+            mine = message.element_handles()[:1] if message is not None else []
+            others = self.page.locator(selectors.message).element_handles()
+            try:
+                shown: str | None = self.page.evaluate(
+                    TURN_ERROR_JS,
+                    [errors, others, mine[0] if mine else None, attempt < READS_PER_VIEW - 1],
+                )
+            finally:
+                for handle in (*errors, *mine, *others):
+                    handle.dispose()
+            if shown is not None:
+                return shown
+        return ""
 
     def stop(self, *, trial: bool = False) -> None:
         """Click the stop control; with `trial`, only wait until it can be clicked

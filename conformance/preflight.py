@@ -72,9 +72,13 @@ def check_once_setup(session: BrowserSession) -> None:
 
 def check_wiring(target: Target, chat: ChatPage, key: str) -> None:
     """One clean turn with a fresh KEY must show up in the mock's journal."""
+    from conformance.page import QuestionNotSent
+
     try:
         chat.open()
         chat.ask(f"Hello [[mock:clean#{key}]]")
+    except QuestionNotSent as exc:  # the page is not ready: the cause, not the timeout
+        fail(f"a first turn on {target.app_url} could not start: {exc}")
     except Exception as exc:
         fail(f"a first turn on {target.app_url} did not finish: {type(exc).__name__}: {exc}")
     if not target.upstream.requests(key):

@@ -9,6 +9,9 @@ Deliberate choices:
   selector stops the run with the file and the key, not a confusing timeout later.
 - Capabilities are declared, never guessed: an undeclared optional clause skips with the
   reason, and a core clause never skips.
+- Which message is a turn's (`[turn] find`) defaults to the rule that needs no selector
+  of its own (the first message after the question's KEY); `selectors.user_message` is
+  optional, for a page that shows the question in more than one place.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from typing import Any, Literal, cast
 from conformance.clauses import Capability
 
 SendWith = Literal["click", "enter"]
+TurnFind = Literal["after-question", "last", "count"]
+TURN_FINDS: tuple[TurnFind, ...] = ("after-question", "last", "count")
+"""How the kit finds a turn's assistant message (`[turn] find`), the default first."""
 SetupAction = Literal["click", "click_if_visible", "fill", "select", "wait_for"]
 _SETUP_VALUES: dict[str, str | None] = {
     "click": None,
@@ -49,6 +55,7 @@ class Selectors:
     error: str = "[data-testid=chat-error]"
     stop: str | None = "[data-testid=chat-stop]"
     thinking: str | None = "[data-testid=thinking]"
+    user_message: str | None = None  # where the page shows the user's question, if needed
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ class Profile:
     selectors: Selectors = field(default_factory=Selectors)
     send_with: SendWith = "click"
     done: DoneRule = field(default_factory=DoneRule)
+    turn_find: TurnFind = "after-question"
     setup: tuple[SetupStep, ...] = ()
     setup_once: tuple[SetupStep | HttpStep, ...] = ()
     storage_state: Path | None = None
@@ -124,7 +132,7 @@ class Profile:
 DEFAULT_PROFILE = Profile()
 
 _SECTIONS = {"name", "selectors", "input", "done", "setup", "setup_once", "session",
-             "capabilities", "log", "model_calls"}  # fmt: skip
+             "capabilities", "log", "model_calls", "turn"}  # fmt: skip
 
 
 BUILT_IN = resources.files("conformance").joinpath("profiles")
@@ -173,6 +181,8 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
     where.known(log, set(LogSpec.__dataclass_fields__), "log.")
     sending = _section(data, "input", where)
     where.known(sending, {"send_with"}, "input.")
+    turn = _section(data, "turn", where)
+    where.known(turn, {"find"}, "turn.")
     session = _section(data, "session", where)
     where.known(session, {"storage_state"}, "session.")
     calls = _section(data, "model_calls", where)
@@ -187,6 +197,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
     send_with = where.choice(
         sending.get("send_with", "click"), ("click", "enter"), "input.send_with"
     )
+    find = where.choice(turn.get("find", base.turn_find), TURN_FINDS, "turn.find")
     rule = DoneRule(
         attribute=where.optional_text(done.get("attribute", base.done.attribute), "done.attribute"),
         streaming_value=where.text(
@@ -233,6 +244,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
         selectors=sel,
         send_with=cast(SendWith, send_with),
         done=rule,
+        turn_find=cast(TurnFind, find),
         setup=steps,
         setup_once=once,
         storage_state=storage,

@@ -4,6 +4,7 @@ how it tells a finished turn from a streaming one, and the side-call rules it su
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,7 @@ def test_a_part_init_did_not_find_is_a_comment_and_no_capability(tmp_path: Path)
 
 
 def test_an_attribute_done_rule_keeps_its_streaming_value(tmp_path: Path):
-    found = Found(**{**EVERYTHING.__dict__, "done": FoundDone("attribute", "aria-busy", "true")})
+    found = replace(EVERYTHING, done=FoundDone("attribute", "aria-busy", "true"))
     profile = load_profile(written(tmp_path, found))
     assert (profile.done.attribute, profile.done.streaming_value) == ("aria-busy", "true")
 

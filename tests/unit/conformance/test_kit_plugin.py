@@ -113,6 +113,9 @@ class FakeLocator:
     def locator(self, selector):
         return self
 
+    def filter(self, **kwargs):
+        return self
+
     def wait_for(self, **kwargs):
         pass
 
