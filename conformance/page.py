@@ -9,10 +9,16 @@ Deliberate choices:
 - Nothing between browser and app is intercepted (a fulfilling route would buffer the
   stream); the app's turn id is read from response headers as they pass.
 - Every wait is bounded by the page timeout and fails with what it was waiting for.
+- A turn has finished when the profile's done rule fires or the turn's error shows,
+  whichever comes first: a page may leave its streaming signs (a Stop button, a typing
+  indicator) up after an error, and the error is the end of that turn all the same. It
+  is looked for every POLL_MS, as the done rule is, since a profile's selectors may be
+  Playwright's own (`:has-text()`, `>>`), which no script in the page can evaluate.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
@@ -25,6 +31,12 @@ from conformance.profile import Profile
 RECORDER_JS = resources.files("conformance").joinpath("recorder.js").read_text(encoding="utf-8")
 LIVE_MARKER = "sg-kit-recorder-is-live"
 TurnState = Literal["done", "error"]
+POLL_MS = 100
+"""How often a turn's end (its done rule, its error) is looked for while it streams."""
+
+
+class TurnNeverFinished(AssertionError):
+    """Neither the profile's done rule nor the error selector fired within the page timeout."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,7 @@ class ChatPage:
         self.profile = profile
         self.app_url = app_url
         self._turn_ids: list[str] = []
+        self.timeout_ms = timeout_ms
         page.set_default_timeout(timeout_ms)
         self.recording = DomRecording(page)
         page.on("response", self._note_turn_id)
@@ -180,31 +193,51 @@ class ChatPage:
         return self.view(message, turn_ids[0] if turn_ids else None)
 
     def wait_finished(self, message: Locator) -> None:
-        """Wait until the turn of `message` has finished, by the profile's rule.
+        """Wait until the turn of `message` has finished: by the profile's done rule, or
+        its error showing (inside the message, or on the page outside every message).
 
-        `attribute`: the message's attribute is set and no longer the streaming value.
-        `appears`: the selector shows inside the turn's message (an earlier answer's copy
-        button must not end this turn). `disappears`: the selector (anywhere on the page,
-        a typing indicator often sits outside the message) is hidden and then the DOM stays
-        quiet for `quiet_ms`, so an indicator that has not shown yet does not end the turn.
-        Otherwise: the DOM quiet for `quiet_ms`.
+        The done rules: `attribute`: the message's attribute is set and no longer the
+        streaming value. `appears`: the selector shows inside the turn's message (an earlier
+        answer's copy button must not end this turn). `disappears`: the selector (anywhere on
+        the page, a typing indicator often sits outside the message) is hidden and the DOM
+        has been quiet for `quiet_ms`, so an indicator that has not shown yet does not end
+        the turn. Otherwise: the DOM quiet for `quiet_ms`. TurnNeverFinished when neither
+        the rule nor the error fires within the page timeout.
         """
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while not (self._done_now(message) or self._error_of(message)):
+            if time.monotonic() >= deadline:
+                raise TurnNeverFinished(
+                    f"the turn never finished: neither the done rule ({self.done_rule_text()})"
+                    f" nor the error selector (`{self.profile.selectors.error}`) fired in"
+                    f" {self.timeout_ms / 1000:g} s"
+                )
+            self.page.wait_for_timeout(POLL_MS)
+
+    def done_rule_text(self) -> str:
+        """The profile's done rule in words, for a message."""
         rule = self.profile.done
         if rule.attribute is not None:
-            self.page.wait_for_function(
-                "([el, name, value]) => { const v = el.getAttribute(name);"
-                " return v !== null && v !== value; }",
-                arg=[message.element_handle(), rule.attribute, rule.streaming_value],
-            )
-            return
+            return f"the message's {rule.attribute} set and not {rule.streaming_value!r}"
         if rule.appears is not None:
-            message.locator(rule.appears).first.wait_for(state="visible")
-            return
+            return f"`{rule.appears}` showing in the message"
         if rule.disappears is not None:
-            self.page.locator(rule.disappears).last.wait_for(state="hidden")
-        self.page.wait_for_function(
-            "quiet => window.__sgKit.quietFor() >= quiet", arg=rule.quiet_ms
+            return f"`{rule.disappears}` hidden, then {rule.quiet_ms} ms without a DOM change"
+        return f"{rule.quiet_ms} ms without a DOM change"
+
+    def _done_now(self, message: Locator) -> bool:
+        rule = self.profile.done
+        if rule.attribute is not None:
+            value = message.get_attribute(rule.attribute)
+            return value is not None and value != rule.streaming_value
+        if rule.appears is not None:
+            return message.locator(rule.appears).first.is_visible()
+        if rule.disappears is not None and self.page.locator(rule.disappears).last.is_visible():
+            return False
+        quiet: bool = self.page.evaluate(
+            "quiet => window.__sgKit.quietFor() >= quiet", rule.quiet_ms
         )
+        return quiet
 
     def view(self, message: Locator, turn_id: str | None) -> TurnView:
         selectors = self.profile.selectors
@@ -227,10 +260,10 @@ class ChatPage:
         """The visible error text of this turn: inside its message, or on the page outside
         every message (an earlier answer's error is not this turn's)."""
         selectors = self.profile.selectors
-        errors = self.page.locator(selectors.error)
-        handles = errors.element_handles()
-        if not handles:
+        errors = self.page.locator(selectors.error).filter(visible=True)
+        if not errors.count():  # the common case, one round trip
             return ""
+        handles = errors.element_handles()
         mine = message.element_handle()
         others = self.page.locator(selectors.message).element_handles()
         belongs: list[bool] = self.page.evaluate(

@@ -8,15 +8,16 @@ from pathlib import Path
 from conformance.clauses import CLAUSES
 from conformance.profile import Profile
 
-ORDER = ("passed", "failed", "stale baseline", "expected failure", "skipped")
+ORDER = ("passed", "failed", "not judged", "stale baseline", "expected failure", "skipped")
 
 
 def clause_verdict(outcomes: list[str]) -> str:
-    """One word for a clause: any failure fails it; all skipped skips it."""
+    """One word for a clause: any failure fails it; else a test whose turn could not be
+    played leaves it not judged; all skipped skips it."""
     if not outcomes:
         return "not run"
     counts = Counter(outcomes)
-    for word in ("failed", "stale baseline", "expected failure"):
+    for word in ("failed", "not judged", "stale baseline", "expected failure"):
         if counts[word]:
             return word
     return "skipped" if counts["skipped"] == len(outcomes) else "passed"
