@@ -99,6 +99,9 @@ class FakeUpstream:
     def requests(self, key, settle_ms=300):
         return [record(key)]
 
+    def add_flows(self, text):
+        pass
+
     everything = requests
 
     def now_ms(self):
@@ -132,6 +135,8 @@ class FakeChat:
         pass
 
     def ask(self, question):
+        if "preflight-error" in question:  # the preflight's turn whose model fails
+            return TurnView("error", "", "The model service failed.", "", None)
         return TurnView("done", "Backups run nightly.", "", "", None)
 
     def send(self, question):
