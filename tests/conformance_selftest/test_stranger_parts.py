@@ -130,9 +130,7 @@ def test_a_prefixed_error_copy_passes_g3_where_the_profile_matches_it_by_contain
     mock_url: str, tmp_path: Path
 ) -> None:
     run = kit_on(prefixed_error, mock_url, tmp_path, "-k", "test_g3")
-    assert [(case.clause, case.outcome) for case in run.cases] == [("G3", "passed")], (
-        run.describe()
-    )
+    assert [(case.clause, case.outcome) for case in run.cases] == [("G3", "passed")], run.describe()
 
 
 def test_a_prefixed_error_copy_fails_g3_with_an_exact_match_quoting_both(
