@@ -23,6 +23,7 @@ import uvicorn
 from servekit.in_thread import serve_in_thread
 
 from ..targets.base import BaseTarget, build_app
+from ..targets.page import READ_FRAMES_JS
 
 
 @dataclass(frozen=True)
@@ -62,24 +63,7 @@ _PAGE = """<!doctype html>
   const stop = document.querySelector(".sp-stop");
   let controller = null;
 
-  async function* frames(response) {
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let cut;
-      while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
-        const event = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        for (const line of event.split("\\n")) {
-          if (line.startsWith("data: ")) yield JSON.parse(line.slice(6));
-        }
-      }
-    }
-  }
-
+__READ_FRAMES__
   function bubble() {
     const root = document.createElement("div");
     root.className = "sp-msg sp-bot";
@@ -135,7 +119,7 @@ _PAGE = """<!doctype html>
         failed(view, `The server answered ${response.status}.`);
         return;
       }
-      for await (const frame of frames(response)) {
+      for await (const frame of readFrames(response)) {
         if (frame.type === "thinking" && view.think) {
           view.think.hidden = false;
           view.think.textContent += frame.text;
@@ -214,7 +198,8 @@ tools = true
 def render(options: PageOptions) -> str:
     """The page with `options`."""
     stop = '<button type="button" class="sp-stop" hidden>Stop</button>' if options.stop else ""
-    return _PAGE.replace("__STOP__", stop).replace("__CONFIG__", json.dumps(asdict(options)))
+    page = _PAGE.replace("__READ_FRAMES__", READ_FRAMES_JS).replace("__STOP__", stop)
+    return page.replace("__CONFIG__", json.dumps(asdict(options)))
 
 
 @contextmanager

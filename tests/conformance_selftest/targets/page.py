@@ -17,6 +17,27 @@ from __future__ import annotations
 
 import html
 
+READ_FRAMES_JS = """  async function* readFrames(response) {
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let cut;
+      while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
+        const event = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        for (const line of event.split("\\n")) {
+          if (line.startsWith("data: ")) yield JSON.parse(line.slice(6));
+        }
+      }
+    }
+  }
+"""
+"""`readFrames(response)`: the `data:` frames of a `POST /api/chat` response, parsed, as
+they arrive (an async generator; JavaScript, for any page over the targets' chat API)."""
+
 _PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -73,24 +94,7 @@ _PAGE = """<!doctype html>
   const HOOKS = { ...DEFAULT_HOOKS, ...(__HOOKS__) };
   let controller = null;
 
-  async function* readFrames(response) {
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let cut;
-      while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
-        const event = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        for (const line of event.split("\\n")) {
-          if (line.startsWith("data: ")) yield JSON.parse(line.slice(6));
-        }
-      }
-    }
-  }
-
+__READ_FRAMES__
   function newView() {
     const root = template.content.firstElementChild.cloneNode(true);
     log.append(root);
@@ -205,4 +209,5 @@ _PAGE = """<!doctype html>
 
 def render_page(mode: str, hooks: str) -> str:
     """The page for a target `mode`, its `hooks` (a JavaScript object literal) spliced in."""
-    return _PAGE.replace("__MODE__", html.escape(mode)).replace("__HOOKS__", hooks)
+    page = _PAGE.replace("__READ_FRAMES__", READ_FRAMES_JS)
+    return page.replace("__MODE__", html.escape(mode)).replace("__HOOKS__", hooks)

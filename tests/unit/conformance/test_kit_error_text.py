@@ -3,7 +3,6 @@ keys, refused at load when wrong, and the matching itself."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -12,24 +11,13 @@ from conformance.profile import (
     DEFAULT_PROFILE,
     ErrorMatch,
     ErrorText,
-    ProfileError,
     load_profile,
 )
 from conformance.test_contract import MALFORMED_REPLY
 
+from .test_kit_profile import profile_file, refused
+
 PREFIXED = f"RuntimeError: {MALFORMED_REPLY}"
-
-
-def profile_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "my-chat.toml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def refused(tmp_path: Path, text: str) -> str:
-    with pytest.raises(ProfileError) as caught:
-        load_profile(profile_file(tmp_path, text))
-    return str(caught.value)
 
 
 def test_the_error_copy_is_matched_exactly_by_default(tmp_path: Path):

@@ -3,8 +3,6 @@ pytester): its header, its verdict property and the report say so, with the play
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from conformance.clauses import BY_ID
@@ -34,13 +32,6 @@ def test_mixed():
     assert False, "flow 'scaffold-mixed': the page showed the markup"
 """
 """A clause test on a play that stalled, and one that fails on its own."""
-
-
-@pytest.fixture(autouse=True)
-def no_kit_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No CONFORMANCE_* variable of the outer run reaches an inner one."""
-    for name in [n for n in os.environ if n.startswith("CONFORMANCE_")]:
-        monkeypatch.delenv(name)
 
 
 def test_a_clause_on_a_play_that_could_not_be_played_is_not_judged_with_its_cause(

@@ -9,7 +9,6 @@ are stand-ins, so no browser, app or socket takes part).
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -195,13 +194,6 @@ from conformance.test_contract import test_g11_stop_closes_the_upstream_stream
 BARE_PROFILE = 'name = "bare"\n'
 """A profile that declares no capability."""
 STOP_PROFILE = 'name = "stop-only"\n[capabilities]\nstop = true\n'
-
-
-@pytest.fixture(autouse=True)
-def no_kit_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No CONFORMANCE_* variable of the outer run reaches an inner one."""
-    for name in [n for n in os.environ if n.startswith("CONFORMANCE_")]:
-        monkeypatch.delenv(name)
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
