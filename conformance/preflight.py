@@ -90,10 +90,13 @@ def add_cases(target: Target, cases: tuple[CaseFile, ...]) -> None:
 
 
 def check_wiring(target: Target, chat: ChatPage, key: str) -> TurnView:
-    """One clean turn with a fresh KEY must show up in the mock's journal; its view."""
+    """One clean turn with a fresh KEY must show up in the mock's journal; its view. It asks
+    the plays' question: an app may offer tools only for a question its documents cover."""
+    from conformance.plays import question
+
     try:
         chat.open()
-        view = chat.ask(f"Hello [[mock:clean#{key}]]")
+        view = chat.ask(question("clean", key))
     except Exception as exc:
         fail(f"a first turn on {target.app_url} did not finish: {_describe(exc)}")
     if not target.upstream.requests(key):
