@@ -18,6 +18,7 @@ from conformance.page import TurnNeverFinished, TurnView
 from conformance.preflight import ERROR_FLOW, PREFLIGHT_FLOWS, check_parts
 from conformance.profile import DEFAULT_PROFILE, Profile
 from conformance.target import Target
+from mock_llm.client import MockClientError
 
 ANSWER = TurnView("done", "Backups run nightly.", "", "", None)
 """The wiring turn's view on a page that has its answer."""
@@ -181,3 +182,36 @@ def test_an_undeclared_part_is_not_looked_for():
     bare = target(declaring(), upstream=FakeUpstream(tools=False))
     check_parts(bare, cast(Any, chat), ANSWER, "wiring", lambda part: part)
     assert [q for q in chat.asked if ERROR_FLOW not in q] == []
+
+
+def test_a_thinking_turn_that_does_not_finish_is_named_in_one_line():
+    class Stalls(FakeChat):
+        def ask(self, question: str) -> TurnView:
+            if "thinking#" in question:
+                raise TurnNeverFinished("the turn never finished: neither ...")
+            return super().ask(question)
+
+    assert stopped(Stalls(), target()) == (
+        "a turn whose model thought (flow thinking) did not finish: TurnNeverFinished: the turn"
+        " never finished: neither ..."
+    )
+
+
+def test_a_slow_turn_that_breaks_otherwise_is_named_with_its_error():
+    class Breaks(FakeChat):
+        def send(self, question: str) -> None:
+            raise RuntimeError("the page crashed")
+
+    assert stopped(Breaks(), target()) == (
+        "a slow answer's turn (flow slow) broke: RuntimeError: the page crashed"
+    )
+
+
+def test_a_mock_that_refuses_the_error_flow_is_named():
+    class Refuses(FakeUpstream):
+        def add_flows(self, text: str) -> None:
+            raise MockClientError(409, "another definition", "flow_conflict")
+
+    assert stopped(FakeChat(), target(upstream=Refuses())) == (
+        f"the mock refused the preflight's flow {ERROR_FLOW}: another definition"
+    )
