@@ -132,12 +132,21 @@ def conformance_session(
 
 @pytest.fixture(scope="session")
 def conformance_wired(conformance_target: Target, conformance_session: BrowserSession) -> Target:
-    """The wiring check: a first turn must reach this mock's journal (once per worker)."""
-    from conformance.preflight import check_once_setup, check_wiring
+    """The once-per-run set-up, the wiring check (a first turn must reach this mock's
+    journal), then the page's declared parts (once per worker)."""
+    from conformance.preflight import check_once_setup, check_parts, check_wiring
 
     check_once_setup(conformance_session)
-    check_wiring(conformance_target, conformance_session.chat(), f"{RUN_ID}-wiring-{os.getpid()}")
+    chat = conformance_session.chat()
+    wiring_key = f"{RUN_ID}-wiring-{os.getpid()}"
+    view = check_wiring(conformance_target, chat, wiring_key)
+    check_parts(conformance_target, chat, view, wiring_key, preflight_key)
     return conformance_target
+
+
+def preflight_key(part: str) -> str:
+    """The KEY of the preflight's turn for `part` (one per worker and run)."""
+    return f"{RUN_ID}-preflight-{part}-{os.getpid()}"
 
 
 @pytest.fixture

@@ -20,6 +20,11 @@ Deliberate choices:
   that replaces its nodes while it streams leaves the first element detached).
 - A turn whose message never shows while the composer still holds the question is
   `QuestionNotSent` (the page ignored Enter or the click: not ready yet), never a timeout.
+- A turn has finished when the profile's done rule fires or the turn's error shows,
+  whichever comes first: a page may leave its streaming signs (a Stop button, a typing
+  indicator) up after an error, and the error is the end of that turn all the same. It
+  is looked for every POLL_MS, as the done rule is, since a profile's selectors may be
+  Playwright's own (`:has-text()`, `>>`), which no script in the page can evaluate.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-from playwright.sync_api import ElementHandle, Locator, Page, Response, WebSocket, expect
+from playwright.sync_api import ElementHandle, Locator, Page, Response, WebSocket
 from playwright.sync_api import Error as PlaywrightError
 
 from conformance.profile import Profile, TurnFind
@@ -39,6 +44,12 @@ from conformance.setup_steps import run_page_step
 RECORDER_JS = resources.files("conformance").joinpath("recorder.js").read_text(encoding="utf-8")
 LIVE_MARKER = "sg-kit-recorder-is-live"
 TurnState = Literal["done", "error"]
+POLL_MS = 100
+"""How often a turn's end (its done rule, its error) is looked for while it streams."""
+
+
+class TurnNeverFinished(AssertionError):
+    """Neither the profile's done rule nor the error selector fired within the page timeout."""
 
 
 @dataclass(frozen=True)
@@ -278,7 +289,7 @@ class ChatPage:
         self.profile = profile
         self.app_url = app_url
         self._turn_ids: list[str] = []
-        self._timeout_ms = timeout_ms
+        self.timeout_ms = timeout_ms
         page.set_default_timeout(timeout_ms)
         self.recording = DomRecording(page)
         page.on("response", self._note_turn_id)
@@ -376,7 +387,7 @@ class ChatPage:
 
     def _await_message(self, turn: _Turn) -> int:
         """Wait until the turn's message shows, looking again at every DOM change; its index."""
-        deadline = time.monotonic() + self._timeout_ms / 1000
+        deadline = time.monotonic() + self.timeout_ms / 1000
         while True:
             try:
                 found = self._find(turn)
@@ -393,7 +404,7 @@ class ChatPage:
         """Why no message of the turn showed: the question never left the composer, or which
         rule found nothing."""
         selectors = self.profile.selectors
-        waited = f"{self._timeout_ms / 1000:g} s"
+        waited = f"{self.timeout_ms / 1000:g} s"
         box = self.page.locator(selectors.input).first
         held, control = box.evaluate(COMPOSER_TEXT_JS) if box.count() else ("", False)
         if (turn.key or turn.question.strip()) in str(held):
@@ -430,31 +441,53 @@ class ChatPage:
         )
 
     def wait_finished(self, message: Locator) -> None:
-        """Wait until the turn of `message` has finished, by the profile's rule.
+        """Wait until the turn of `message` has finished: by the profile's done rule, or
+        its error showing (inside the message, or on the page outside every message).
 
-        `attribute`: the message's attribute is set and no longer the streaming value.
-        `appears`: the selector shows inside the turn's message (an earlier answer's copy
-        button must not end this turn). `disappears`: the selector (anywhere on the page,
-        a typing indicator often sits outside the message) is hidden and then the DOM stays
-        quiet for `quiet_ms`, so an indicator that has not shown yet does not end the turn.
-        Otherwise: the DOM quiet for `quiet_ms`. The message is looked up again at every
-        look (a page that replaces its nodes as it streams leaves no old element to watch).
+        The done rules: `attribute`: the message's attribute is set and no longer the
+        streaming value. `appears`: the selector shows inside the turn's message (an earlier
+        answer's copy button must not end this turn). `disappears`: the selector (anywhere on
+        the page, a typing indicator often sits outside the message) is hidden and the DOM
+        has been quiet for `quiet_ms`, so an indicator that has not shown yet does not end
+        the turn. Otherwise: the DOM quiet for `quiet_ms`. TurnNeverFinished when neither
+        the rule nor the error fires within the page timeout. The message is looked up
+        again at every look (a page that replaces its nodes as it streams leaves no old
+        element to watch).
         """
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while not (self._done_now(message) or self._error_of(message)):
+            if time.monotonic() >= deadline:
+                raise TurnNeverFinished(
+                    f"the turn never finished: neither the done rule ({self.done_rule_text()})"
+                    f" nor the error selector (`{self.profile.selectors.error}`) fired in"
+                    f" {self.timeout_ms / 1000:g} s"
+                )
+            self.page.wait_for_timeout(POLL_MS)
+
+    def done_rule_text(self) -> str:
+        """The profile's done rule in words, for a message."""
         rule = self.profile.done
         if rule.attribute is not None:
-            not_streaming = re.compile(f"^(?!{re.escape(rule.streaming_value)}$)")
-            expect(message).to_have_attribute(
-                rule.attribute, not_streaming, timeout=self._timeout_ms
-            )
-            return
+            return f"the message's {rule.attribute} set and not {rule.streaming_value!r}"
         if rule.appears is not None:
-            message.locator(rule.appears).first.wait_for(state="visible")
-            return
+            return f"`{rule.appears}` showing in the message"
         if rule.disappears is not None:
-            self.page.locator(rule.disappears).last.wait_for(state="hidden")
-        self.page.wait_for_function(
-            "quiet => window.__sgKit.quietFor() >= quiet", arg=rule.quiet_ms
+            return f"`{rule.disappears}` hidden, then {rule.quiet_ms} ms without a DOM change"
+        return f"{rule.quiet_ms} ms without a DOM change"
+
+    def _done_now(self, message: Locator) -> bool:
+        rule = self.profile.done
+        if rule.attribute is not None:
+            value = message.get_attribute(rule.attribute)
+            return value is not None and value != rule.streaming_value
+        if rule.appears is not None:
+            return message.locator(rule.appears).first.is_visible()
+        if rule.disappears is not None and self.page.locator(rule.disappears).last.is_visible():
+            return False
+        quiet: bool = self.page.evaluate(
+            "quiet => window.__sgKit.quietFor() >= quiet", rule.quiet_ms
         )
+        return quiet
 
     def view(self, message: Locator | None, turn_id: str | None) -> TurnView:
         """What the turn showed; `message` None: the page no longer shows the turn's message

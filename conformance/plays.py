@@ -6,8 +6,9 @@ one flow always judge the same turn. The requests are read from the mock on firs
 
 Deliberate choices:
 - Plays are per worker (a session fixture): nothing is shared between processes.
-- A play that raised is kept as its error: every clause on it fails with that error, it is
-  not played again, and the next play gets a new page.
+- A play that raised is kept as its error: every clause on it is `not judged` with that
+  one cause (PlayFailed; the plugin never makes it the clause's failure, so a turn that
+  never finished is no leak), it is not played again, and the next play gets a new page.
 - The recorder's positive control is kept as a flag: only the clause that reads the
   recording (NEVER) fails when the recorder was not live.
 """

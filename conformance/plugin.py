@@ -11,6 +11,9 @@ Deliberate choices:
   clause that now passes fails the run as a stale baseline.
 - The verdicts are gathered where the reports arrive (the controller, under xdist), in the
   config's stash, and written as the report once the session ends.
+- A test whose flow could not be played (PlayFailed: the turn never finished, the page
+  broke) is `not judged`, with the play's one cause, never `failed`: a stalled turn says
+  nothing about the clause, and a NEVER that failed would read as a leak.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from conformance.cases import case_flows
 from conformance.clauses import BY_ID
 from conformance.fixtures import CALL_REPORT
 from conformance.options import KIT_KEY, add_options, kit_cases, kit_config, kit_of
+from conformance.plays import PlayFailed
 from conformance.report_html import Failure
 
 pytest_plugins = ["conformance.fixtures"]
@@ -30,6 +34,8 @@ pytest_plugins = ["conformance.fixtures"]
 CLAUSE_PROPERTY = "conformance_clause"
 FLOW_PROPERTY = "conformance_flow"
 VERDICT_PROPERTY = "conformance_verdict"
+NOT_JUDGED = "not judged"
+"""The verdict of a clause test whose flow could not be played (PlayFailed)."""
 
 
 class Verdicts:
@@ -46,7 +52,7 @@ class Verdicts:
             return
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.by_clause.setdefault(str(clause), []).append(str(verdict))
-            if verdict in ("failed", "stale baseline"):
+            if verdict in ("failed", NOT_JUDGED, "stale baseline"):
                 failure = Failure(report.nodeid, str(clause), str(verdict), report.longreprtext)
                 self.failures.append(failure)
 
@@ -161,6 +167,8 @@ def pytest_runtest_makereport(
     if clause is None or not (report.when == "call" or report.failed):
         return report
     verdict = _verdict(report)
+    if verdict == "failed" and call.excinfo is not None and call.excinfo.errisinstance(PlayFailed):
+        verdict = NOT_JUDGED
     report.user_properties.append((VERDICT_PROPERTY, verdict))
     # JUnit XML reads properties from the teardown report, which pytest builds from the item.
     item.user_properties.append((VERDICT_PROPERTY, verdict))
@@ -169,6 +177,11 @@ def pytest_runtest_makereport(
         report.longrepr = (
             f"stale baseline: clause {clause} ({title}) passes now on this flow;"
             " take it out of the --expected-failures file"
+        )
+    elif verdict == NOT_JUDGED:
+        report.longrepr = (
+            f"conformance clause {clause} not judged ({title}): the turn it is judged on"
+            f" could not be played\n\n{report.longreprtext}"
         )
     elif verdict == "failed":
         report.longrepr = f"conformance clause {clause} failed: {title}\n\n{report.longreprtext}"

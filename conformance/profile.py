@@ -12,6 +12,11 @@ Deliberate choices:
 - Which message is a turn's (`[turn] find`) defaults to the rule that needs no selector
   of its own (the first message after the question's KEY); `selectors.user_message` is
   optional, for a page that shows the question in more than one place.
+- The error copy is compared exactly unless `[error_text]` says otherwise: a framework's
+  own error display may put its exception's class name before the copy, which no selector
+  can cut. `contains` finds the copy anywhere in the text; `regex` is a pattern around
+  `{error}`, the contract's copy (escaped), so the copy stays the kit's and only its
+  surroundings are the profile's.
 """
 
 from __future__ import annotations
@@ -82,6 +87,38 @@ class LogSpec:
         return re.compile(self.line.replace("{turn_id}", ident))
 
 
+ErrorMatch = Literal["exact", "contains", "regex"]
+ERROR_MATCHES: tuple[ErrorMatch, ...] = ("exact", "contains", "regex")
+ERROR_PLACEHOLDER = "{error}"
+
+
+@dataclass(frozen=True)
+class ErrorText:
+    """How the page's error text is compared with the contract's copy (`[error_text]`)."""
+
+    match: ErrorMatch = "exact"
+    pattern: str | None = None  # with match = "regex": a regex around {error}, the copy
+
+    def matches(self, shown: str, copy: str) -> bool:
+        """Whether `shown` (the page's error text, stripped) shows the contract's `copy`."""
+        if self.match == "exact":
+            return shown == copy
+        if self.match == "contains":
+            return copy in shown
+        assert self.pattern is not None
+        return (
+            re.search(self.pattern.replace(ERROR_PLACEHOLDER, re.escape(copy)), shown) is not None
+        )
+
+    def describe(self, copy: str) -> str:
+        """What `matches` wants, for a failure message."""
+        if self.match == "exact":
+            return f"exactly {copy!r}"
+        if self.match == "contains":
+            return f"text containing {copy!r}"
+        return f"text matching {self.pattern!r} ({ERROR_PLACEHOLDER} = {copy!r})"
+
+
 @dataclass(frozen=True)
 class SetupStep:
     """One set-up action before a test's first turn: `action` on `selector` (with `value`)."""
@@ -123,6 +160,7 @@ class Profile:
     capabilities: frozenset[Capability] = frozenset(CAPABILITIES)
     log: LogSpec = field(default_factory=LogSpec)
     side_calls: tuple[str, ...] = ()
+    error_text: ErrorText = field(default_factory=ErrorText)
     source: str = "built-in (the reference app's page)"
 
     def has(self, capability: Capability) -> bool:
@@ -132,7 +170,7 @@ class Profile:
 DEFAULT_PROFILE = Profile()
 
 _SECTIONS = {"name", "selectors", "input", "done", "setup", "setup_once", "session",
-             "capabilities", "log", "model_calls", "turn"}  # fmt: skip
+             "capabilities", "log", "model_calls", "turn", "error_text"}  # fmt: skip
 
 
 BUILT_IN = resources.files("conformance").joinpath("profiles")
@@ -189,6 +227,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
     where.known(calls, {"side_calls"}, "model_calls.")
     declared = _section(data, "capabilities", where)
     where.known(declared, set(CAPABILITIES), "capabilities.")
+    error_text = where.error_text(_section(data, "error_text", where))
 
     base = DEFAULT_PROFILE
     sel = replace(
@@ -257,6 +296,7 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
             line=line,
         ),
         side_calls=rules,
+        error_text=error_text,
         source=str(path),
     )
 
@@ -367,6 +407,32 @@ class _Where:
         except re.error as exc:
             raise ProfileError(f"{self.path}: {key} is not a valid regex: {exc}") from exc
         return text
+
+    def error_text(self, table: dict[str, Any]) -> ErrorText:
+        self.known(table, {"match", "pattern"}, "error_text.")
+        match = cast(
+            ErrorMatch,
+            self.choice(table.get("match", "exact"), ERROR_MATCHES, "error_text.match"),
+        )
+        pattern = table.get("pattern")
+        if match != "regex":
+            if pattern is not None:
+                raise ProfileError(
+                    f'{self.path}: error_text.pattern is read only with match = "regex"'
+                )
+            return ErrorText(match)
+        if pattern is None:
+            raise ProfileError(
+                f'{self.path}: error_text.pattern is needed with match = "regex" (a regex'
+                f" around {ERROR_PLACEHOLDER}, the contract's error copy)"
+            )
+        text = self.regex(pattern, "error_text.pattern", ERROR_PLACEHOLDER)
+        if ERROR_PLACEHOLDER not in text:
+            raise ProfileError(
+                f"{self.path}: error_text.pattern must contain {ERROR_PLACEHOLDER}, where the"
+                " contract's error copy goes"
+            )
+        return ErrorText(match, text)
 
     def flag(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):

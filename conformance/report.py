@@ -13,17 +13,18 @@ from conformance.evidence import folder_name
 from conformance.profile import Profile
 from conformance.report_html import Failure, read_evidence, render_html
 
-ORDER = ("passed", "failed", "stale baseline", "expected failure", "skipped")
+ORDER = ("passed", "failed", "not judged", "stale baseline", "expected failure", "skipped")
 Row = tuple[str, str, str, str]
 """A clause table row: the clause, what it demands, its verdict, its tests' outcomes."""
 
 
 def clause_verdict(outcomes: list[str]) -> str:
-    """One word for a clause: any failure fails it; all skipped skips it."""
+    """One word for a clause: any failure fails it; else a test whose turn could not be
+    played leaves it not judged; all skipped skips it."""
     if not outcomes:
         return "not run"
     counts = Counter(outcomes)
-    for word in ("failed", "stale baseline", "expected failure"):
+    for word in ("failed", "not judged", "stale baseline", "expected failure"):
         if counts[word]:
             return word
     return "skipped" if counts["skipped"] == len(outcomes) else "passed"

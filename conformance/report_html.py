@@ -37,6 +37,7 @@ table { border-collapse: collapse; margin: .75rem 0; width: 100%; }
 th, td { border: 1px solid #ccc; padding: .3rem .5rem; text-align: left;
          vertical-align: top; }
 td.passed { background: #e5f5e5; } td.failed, td.stale { background: #fbe3e3; }
+td.not { background: #fff1cc; }
 td.skipped, td.expected { background: #f2f2f2; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7;
       padding: .5rem; margin: .25rem 0; }
@@ -52,7 +53,7 @@ class Failure:
 
     nodeid: str
     clause: str
-    verdict: str  # failed | stale baseline
+    verdict: str  # failed | not judged | stale baseline
     message: str
     folder: Path | None = None  # its evidence folder, if it left one
     turns: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])

@@ -23,6 +23,7 @@ import pytest
 from conformance.clauses import MARKERS, Capability
 from conformance.page import ChatPage, TurnView
 from conformance.plays import Play, question
+from conformance.profile import Profile
 from conformance.target import Target
 from conformance.upstream import Expected
 from mock_llm.client import JournalRecord
@@ -110,13 +111,22 @@ def model_of(play: Play) -> object:
     return entries[0].body.get("model") if entries else None
 
 
-def assert_turn_ends_as_expected(play: Play, want: Expected) -> None:
+def assert_malformed_reply(view: TurnView, profile: Profile, where: str) -> None:
+    """The turn ended in the error state showing the malformed-reply copy, compared as the
+    profile's `[error_text]` says (exactly, by default)."""
+    assert view.state == "error", f"{where}: the turn did not end in the error state"
+    assert profile.error_text.matches(view.error, MALFORMED_REPLY), (
+        f"{where}: the error shows {view.error!r}, the contract wants"
+        f" {profile.error_text.describe(MALFORMED_REPLY)}"
+    )
+
+
+def assert_turn_ends_as_expected(play: Play, want: Expected, profile: Profile) -> None:
     """The turn ends as `want` says: its state and shown text (or the malformed-reply
     error), its request count, and one recovery or none."""
     flow, view = play.flow, play.view
     if want.error:
-        assert view.state == "error", f"flow {flow!r}: the turn did not end in the error state"
-        assert view.error == MALFORMED_REPLY, f"flow {flow!r}: the error shows {view.error!r}"
+        assert_malformed_reply(view, profile, f"flow {flow!r}")
     else:
         assert_done_showing(view, want, flow)
     entries = play.requests()
@@ -211,9 +221,7 @@ def test_g3_an_empty_recovery_ends_in_the_error_state_and_the_page_stays_usable(
     conformance_play: PlayFlow, conformance_wired: Target
 ):
     play = conformance_play("scaffold-repeat")  # its play asks a clean question after it
-    view = play.view
-    assert view.state == "error", "G3: the turn did not end in the error state"
-    assert view.error == MALFORMED_REPLY, f"G3: the error shows {view.error!r}"
+    assert_malformed_reply(play.view, conformance_wired.profile, "G3")
     assert_one_recovery(play.requests(), "scaffold-repeat")
     again = play.follow_up
     assert again is not None, (
@@ -386,7 +394,7 @@ def test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family(
     flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
     play, want, _ = family_turn("G13", flow, conformance_play, conformance_wired)
-    assert_turn_ends_as_expected(play, want)
+    assert_turn_ends_as_expected(play, want, conformance_wired.profile)
     assert_never_shown(play, want)
 
 
@@ -468,7 +476,7 @@ def test_a_recorded_case_ends_as_its_flow_expects(
     target = conformance_wired
     play = conformance_play(flow)
     want = expected(target, flow).for_model(model_of(play))  # a family case: by the model
-    assert_turn_ends_as_expected(play, want)
+    assert_turn_ends_as_expected(play, want, target.profile)
     assert_never_shown(play, want)
     if target.profile.has("log"):
         assert_logged_count(target, play, want)

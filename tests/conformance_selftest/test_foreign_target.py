@@ -11,8 +11,9 @@ documented keys only, and the full pass is the proof that a profile can.
 The mock and the app are served in-process on free ports; the kit runs in a subprocess as a
 user runs it (`python -m pytest --pyargs conformance ...`), bounded by KIT_DEADLINE_S as a
 hang guard, and its verdicts are read from its JUnit XML and its clause report. The mock's
-journal is read afterwards: every turn made one title call, journalled as a side call, and
-the turn's own requests are exactly what its flow expects, so the kit did not count it.
+journal is read afterwards: every turn (but the preflight's, which prove the page's parts)
+made one title call, journalled as a side call, and the turn's own requests are exactly what
+its flow expects, so the kit did not count it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from .foreign import PROFILE, TITLE_PROMPT, serve_foreign
 from .kit_runs import CASES, KIT_DEADLINE_S, KitRun, run_kit
 
 SETTLE_MS = 300
+PREFLIGHT = "-preflight-"
+"""In the KEY of each turn the preflight plays to prove a part of the page (its thinking
+display, Stop, its error display): flows with no outcome to judge, left out here."""
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S)]
 
@@ -48,7 +52,9 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> ForeignRun:
     with serve_mock() as mock_url, serve_foreign(mock_url, log) as app_url:
         run = run_kit(app_url, mock_url, PROFILE, out, "--app-log", str(log), "--cases", str(CASES))
         with MockClient(mock_url, timeout=DEADLINE_S) as mock:
-            keys = sorted({e.key for e in mock.requests().requests if e.key is not None})
+            keys = sorted(
+                {e.key for e in mock.requests().requests if e.key and PREFLIGHT not in e.key}
+            )
             journal = {
                 key: list(
                     mock.requests(

@@ -9,7 +9,6 @@ are stand-ins, so no browser, app or socket takes part).
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -99,6 +98,9 @@ class FakeUpstream:
     def requests(self, key, settle_ms=300):
         return [record(key)]
 
+    def add_flows(self, text):
+        pass
+
     everything = requests
 
     def now_ms(self):
@@ -135,6 +137,8 @@ class FakeChat:
         pass
 
     def ask(self, question):
+        if "preflight-error" in question:  # the preflight's turn whose model fails
+            return TurnView("error", "", "The model service failed.", "", None)
         return TurnView("done", "Backups run nightly.", "", "", None)
 
     def send(self, question):
@@ -196,13 +200,6 @@ from conformance.test_contract import test_g11_stop_closes_the_upstream_stream
 BARE_PROFILE = 'name = "bare"\n'
 """A profile that declares no capability."""
 STOP_PROFILE = 'name = "stop-only"\n[capabilities]\nstop = true\n'
-
-
-@pytest.fixture(autouse=True)
-def no_kit_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No CONFORMANCE_* variable of the outer run reaches an inner one."""
-    for name in [n for n in os.environ if n.startswith("CONFORMANCE_")]:
-        monkeypatch.delenv(name)
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -1,0 +1,211 @@
+"""A stranger's chat page, with the parts a profile may declare present or not, and its
+profile: the shared base of the cases whose page lacks a part or ends a turn its own way.
+
+The page (`render`) shares nothing with the reference page but the targets' chat API
+(`POST /api/chat`, targets.base): class names only (`.sp-*`), a thread of `.sp-bot` bubbles
+whose `data-phase` is `streaming`, then `finished`; inside each an optional reasoning
+`details.sp-think`, the answer `.sp-text` and the error box; a Stop button shown only while
+a turn streams. `PageOptions` turns each part off or bends how a turn ends. `PROFILE` is the
+profile that describes the whole page (a case changes the lines it needs); `serve_stranger`
+serves a case's target (a BaseTarget with this `PAGE`) in-process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import uvicorn
+
+from servekit.in_thread import serve_in_thread
+
+from ..targets.base import BaseTarget, build_app
+from ..targets.page import READ_FRAMES_JS
+
+
+@dataclass(frozen=True)
+class PageOptions:
+    thinking: bool = True  # a reasoning display
+    stop: bool = True  # a Stop button while a turn streams
+    error_class: str = "sp-err"  # the error box's class
+    error_prefix: str = ""  # put before the error's detail, as a framework's display does
+    stop_stays_on_error: bool = False  # the Stop button stays up after a turn's error
+    stall_on_retry: bool = False  # a recovery frame freezes the turn for good
+
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>stranger page</title>
+  <style>
+    .sp-msg { border: 1px solid #ccc; margin: .5rem 0; padding: .5rem; }
+    .sp-err, .sp-alert { color: #a00; }
+  </style>
+</head>
+<body>
+  <div class="sp-thread"></div>
+  <div class="sp-compose">
+    <textarea class="sp-input" rows="2"></textarea>
+    <button type="button" class="sp-send">Ask</button>
+    __STOP__
+  </div>
+  <script>
+"use strict";
+(() => {
+  const CONFIG = __CONFIG__;
+  const thread = document.querySelector(".sp-thread");
+  const input = document.querySelector(".sp-input");
+  const send = document.querySelector(".sp-send");
+  const stop = document.querySelector(".sp-stop");
+  let controller = null;
+
+__READ_FRAMES__
+  function bubble() {
+    const root = document.createElement("div");
+    root.className = "sp-msg sp-bot";
+    root.dataset.phase = "streaming";
+    let think = null;
+    if (CONFIG.thinking) {
+      think = document.createElement("details");
+      think.className = "sp-think";
+      think.open = true;
+      think.hidden = true;
+      root.append(think);
+    }
+    const text = document.createElement("div");
+    text.className = "sp-text";
+    const err = document.createElement("div");
+    err.className = CONFIG.error_class;
+    err.hidden = true;
+    root.append(text, err);
+    thread.append(root);
+    return { root, think, text, err };
+  }
+
+  function busy(on) {
+    send.disabled = on;
+    if (stop) stop.hidden = !on;
+  }
+
+  function failed(view, detail) {
+    view.err.hidden = false;
+    view.err.textContent = CONFIG.error_prefix + detail;
+    view.root.dataset.phase = "finished";
+  }
+
+  async function ask(question) {
+    const user = document.createElement("div");
+    user.className = "sp-msg sp-user";
+    user.textContent = question;
+    thread.append(user);
+    const view = bubble();
+    controller = new AbortController();
+    const signal = controller.signal;
+    busy(true);
+    let outcome = "cut";
+    try {
+      const response = await fetch("/api/chat", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ message: question }),
+        signal,
+      });
+      if (!response.ok) {
+        outcome = "error";
+        failed(view, `The server answered ${response.status}.`);
+        return;
+      }
+      for await (const frame of readFrames(response)) {
+        if (frame.type === "thinking" && view.think) {
+          view.think.hidden = false;
+          view.think.textContent += frame.text;
+        } else if (frame.type === "delta") {
+          view.text.textContent += frame.text;
+        } else if (frame.type === "retry" && CONFIG.stall_on_retry) {
+          outcome = "stalled";
+          return;
+        } else if (frame.type === "done") {
+          outcome = "done";
+          view.root.dataset.phase = "finished";
+        } else if (frame.type === "error") {
+          outcome = "error";
+          failed(view, frame.detail);
+        }
+      }
+      if (outcome === "cut") {
+        outcome = "error";
+        failed(view, "The answer was cut off.");
+      }
+    } catch (error) {
+      if (signal.aborted) {
+        outcome = "done";
+        view.root.dataset.phase = "finished";
+      } else {
+        outcome = "error";
+        failed(view, "The connection failed.");
+      }
+    } finally {
+      controller = null;
+      if (outcome === "error" && CONFIG.stop_stays_on_error) {
+        send.disabled = false;
+      } else if (outcome !== "stalled") {
+        busy(false);
+      }
+    }
+  }
+
+  send.addEventListener("click", () => {
+    const question = input.value.trim();
+    if (!question || controller !== null) return;
+    input.value = "";
+    ask(question);
+  });
+  if (stop) stop.addEventListener("click", () => controller?.abort());
+})();
+  </script>
+</body>
+</html>
+"""
+
+PROFILE = """
+name = "stranger-page"
+
+[selectors]
+input = "textarea.sp-input"
+send = "button.sp-send"
+message = ".sp-thread > .sp-bot"
+answer = ".sp-text"
+error = ".sp-err"
+stop = "button.sp-stop"
+thinking = "details.sp-think"
+
+[done]
+attribute = "data-phase"
+
+[capabilities]
+thinking = true
+stop = true
+log = false
+tools = true
+"""
+"""The profile of the whole page as `PageOptions()` draws it."""
+
+
+def render(options: PageOptions) -> str:
+    """The page with `options`."""
+    stop = '<button type="button" class="sp-stop" hidden>Stop</button>' if options.stop else ""
+    page = _PAGE.replace("__READ_FRAMES__", READ_FRAMES_JS).replace("__STOP__", stop)
+    return page.replace("__CONFIG__", json.dumps(asdict(options)))
+
+
+@contextmanager
+def serve_stranger(target: type[BaseTarget], mock_url: str, log_file: Path) -> Generator[str]:
+    """Serve a stranger case's target in-process on a free 127.0.0.1 port; its base URL."""
+    app = build_app(target(mock_url, log_file))
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    with serve_in_thread(config) as url:
+        yield url

@@ -1,0 +1,157 @@
+"""When ChatPage counts a turn as finished: its done rule fires, or its error shows, or
+neither within the page timeout (TurnNeverFinished, one line naming the done rule in words
+and the error selector). A stand-in page (no browser) whose clock moves only when the kit
+waits."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, cast
+
+import pytest
+
+from conformance.page import ChatPage, TurnNeverFinished
+from conformance.profile import DEFAULT_PROFILE, DoneRule
+
+
+class FakePage:
+    def set_default_timeout(self, timeout: float) -> None:
+        pass
+
+    def expose_binding(self, name: str, callback: object) -> None:
+        pass
+
+    def add_init_script(self, script: str) -> None:
+        pass
+
+    def on(self, event: str, callback: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("rule", "words"),
+    [
+        (DoneRule(), "the message's data-state set and not 'streaming'"),
+        (DoneRule(attribute=None, appears=".copy"), "`.copy` showing in the message"),
+        (
+            DoneRule(attribute=None, disappears=".typing", quiet_ms=900),
+            "`.typing` hidden, then 900 ms without a DOM change",
+        ),
+        (DoneRule(attribute=None, quiet_ms=1500), "1500 ms without a DOM change"),
+    ],
+)
+def test_the_done_rule_is_named_in_words(rule: DoneRule, words: str):
+    profile = replace(DEFAULT_PROFILE, done=rule)
+    chat = ChatPage(cast(Any, FakePage()), profile, "http://app.invalid/", 8000)
+    assert chat.done_rule_text() == words
+
+
+class Clock:
+    """The page's clock: a wait moves it on, nothing sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class Handle:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def text_content(self) -> str:
+        return self.text
+
+    def is_visible(self) -> bool:
+        return True
+
+    def dispose(self) -> None:
+        pass
+
+
+class Elements:
+    """A locator over a fixed list of visible elements."""
+
+    def __init__(self, handles: list[Handle]) -> None:
+        self.handles = handles
+
+    def filter(self, *, visible: bool) -> Elements:
+        return self
+
+    def count(self) -> int:
+        return len(self.handles)
+
+    def element_handles(self) -> list[Handle]:
+        return self.handles
+
+
+class Message:
+    """The turn's message: its data-state, as the page has it at each poll."""
+
+    def __init__(self, states: list[str]) -> None:
+        self.states = states
+
+    def get_attribute(self, name: str) -> str:
+        return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+
+    def element_handle(self) -> object:
+        return self
+
+    def element_handles(self) -> list[object]:
+        return [self]
+
+    def dispose(self) -> None:
+        pass
+
+
+class PolledPage(FakePage):
+    def __init__(self, clock: Clock, errors: list[Handle]) -> None:
+        self.clock = clock
+        self.errors = errors
+
+    def locator(self, selector: str) -> Elements:
+        return Elements(self.errors if "error" in selector else [])
+
+    def evaluate(self, script: str, arg: object = None) -> str:
+        """The turn's error text, as the page's script reads it: every error is this
+        turn's, the last with text wins."""
+        texts = [h.text.strip() for h in self.errors if h.text.strip()]
+        return texts[-1] if texts else ""
+
+    def wait_for_timeout(self, ms: float) -> None:
+        self.clock.now += ms / 1000
+
+
+def polled(errors: list[Handle], monkeypatch: pytest.MonkeyPatch) -> tuple[ChatPage, Clock]:
+    clock = Clock()
+    monkeypatch.setattr("conformance.page.time.monotonic", clock.monotonic)
+    page = PolledPage(clock, errors)
+    return ChatPage(cast(Any, page), DEFAULT_PROFILE, "http://app.invalid/", 8000), clock
+
+
+def test_a_turn_whose_error_shows_is_finished_while_its_done_rule_has_not_fired(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    chat, clock = polled([Handle("The model returned a malformed reply.")], monkeypatch)
+    chat.wait_finished(cast(Any, Message(["streaming"])))
+    assert clock.now == 0.0  # at the first look
+
+
+def test_a_turn_whose_done_rule_fires_is_finished(monkeypatch: pytest.MonkeyPatch):
+    chat, clock = polled([], monkeypatch)
+    chat.wait_finished(cast(Any, Message(["streaming", "streaming", "done"])))
+    assert clock.now == pytest.approx(0.2)  # two polls on
+
+
+def test_a_turn_where_neither_fires_never_finishes_within_the_page_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    chat, clock = polled([Handle("   ")], monkeypatch)  # an empty error box is no error
+    with pytest.raises(TurnNeverFinished) as stalled:
+        chat.wait_finished(cast(Any, Message(["streaming"])))
+    assert str(stalled.value) == (
+        "the turn never finished: neither the done rule (the message's data-state set and not"
+        " 'streaming') nor the error selector (`[data-testid=chat-error]`) fired in 8 s"
+    )
+    assert 8.0 <= clock.now < 8.2
