@@ -110,6 +110,8 @@ class Plays:
         session = self._session
         flows = (flow, *([FOLLOW_UPS[flow]] if flow in FOLLOW_UPS else []))
         keys = tuple(self._new_key() for _ in flows)
+        for key in keys:  # where the journal stands: a read then knows if any was dropped
+            self._target.upstream.begin(key)
         offset = self._log_size()
         traced = session.begin_chunk(f"play {flow}")
         trace = self._traces / f"{len(self._played) + 1:02d}-{flow}.zip" if traced else None

@@ -61,6 +61,7 @@ def add_cases(target: Target, cases: tuple[CaseFile, ...]) -> None:
 
 def check_wiring(target: Target, chat: ChatPage, key: str) -> None:
     """One clean turn with a fresh KEY must show up in the mock's journal."""
+    target.upstream.begin(key)
     try:
         chat.open()
         chat.ask(f"Hello [[mock:clean#{key}]]")

@@ -317,6 +317,7 @@ def test_g11_stop_closes_the_upstream_stream(
 ):
     needs(conformance_wired, "stop")
     key = conformance_key()
+    conformance_wired.upstream.begin(key)
     message = conformance_chat.send(question("slow", key))
     answer = message.locator(conformance_wired.profile.selectors.answer)
     answer.first.wait_for(state="attached")

@@ -101,6 +101,9 @@ class FakeUpstream:
 
     everything = requests
 
+    def begin(self, key):
+        pass
+
     def now_ms(self):
         return 0.0
 
