@@ -94,9 +94,7 @@ def test_a_journal_cleared_during_the_turn_is_lost_evidence(tiny_mock: str, upst
         upstream.requests("turn")
 
 
-def test_a_key_never_begun_is_checked_from_the_sessions_start(
-    tiny_mock: str, upstream: Upstream
-):
+def test_a_key_never_begun_is_checked_from_the_sessions_start(tiny_mock: str, upstream: Upstream):
     ask(tiny_mock, "turn")
     flood(tiny_mock, CAPACITY)
     with pytest.raises(EvidenceLost):
