@@ -169,9 +169,7 @@ class Journal:
         self.on_change: Callable[[], None] = _nothing
         """Called after an entry arrives or ends, and after the journal is cleared."""
 
-    def open(
-        self, path: str, api: str = "openai", request_id: str | None = None
-    ) -> JournalEntry:
+    def open(self, path: str, api: str = "openai", request_id: str | None = None) -> JournalEntry:
         """Start an entry for a request that just arrived at `path`, in the wire format `api`,
         with its `X-Request-Id` header's value if it had one."""
         self._seq += 1
