@@ -16,7 +16,7 @@ case ends as its flow expects (its log count included).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,7 +38,7 @@ NOT_RELAY_CHATS = {"G9", "G12", "G14"}
 
 
 @contextmanager
-def guard_log_in(path: Path) -> Iterator[Path]:
+def guard_log_in(path: Path) -> Generator[Path]:
     """The in-process guard's log lines written to `path`, as `python -m guard` writes them
     to its stderr (one message a line)."""
     logger = logging.getLogger("guard")
