@@ -68,7 +68,8 @@ def conformance_target(
             started = stack.enter_context(reference_stack(data_dir, kit.reference_model))
             app_url, mock_url, log_file = started.app_url, started.mock_url, started.log_file
         else:
-            app_url, mock_url, log_file = kit.app_url, kit.mock_url, kit.app_log
+            app_url, mock_url = kit.app_url, kit.mock_url
+            log_file = kit.guard_log or kit.app_log
         upstream = Upstream(mock_url, kit.turn_timeout_s)
         stack.callback(upstream.close)
         target = Target(
@@ -80,6 +81,7 @@ def conformance_target(
             timeout_s=kit.turn_timeout_s,
             artifacts=kit.artifacts,
             stop_within_ms=kit.stop_within_ms,
+            log_source="guard" if kit.guard_log is not None else "app",
         )
         check_reachable(target)
         register_side_calls(target)

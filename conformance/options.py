@@ -52,6 +52,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--mock-url", "CONFORMANCE_MOCK_URL", "the mock_llm the app talks to (with --app-url)"),
     Option("--app-log", "CONFORMANCE_APP_LOG", "the app's log file, for the log clause (G10)"),
     Option(
+        "--guard-log",
+        "CONFORMANCE_GUARD_LOG",
+        "the log (stderr) of the guard proxy (python -m guard) the app's model calls go"
+        " through: G10 is then judged on its lines, tied to each turn by request id",
+    ),
+    Option(
         "--profile",
         "CONFORMANCE_PROFILE",
         "a built-in profile (openwebui) or a TOML file describing the page",
@@ -153,6 +159,8 @@ class KitConfig:
     cases: tuple[CaseFile, ...] = ()
     reference_model: str | None = None
     stop_within_ms: float = DEFAULT_STOP_WITHIN_MS
+    guard_log: Path | None = None
+    """The guard proxy's log (`--guard-log`), which G10 then reads instead of an app log."""
 
 
 KIT_KEY = pytest.StashKey[KitConfig]()
@@ -193,6 +201,17 @@ def kit_config(config: pytest.Config) -> KitConfig:
         except BaselineError as exc:
             raise pytest.UsageError(f"conformance: {exc}") from exc
     log = option(config, "--app-log")
+    guard_log = option(config, "--guard-log")
+    if guard_log is not None and log is not None:
+        raise pytest.UsageError(
+            "conformance: pass --app-log (the app's own per-turn log) or --guard-log (the"
+            " log of the guard proxy in front of it), not both: G10 judges one log"
+        )
+    if guard_log is not None and app_url is None:
+        raise pytest.UsageError(
+            "conformance: --guard-log is the log of the guard proxy in front of your app"
+            " (--app-url); the reference app the kit starts writes its own per-turn log"
+        )
     report = option(config, "--conformance-report")
     trace = option(config, "--conformance-trace") or "dom"
     if trace not in TRACE_MODES:
@@ -213,6 +232,7 @@ def kit_config(config: pytest.Config) -> KitConfig:
         cases=kit_cases(config),
         reference_model=reference_model,
         stop_within_ms=number(config, "--stop-within-ms", DEFAULT_STOP_WITHIN_MS),
+        guard_log=Path(guard_log) if guard_log else None,
     )
 
 

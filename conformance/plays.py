@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance.clauses import MARKERS
+from conformance.target import log_size
 
 if TYPE_CHECKING:
     from conformance.page import Sighting, TurnView
@@ -104,15 +105,13 @@ class Plays:
             self._played[flow] = self._play(flow)
         return self._played[flow]
 
-    def _log_size(self) -> int:
-        log = self._target.log_file
-        return log.stat().st_size if log is not None and log.exists() else 0
-
     def _play(self, flow: str) -> Play:
         session = self._session
         flows = (flow, *([FOLLOW_UPS[flow]] if flow in FOLLOW_UPS else []))
         keys = tuple(self._new_key() for _ in flows)
-        offset = self._log_size()
+        for key in keys:  # where the journal stands: a read then knows if any was dropped
+            self._target.upstream.begin(key)
+        offset = log_size(self._target.log_file)
         traced = session.begin_chunk(f"play {flow}")
         trace = self._traces / f"{len(self._played) + 1:02d}-{flow}.zip" if traced else None
         chat = session.chat()

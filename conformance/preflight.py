@@ -22,13 +22,16 @@ Deliberate choices:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import httpx
 import pytest
 
+from conformance.guard_log import wait_for_tally
+from conformance.target import log_size
 from conformance.upstream import MockUnreachable
-from mock_llm.client import MockClientError
+from mock_llm.client import JournalRecord, MockClientError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -106,6 +109,8 @@ def check_wiring(target: Target, chat: ChatPage, key: str) -> TurnView:
     from conformance.page import QuestionNotSent
     from conformance.plays import question
 
+    target.upstream.begin(key)
+    offset = log_size(target.log_file)
     try:
         chat.open()
         view = chat.ask(question("clean", key))
@@ -113,12 +118,15 @@ def check_wiring(target: Target, chat: ChatPage, key: str) -> TurnView:
         fail(f"a first turn on {target.app_url} could not start: {exc}")
     except Exception as exc:
         fail(f"a first turn on {target.app_url} did not finish: {_describe(exc)}")
-    if not target.upstream.requests(key):
+    entries = target.upstream.requests(key)
+    if not entries:
         fail(
             f"the app at {target.app_url} is not talking to the mock at {target.mock_url}:"
             f" a turn with KEY {key} never reached its journal"
         )
-    if target.log_file is not None and target.profile.has("log"):
+    if target.log_source == "guard" and target.log_file is not None:
+        check_guard_log(target, target.log_file, offset, entries)
+    elif target.log_file is not None and target.profile.has("log"):
         try:
             target.log_file.read_bytes()
         except OSError as exc:
@@ -225,3 +233,26 @@ def _describe(exc: Exception) -> str:
     """The exception in one line (Playwright's errors carry a call log after the first)."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def check_guard_log(target: Target, log: Path, offset: int, entries: list[JournalRecord]) -> None:
+    """The wiring turn went through the guard proxy, and `--guard-log` is that guard's log:
+    its requests carry request ids, and the log has their lines."""
+    ids = [entry.request_id for entry in entries if entry.request_id is not None]
+    if len(ids) < len(entries):
+        fail(
+            f"with --guard-log, the app's model calls must go through the guard proxy, but the"
+            f" wiring turn's requests reached the mock at {target.mock_url} without its"
+            " X-Request-Id: point the app's model URL at the guard (python -m guard"
+            f" --upstream {target.mock_url}/v1)"
+        )
+    try:
+        found = wait_for_tally(log, offset, ids, target.timeout_s)
+    except OSError as exc:
+        fail(f"the guard's log {log} cannot be read after a turn: {exc.strerror}")
+    if found.missing:
+        fail(
+            f"the guard's log {log} has no line for the wiring turn's request id"
+            f" {', '.join(found.missing)} within {target.timeout_s:g} s: is it the log"
+            " (stderr) of the guard proxy in front of this app?"
+        )

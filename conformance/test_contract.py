@@ -21,6 +21,7 @@ from typing import Any, cast
 import pytest
 
 from conformance.clauses import MARKERS, Capability
+from conformance.guard_log import tally_problem, unmarked_problem, wait_for_tally
 from conformance.page import ChatPage, TurnView
 from conformance.plays import Play, question
 from conformance.profile import Profile
@@ -280,14 +281,22 @@ def test_g9_thinking_is_shown_raw(conformance_play: PlayFlow, conformance_wired:
 def test_g10_the_log_line_counts_the_stripped_characters(
     flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
-    needs(conformance_wired, "log")
+    if not conformance_wired.judges_log:
+        pytest.skip(
+            "the profile does not declare the 'log' capability (for an app behind the guard"
+            " proxy, give its log with --guard-log)"
+        )
     play = conformance_play(flow)
     assert_logged_count(conformance_wired, play, expected(conformance_wired, flow))
 
 
 def assert_logged_count(target: Target, play: Play, want: Expected) -> None:
-    """The turn's log line counts exactly the characters of markup the flow strips (G10)."""
+    """The turn's log line counts exactly the characters of markup the flow strips (G10):
+    the app's own line, or the guard proxy's lines for the turn's requests."""
     assert target.log_file is not None
+    if target.log_source == "guard":
+        assert_guard_count(target, target.log_file, play, want)
+        return
     pattern = target.profile.log.pattern(play.view.turn_id)
     found = logged_line(target.log_file, play.log_offset, pattern, target.timeout_s)
     assert found is not None, (
@@ -297,6 +306,23 @@ def assert_logged_count(target: Target, play: Play, want: Expected) -> None:
     assert int(found.group(1)) == want.stripped_chars, (
         f"G10: flow {play.flow!r} logged scaffold_stripped={found.group(1)}, the flow's markup"
         f" adds up to {want.stripped_chars}"
+    )
+
+
+def assert_guard_count(target: Target, log: Path, play: Play, want: Expected) -> None:
+    """G10 behind the guard proxy: the guard's lines for the turn's requests (tied by the
+    request id the mock journaled) add up to the flow's count (conformance/guard_log.py)."""
+    entries = play.requests()
+    ids = [entry.request_id for entry in entries if entry.request_id is not None]
+    assert len(ids) == len(entries), (
+        f"G10: {unmarked_problem(len(entries) - len(ids), len(entries))}"
+    )
+    found = wait_for_tally(log, play.log_offset, ids, target.timeout_s)
+    problem = tally_problem(found, log, target.timeout_s)
+    assert problem is None, f"G10: {problem}"
+    assert found.stripped == want.stripped_chars, (
+        f"G10: flow {play.flow!r}: the guard logged scaffold_stripped={found.stripped} over the"
+        f" turn's {found.lines} request line(s), the flow's markup adds up to {want.stripped_chars}"
     )
 
 
@@ -324,6 +350,7 @@ def test_g11_stop_closes_the_upstream_stream(
 ):
     needs(conformance_wired, "stop")
     key = conformance_key()
+    conformance_wired.upstream.begin(key)
     message = conformance_chat.send(question("slow", key))
     answer = message.locator(conformance_wired.profile.selectors.answer)
     # Looked up afresh at every look: a page may replace the answer's node as it streams.
@@ -478,5 +505,5 @@ def test_a_recorded_case_ends_as_its_flow_expects(
     want = expected(target, flow).for_model(model_of(play))  # a family case: by the model
     assert_turn_ends_as_expected(play, want, target.profile)
     assert_never_shown(play, want)
-    if target.profile.has("log"):
+    if target.judges_log:
         assert_logged_count(target, play, want)

@@ -10,6 +10,13 @@ Deliberate choices:
   turn's requests: the mock marks them from the profile's rules and the kit leaves them out.
 - Expected outcomes come from the flows themselves (their `expect` blocks), never from a
   guardrail implementation; the kit reads them once per session.
+- No verdict on a partial journal: `begin(key)` notes where the journal stands before a
+  turn is asked (its `next_seq`), and every read of the turn checks the journal still holds
+  everything since (`first_seq` not past it). Another client filling the mock's bounded
+  journal, or clearing it, makes the read raise EvidenceLost, which says how to give the mock
+  a larger journal. The check is exact, not "did `dropped` grow": a long-lived mock with a
+  full journal drops an old entry for every new one, and those old entries are no turn's
+  evidence. A KEY never begun is checked from the session's start (the conservative side).
 """
 
 from __future__ import annotations
@@ -17,7 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from mock_llm.client import Expect, JournalRecord, MockClient, MockClientError, family_covered
+from mock_llm.client import (
+    Expect,
+    JournalRead,
+    JournalRecord,
+    MockClient,
+    MockClientError,
+    family_covered,
+)
 
 SETTLE_MS = 300
 """How long a turn's journal must stay unchanged before its requests are counted."""
@@ -31,6 +45,46 @@ class MockUnreachable(RuntimeError):
 
 class TurnNotSettled(AssertionError):
     """A turn's requests were still changing when the wait ran out."""
+
+
+class EvidenceLost(AssertionError):
+    """The mock's journal no longer holds every request made since a turn began."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where the journal stood before a turn: the `seq` its first request can have (None
+    from a mock that does not say) and the count of entries dropped so far."""
+
+    next_seq: int | None
+    dropped: int
+
+    @classmethod
+    def of(cls, read: JournalRead) -> Mark:
+        return cls(read.next_seq, read.dropped)
+
+    def lost(self, read: JournalRead) -> bool:
+        """Whether `read` no longer holds every entry from this mark on (for a mock that does
+        not say what it holds: whether it dropped or cleared anything since)."""
+        if self.next_seq is None or read.first_seq is None:
+            return read.dropped != self.dropped
+        return read.first_seq > self.next_seq
+
+    def problem(self, key: str, read: JournalRead) -> str:
+        """What a user reads when `read` lost entries since this mark."""
+        dropped = read.dropped - self.dropped
+        cause = (
+            f"{dropped} entries were dropped since, to stay within its bounds"
+            if dropped > 0
+            else "it was cleared since"
+        )
+        return (
+            f"evidence lost for KEY {key}: the mock's journal no longer holds every request"
+            f" made since the turn began ({cause}; it keeps {read.capacity} entries). Another"
+            " client is filling or clearing the mock's journal, so the kit gives no verdict on"
+            " what is left. Give the mock a larger journal (python -m mock_llm --journal-size"
+            " ENTRIES --journal-bytes BYTES) or a mock of its own for the kit"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,6 +137,8 @@ class Upstream:
         self.mock_url = mock_url.rstrip("/")
         self._client = MockClient(self.mock_url, timeout=timeout_s)
         self._wait_ms = min(int(timeout_s * 1000), MAX_WAIT_MS)
+        self._marks: dict[str, Mark] = {}
+        self._session = Mark(1, 0)  # the journal's start until check() reads where it stands
 
     def close(self) -> None:
         self._client.close()
@@ -91,7 +147,7 @@ class Upstream:
         """MockUnreachable unless the URL answers as mock_llm with a journal it can read."""
         try:
             self._client.health()
-            self._client.requests("conformance-preflight")
+            self._session = Mark.of(self._client.requests("conformance-preflight"))
         except MockClientError as exc:
             raise MockUnreachable(
                 f"{self.mock_url} is not a mock_llm this kit reads: {exc}"
@@ -99,9 +155,25 @@ class Upstream:
         except Exception as exc:
             raise MockUnreachable(f"the mock at {self.mock_url} does not answer: {exc}") from exc
 
+    def begin(self, key: str) -> None:
+        """Note where the journal stands before `key`'s question is sent: its reads then
+        check that nothing since was dropped (EvidenceLost)."""
+        self._marks[key] = Mark.of(self._client.requests("conformance-clock"))
+
+    def _kept(self, key: str, read: JournalRead) -> JournalRead:
+        """`read`, unless the journal lost entries since `key`'s turn began (EvidenceLost)."""
+        mark = self._marks.get(key, self._session)
+        if mark.lost(read):
+            raise EvidenceLost(mark.problem(key, read))
+        return read
+
     def requests(self, key: str, settle_ms: int = SETTLE_MS) -> list[JournalRecord]:
-        """The turn's own requests (no side calls) once none changed for `settle_ms`."""
+        """The turn's own requests (no side calls) once none changed for `settle_ms`;
+        EvidenceLost when the journal no longer holds them all. A look first, so a turn whose
+        entries are already gone fails at once, not after the whole settle wait."""
+        self._kept(key, self._client.requests(key))
         read = self._client.requests(key, settle_ms=settle_ms, timeout_ms=self._wait_ms)
+        self._kept(key, read)
         if read.settled is False:
             raise TurnNotSettled(
                 f"the mock's requests for KEY {key} were still changing after"

@@ -8,8 +8,9 @@ stream test, error shape, stream relay, guards and recovery request.
 
 Deliberate choices:
 - Client headers go upstream, Authorization included (hop-by-hop and Host aside); no
-  header is ever logged. A guarded answer is asked for uncompressed; a passed-on request
-  keeps the client's Accept-Encoding (its bytes are relayed, the client decompresses).
+  header is ever logged but the request id. A guarded answer is asked for uncompressed; a
+  passed-on request keeps the client's Accept-Encoding (its bytes are relayed, the client
+  decompresses).
 - A guarded answer that comes compressed all the same (`Content-Encoding` other than
   identity) is refused with the route's 502, read no further: the proxy never inflates
   an upstream body, so a gzip bomb costs it nothing (`Unguardable`).
@@ -17,6 +18,11 @@ Deliberate choices:
   whole answer by `max_answer_bytes`, a stream's line or event by `max_line_bytes`, a
   reply's texts by `guard.reply.MAX_TEXTS`; past a bound a stream ends with the route's
   in-band error (`fault_message`). Invalid UTF-8 is read as U+FFFD on every route.
+- A guarded request goes upstream with an `X-Request-Id` (the client's when it is a plain
+  token, else the proxy's own), its recovery with the same one, and its log line ends
+  `request_id=...`: what ties the line to the model server's own records (the mock's journal
+  keeps it per entry, so the conformance kit can judge G10 for any app behind the proxy).
+  Anything else in the client's header is replaced, never logged: the log stays one line.
 - The helpers here never write an error body: what a fault looks like is each route's own.
 - Every request goes through `servekit.pool.Pool` (short idle time, one retry on a fresh
   connection for a stale one); any other failure is the route's 502, its log line naming
@@ -27,7 +33,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -64,6 +72,9 @@ kilobytes, and a larger body is a fault answered with a 502, never held whole in
 MAX_ERROR_BODY_BYTES = 64 * 1024
 """The most of an upstream refusal read for its message."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+REQUEST_ID = "X-Request-Id"
+PLAIN_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+"""A client's request id the proxy keeps: a plain token, safe in a log line."""
 OWN_HEADERS = ("host", "content-length", "accept-encoding", "date", "server")
 """Headers the proxy drops besides the hop-by-hop ones (servekit.hop_by_hop): its HTTP client
 and its server write their own, and Accept-Encoding is set per request (`upstream_headers`)."""
@@ -126,6 +137,7 @@ class GuardedCall:
         settings: GuardSettings,
     ) -> None:
         self.session, self.url, self.headers, self.settings = session, url, headers, settings
+        self.request_id = headers.get(REQUEST_ID, "-")  # for the log line
         self.started = time.perf_counter()
         self.stripped = 0
         self.recoveries = 0
@@ -159,14 +171,15 @@ class GuardedCall:
 
     def log(self, route: str, *, stream: bool) -> None:
         """`guard: ROUTE status=N stream=B retries=N total_ms=N scaffold_stripped=N
-        profiles=X`, with the cause after the status when an upstream request failed
-        (`status=0 error=... reused=...` when the first did). X is the setting, or under
-        auto the families the request's model matched (ProfileChoice.describe); it comes
-        last so that parsers of the fields before it keep working."""
+        profiles=X request_id=ID`, with the cause after the status when an upstream request
+        failed (`status=0 error=... reused=...` when the first did). X is the setting, or
+        under auto the families the request's model matched (ProfileChoice.describe); ID the
+        `X-Request-Id` its upstream requests carried. Fields are only ever added at the end,
+        so that parsers of the ones before keep working."""
         total_ms = round((time.perf_counter() - self.started) * 1000)
         log.info(
             "guard: %s status=%s%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d"
-            " profiles=%s",
+            " profiles=%s request_id=%s",
             route,
             self.status,
             f" {self.cause}" if self.cause else "",
@@ -175,6 +188,7 @@ class GuardedCall:
             total_ms,
             self.stripped,
             self.settings.profiles.describe(self.model),
+            self.request_id,
         )
 
     # --- the flow every route follows -------------------------------------------------------
@@ -353,8 +367,19 @@ async def guarded(
     if body is None:
         return await pass_on(session(), upstream, request, raw, unreachable)
     headers = upstream_headers(request, accept_encoding="identity")
+    headers = {k: v for k, v in headers.items() if k.lower() != REQUEST_ID.lower()}
+    headers[REQUEST_ID] = request_id(request)
     url = f"{upstream}{request.url.path}"
     return await call(session(), url, headers, settings).answer(body)
+
+
+def request_id(request: Request) -> str:
+    """The id a guarded request goes upstream with: the client's `X-Request-Id` when it is a
+    plain token (PLAIN_REQUEST_ID), else a fresh one of the proxy's own."""
+    given = request.headers.get(REQUEST_ID)
+    if given is not None and PLAIN_REQUEST_ID.fullmatch(given):
+        return given
+    return f"guard-{uuid.uuid4().hex}"
 
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:

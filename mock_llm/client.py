@@ -122,6 +122,9 @@ class JournalRecord:
     """The wire format of the request: `openai`, `ollama`, `responses`, `anthropic` (the
     Messages API) or `gemini` (any other a newer mock names is kept as it is; a journal from
     before the field reads as `openai`)."""
+    request_id: str | None = None
+    """The request's `X-Request-Id` header as the mock received it (None without one, or
+    from a mock before the field): a proxy in front, such as `python -m guard`, sets it."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,9 @@ class JournalRead:
     """A journal read: the entries, oldest first, and the journal's clock and bounds.
 
     `settled` is None for a plain read; for a settle read, whether the turn had settled
-    (False: the wait ran out, and `requests` is what there was then).
+    (False: the wait ran out, and `requests` is what there was then). The journal holds the
+    entries from `first_seq` up to (not including) `next_seq`: an entry noted before
+    `first_seq` was dropped or cleared (both None from a mock before the fields).
     """
 
     version: int
@@ -139,6 +144,13 @@ class JournalRead:
     dropped: int
     capacity: int
     settled: bool | None = None
+    first_seq: int | None = None
+    next_seq: int | None = None
+
+    def lost_since(self, seq: int) -> bool | None:
+        """Whether an entry from `seq` on is no longer held (dropped or cleared); None when
+        the mock does not say (a mock before `first_seq`)."""
+        return None if self.first_seq is None else self.first_seq > seq
 
 
 def _build(cls: type[T], data: object) -> T:

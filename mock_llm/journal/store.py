@@ -9,7 +9,12 @@ Deliberate choices:
   and a wall-clock step cannot reorder them; `started_at` gives the wall time once.
 - The JSON has a `version`: version 2 dropped version 1's wall-clock fields, so an old
   reader fails on a missing key instead of reading times of another meaning. Added fields
-  (`side_call`) are compatible.
+  (`side_call`, `request_id`, `first_seq`, `next_seq`) are compatible.
+- A read says which entries it still holds (`first_seq`, `next_seq`), so a reader that
+  noted `next_seq` before a turn knows whether any request since was dropped or cleared:
+  `dropped` alone cannot say, as a full journal drops an old entry for every new one.
+- `request_id` is the request's `X-Request-Id` header as it came (a proxy in front, such as
+  `python -m guard`, sets one and logs it): it ties an entry to a line of that proxy's log.
 - `on_change` fires on every arrival, identification, end and clear, so `settle.py` is
   woken instead of polling.
 """
@@ -28,6 +33,8 @@ Outcome = Literal["in_progress", "completed", "client_disconnected", "fault", "r
 DEFAULT_CAPACITY = 1000
 DEFAULT_MAX_HELD_BYTES = 64 * 1024 * 1024
 """The request-body bytes the journal holds in all (not a limit on one request)."""
+MAX_REQUEST_ID_CHARS = 200
+"""The most of a request's `X-Request-Id` header an entry keeps."""
 JOURNAL_VERSION = 2
 
 
@@ -82,6 +89,8 @@ class JournalEntry:
     """Whether a side-call rule matched the request (it then belongs to no turn)."""
     identified: bool = False
     """Whether the request was read far enough to know its key (None when it has none)."""
+    request_id: str | None = None
+    """The request's `X-Request-Id` header (its first MAX_REQUEST_ID_CHARS), None without one."""
     _now_ms: Callable[[], float] = field(
         default=_STANDALONE_CLOCK.now_ms, repr=False, compare=False
     )
@@ -128,6 +137,7 @@ class JournalEntry:
             "steps": self.steps,
             "request_in_turn": self.request_in_turn,
             "side_call": self.side_call,
+            "request_id": self.request_id,
             "stream": self.stream,
             "status": self.status,
             "outcome": self.outcome,
@@ -159,14 +169,16 @@ class Journal:
         self.on_change: Callable[[], None] = _nothing
         """Called after an entry arrives or ends, and after the journal is cleared."""
 
-    def open(self, path: str, api: str = "openai") -> JournalEntry:
-        """Start an entry for a request that just arrived at `path`, in the wire format `api`."""
+    def open(self, path: str, api: str = "openai", request_id: str | None = None) -> JournalEntry:
+        """Start an entry for a request that just arrived at `path`, in the wire format `api`,
+        with its `X-Request-Id` header's value if it had one."""
         self._seq += 1
         entry = JournalEntry(
             seq=self._seq,
             received_ms=self.clock.now_ms(),
             path=path,
             api=api,
+            request_id=None if request_id is None else request_id[:MAX_REQUEST_ID_CHARS],
             _now_ms=self.clock.now_ms,
             _changed=self._changed,
         )
@@ -191,6 +203,17 @@ class Journal:
         ):
             self._body_bytes -= self._entries.popleft().body_bytes
             self.dropped += 1
+
+    @property
+    def next_seq(self) -> int:
+        """The `seq` the next request will get."""
+        return self._seq + 1
+
+    @property
+    def first_seq(self) -> int:
+        """The `seq` of the oldest entry held (`next_seq` when none is): every entry before
+        it was dropped or cleared."""
+        return self._entries[0].seq if self._entries else self.next_seq
 
     def any_unidentified(self) -> bool:
         """Whether a request is still being read, so its key (it could be any) is not known."""
@@ -218,7 +241,8 @@ class Journal:
         self._changed()
 
     def to_json(self, entries: list[JournalEntry], settled: bool | None = None) -> dict[str, Any]:
-        """A journal read: `entries` with the schema version, the clock and the bounds.
+        """A journal read: `entries` with the schema version, the clock, the bounds and the
+        `seq` range the journal holds (from `first_seq` up to, not including, `next_seq`).
 
         `settled` is there only for a read that waited for its turn to settle.
         """
@@ -229,6 +253,8 @@ class Journal:
             "requests": [e.to_json() for e in entries],
             "dropped": self.dropped,
             "capacity": self.capacity,
+            "first_seq": self.first_seq,
+            "next_seq": self.next_seq,
         }
         if settled is not None:
             read["settled"] = settled

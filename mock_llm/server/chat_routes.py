@@ -70,7 +70,7 @@ async def gemini(request: Request) -> Response | PlayedResponse:
 
 async def _chat(request: Request, api: Api) -> Response | PlayedResponse:
     state = mock_state(request)
-    entry = state.journal.open(request.url.path, api)
+    entry = state.journal.open(request.url.path, api, request.headers.get("x-request-id"))
     try:
         return await _answer_chat(request, entry, api, state)
     except Exception as exc:  # a bug: the entry must still end, or settle reads would hang

@@ -5,13 +5,20 @@ and relays `delta.content` to its page as it comes, as many chat apps do. Pointe
 mock, the kit fails it on every clause the guardrail exists for; pointed at the guard
 proxy in front of the same mock, every clause its profile lets the kit run passes, Stop
 included (the page's Stop closes the app's request, the app's SDK stream, the proxy's
-upstream stream: the mock records the disconnect). Thinking, the per-turn log and tools
+upstream stream: the mock records the disconnect). Relay Chat writes no per-turn log, but
+behind the proxy the kit is given the proxy's (`--guard-log`): G10 is judged on the proxy's
+lines, tied to each turn by the request id the mock journaled, and passes. Thinking and tools
 are not things Relay Chat has, so those clauses skip, with the reason. Both runs are given a
 recorded leak (`--cases`): straight from the mock Relay Chat shows it, behind the proxy the
-case ends as its flow expects.
+case ends as its flow expects (its log count included).
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -26,18 +33,40 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * KIT_DEADLINE_S + 4 * DEA
 
 GUARDRAIL_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "G13", "NEVER"}
 """What an app that relays markup fails: the recovery, the error, the stripping."""
-NOT_RELAY_CHATS = {"G9", "G10", "G12", "G14"}
-"""Clauses for what Relay Chat does not have (thinking, a per-turn log, tools)."""
+NOT_RELAY_CHATS = {"G9", "G12", "G14"}
+"""Clauses for what Relay Chat does not have (thinking, tools)."""
+
+
+@contextmanager
+def guard_log_in(path: Path) -> Generator[Path]:
+    """The in-process guard's log lines written to `path`, as `python -m guard` writes them
+    to its stderr (one message a line)."""
+    logger = logging.getLogger("guard")
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield path
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitRun]:
     results: dict[str, KitRun] = {}
     with serve_mock() as mock_url, serve_guard(mock_url) as proxy_url:
-        for name, model in (("direct", mock_url), ("behind the proxy", proxy_url)):
-            with serve_relay(f"{model}/v1") as app_url:
-                out = tmp_path_factory.mktemp("relay-kit")
-                results[name] = run_kit(app_url, mock_url, PROFILE, out, "--cases", str(CASES))
+        with serve_relay(f"{mock_url}/v1") as app_url:
+            out = tmp_path_factory.mktemp("relay-kit")
+            results["direct"] = run_kit(app_url, mock_url, PROFILE, out, "--cases", str(CASES))
+        out = tmp_path_factory.mktemp("relay-kit")
+        with serve_relay(f"{proxy_url}/v1") as app_url, guard_log_in(out / "guard.log") as log:
+            results["behind the proxy"] = run_kit(
+                app_url, mock_url, PROFILE, out, "--cases", str(CASES), "--guard-log", str(log)
+            )
     return results
 
 
@@ -61,4 +90,4 @@ def test_behind_the_proxy_the_kit_passes_every_clause_it_can_run(
     passed = proxied.with_verdict("passed")
     assert skipped == NOT_RELAY_CHATS, proxied.describe()
     assert passed == set(proxied.report) - NOT_RELAY_CHATS
-    assert GUARDRAIL_CLAUSES | {"G1", "G7", "G11", "CASE"} <= passed
+    assert GUARDRAIL_CLAUSES | {"G1", "G7", "G10", "G11", "CASE"} <= passed

@@ -33,7 +33,7 @@ STRIPPED = f"{SHOWN} Verified weekly."
 KEPT = f"{SHOWN}{LEAK} Verified weekly."
 LOG_LINE = re.compile(
     r"^guard: chat status=200 stream=false retries=0 total_ms=\d+ scaffold_stripped=\d+"
-    r" profiles=(\S+)$",
+    r" profiles=(\S+) request_id=\S+$",
     re.MULTILINE,
 )
 

@@ -108,6 +108,17 @@ async def test_journal_is_bounded_and_counts_what_it_dropped():
     assert [e["key"] for e in listing["requests"]] == ["k2", "k3", "k4"]
     assert listing["dropped"] == 2
     assert listing["capacity"] == 3
+    assert (listing["first_seq"], listing["next_seq"]) == (3, 6)  # what it still holds
+
+
+async def test_an_entry_keeps_the_requests_x_request_id(http: httpx.AsyncClient, key: str):
+    body = chat_body(f"[[mock:clean#{key}]]")
+    async with http.stream(
+        "POST", "/v1/chat/completions", json=body, headers={"X-Request-Id": "guard-7f3a"}
+    ) as response:
+        await response.aread()
+    [entry] = await settled_journal(http, key)
+    assert entry.request_id == "guard-7f3a"
 
 
 async def test_a_read_names_its_schema_version_and_clock(http: httpx.AsyncClient, key: str):

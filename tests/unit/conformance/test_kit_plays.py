@@ -80,6 +80,10 @@ class FakeSession:
 @dataclass
 class FakeUpstream:
     reads: list[str] = field(default_factory=list[str])
+    begun: list[str] = field(default_factory=list[str])
+
+    def begin(self, key: str) -> None:
+        self.begun.append(key)
 
     def requests(self, key: str) -> list[Any]:
         self.reads.append(key)
@@ -172,6 +176,12 @@ def test_the_requests_are_read_once_per_key_on_first_use(tmp_path: Path):
     assert play.requests() == play.requests() == ["request of k1"]
     assert play.requests("k2") == ["request of k2"]
     assert upstream.reads == ["k1", "k2"]
+
+
+def test_every_key_of_a_play_is_begun_before_its_question_is_sent(tmp_path: Path):
+    plays, _, upstream = plays_over(FakeChat(), tmp_path)
+    plays.get("scaffold-repeat")
+    assert upstream.begun == ["k1", "k2"]
 
 
 def test_the_log_offset_is_the_log_size_before_the_question(tmp_path: Path):

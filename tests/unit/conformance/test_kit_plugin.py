@@ -103,6 +103,9 @@ class FakeUpstream:
 
     everything = requests
 
+    def begin(self, key):
+        pass
+
     def now_ms(self):
         return 0.0
 
@@ -320,6 +323,18 @@ def test_a_flag_wins_over_its_environment_variable(
             {},
             "conformance: --reference-model names the model of the reference app",
         ),
+        (
+            ("--app-url", "http://a/", "--mock-url", "http://m", "--app-log", "app.log"),
+            {"CONFORMANCE_GUARD_LOG": "guard.log"},
+            "conformance: pass --app-log (the app's own per-turn log) or --guard-log (the"
+            " log of the guard proxy in front of it), not both: G10 judges one log",
+        ),
+        (
+            ("--guard-log", "guard.log"),
+            {},
+            "conformance: --guard-log is the log of the guard proxy in front of your app"
+            " (--app-url); the reference app the kit starts writes its own per-turn log",
+        ),
     ],
     ids=[
         "app-url-alone",
@@ -329,6 +344,8 @@ def test_a_flag_wins_over_its_environment_variable(
         "turn-timeout-env-negative",
         "trace-env-unknown",
         "reference-model-with-app-url",
+        "guard-log-with-app-log",
+        "guard-log-without-app-url",
     ],
 )
 def test_a_bad_option_is_a_usage_error_that_names_it(
@@ -596,7 +613,7 @@ def test_optional_clauses_skip_with_the_capability_the_profile_does_not_declare(
     result.assert_outcomes(skipped=8)
     result.stdout.fnmatch_lines_random(
         [
-            f"SKIPPED [[]{count}[]] *: the profile does not declare the '{capability}' capability"
+            f"SKIPPED [[]{count}[]] *: the profile does not declare the '{capability}' capability*"
             for count, capability in [(1, "thinking"), (4, "log"), (1, "stop"), (2, "tools")]
         ]
     )

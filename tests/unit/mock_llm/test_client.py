@@ -169,3 +169,18 @@ def test_health_reads_status_and_flow_count():
 def test_an_answer_that_is_not_an_object_is_refused():
     with pytest.raises(MockClientError, match="expected a JSON object for Health"):
         client(answering([1, 2])).health()
+
+
+def test_a_record_carries_the_requests_id_and_an_older_mocks_reads_as_none():
+    with_id = client(answering(journal_read(requests=[{**RECORD, "request_id": "r-1"}])))
+    assert with_id.requests("k1").requests[0].request_id == "r-1"
+    assert client(answering(journal_read())).requests("k1").requests[0].request_id is None
+
+
+def test_a_read_says_whether_entries_from_a_seq_on_were_lost():
+    read = client(answering(journal_read(first_seq=5, next_seq=9))).requests("k1")
+    assert (read.lost_since(4), read.lost_since(5), read.lost_since(9)) == (True, False, False)
+
+
+def test_a_mock_that_does_not_say_what_it_holds_leaves_loss_unknown():
+    assert client(answering(journal_read())).requests("k1").lost_since(1) is None

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mock_llm.journal.store import JOURNAL_VERSION, Journal, MockClock
+from mock_llm.journal.store import JOURNAL_VERSION, MAX_REQUEST_ID_CHARS, Journal, MockClock
 
 
 def fake_clock(
@@ -101,7 +101,7 @@ def test_entry_json_names_every_documented_field():
     assert set(data) == {
         "seq", "path", "key", "flow", "step", "steps", "request_in_turn", "stream", "status",
         "outcome", "error", "fault", "chunks_sent", "received_ms", "first_chunk_ms", "ended_ms",
-        "disconnected_ms", "body", "side_call", "api",
+        "disconnected_ms", "body", "side_call", "api", "request_id",
     }  # fmt: skip
     assert data["api"] == "openai"
 
@@ -176,3 +176,30 @@ def test_newest_entry_is_kept_even_when_its_body_alone_is_over_budget():
     journal = Journal(max_body_bytes=10)
     journal.attach_body(journal.open("/p"), "big", 50)
     assert len(journal) == 1
+
+
+def test_a_read_says_which_entries_the_journal_still_holds():
+    journal = Journal(capacity=3)
+    for _ in range(5):
+        journal.open("/p")
+    read = journal.to_json([])
+    assert (read["first_seq"], read["next_seq"]) == (3, 6)
+
+
+def test_an_empty_journal_holds_from_the_next_entry_on():
+    journal = Journal()
+    assert (journal.first_seq, journal.next_seq) == (1, 1)
+    journal.open("/p")
+    journal.clear()
+    assert (journal.first_seq, journal.next_seq) == (2, 2)
+
+
+def test_an_entry_keeps_the_requests_id_header():
+    journal = Journal()
+    assert journal.open("/p", request_id="guard-1").request_id == "guard-1"
+    assert journal.open("/p").request_id is None
+
+
+def test_a_long_request_id_is_kept_only_up_to_its_bound():
+    entry = Journal().open("/p", request_id="x" * (MAX_REQUEST_ID_CHARS + 50))
+    assert entry.request_id == "x" * MAX_REQUEST_ID_CHARS
