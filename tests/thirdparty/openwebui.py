@@ -12,8 +12,9 @@ reaching out:
   at start;
 - title, tag and follow-up generation left on (Open WebUI's defaults), so every turn makes
   its side calls too and the kit must tell them apart;
-- reasoning shown expanded and the release notes dialog off, as interface defaults
-  (`DEFAULT_INTERFACE_SETTINGS`): see conformance/profiles/openwebui.toml.
+- the release notes dialog off, as an interface default (`DEFAULT_INTERFACE_SETTINGS`);
+  reasoning is left collapsed, Open WebUI's default: the kit's profile turns the user's
+  "expand details" setting on itself (conformance/profiles/openwebui.toml, `[[setup_once]]`).
 
 `install_function(url, function_id, source)` adds a Function (our filter) the way the admin
 page's "+ New Function" does, through Open WebUI's own API, then turns it on for every model.
@@ -38,7 +39,7 @@ from .venvs import OPEN_WEBUI
 STARTUP_DEADLINE_S = 300.0
 """The longest Open WebUI may take to answer /health (30-60 s on a 2-core machine, several
 minutes with the machine oversubscribed): a hang guard, not a timing claim."""
-INTERFACE_DEFAULTS = {"expandDetails": True, "showChangelog": False}
+INTERFACE_DEFAULTS = {"showChangelog": False}
 
 
 @dataclass(frozen=True)
