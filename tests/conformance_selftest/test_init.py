@@ -13,24 +13,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Generator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
-import uvicorn
 
 from conformance.profile import load_profile
 from conformance.reference import reference_stack
 from mock_llm import serve_mock
-from servekit.in_thread import serve_in_thread
 
 from ..support.deadlines import DEADLINE_S
 from ..support.processes import child_env
 from .foreign import serve_foreign
 from .kit_runs import KIT_DEADLINE_S, ROOT, run_kit
-from .targets.base import BaseTarget, build_app
+from .strangers.turn_serving import serve_stranger
+from .targets.base import BaseTarget
 
 INIT_DEADLINE_S = 300.0
 """The longest one init run may take, a hang guard (a healthy one takes 15-40 s)."""
@@ -89,15 +86,12 @@ class EnterIgnored(BaseTarget):
     )
 
 
-@contextmanager
-def serve_page(target: type[BaseTarget], mock_url: str, tmp_path: Path) -> Generator[str]:
-    app = build_app(target(mock_url, tmp_path / "page.log"))
-    with serve_in_thread(uvicorn.Config(app, log_level="warning")) as url:
-        yield f"{url}/"
-
-
 def test_a_page_with_no_text_box_is_one_line_that_says_so(tmp_path: Path):
-    with serve_mock() as mock_url, serve_page(NoTextBox, mock_url, tmp_path) as url:
+    with (
+        serve_mock() as mock_url,
+        serve_stranger(NoTextBox, mock_url, tmp_path / "page.log") as base,
+    ):
+        url = f"{base}/"
         done = run_init(url, mock_url, tmp_path / "init.toml", "--timeout", "2")
     assert done.returncode == 1
     assert done.stderr.startswith(
@@ -108,7 +102,11 @@ def test_a_page_with_no_text_box_is_one_line_that_says_so(tmp_path: Path):
 
 
 def test_a_question_the_page_never_sent_is_named_as_such(tmp_path: Path):
-    with serve_mock() as mock_url, serve_page(EnterIgnored, mock_url, tmp_path) as url:
+    with (
+        serve_mock() as mock_url,
+        serve_stranger(EnterIgnored, mock_url, tmp_path / "page.log") as base,
+    ):
+        url = f"{base}/"
         done = run_init(url, mock_url, tmp_path / "init.toml", "--timeout", "2")
     assert done.returncode == 1
     assert "conformance init: the question is still in the text box textarea: it was never" in (

@@ -32,7 +32,7 @@ from .strangers import (
     stop_stays_after_error,
     unmarked_error,
 )
-from .strangers.parts_page import serve_stranger
+from .strangers.turn_serving import serve_stranger
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S)]
 

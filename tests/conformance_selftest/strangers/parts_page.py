@@ -6,23 +6,15 @@ The page (`render`) shares nothing with the reference page but the targets' chat
 whose `data-phase` is `streaming`, then `finished`; inside each an optional reasoning
 `details.sp-think`, the answer `.sp-text` and the error box; a Stop button shown only while
 a turn streams. `PageOptions` turns each part off or bends how a turn ends. `PROFILE` is the
-profile that describes the whole page (a case changes the lines it needs); `serve_stranger`
-serves a case's target (a BaseTarget with this `PAGE`) in-process.
+profile that describes the whole page (a case changes the lines it needs); a case's
+target (a BaseTarget with this `PAGE`) is served by `turn_serving.serve_stranger`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-import uvicorn
-
-from servekit.in_thread import serve_in_thread
-
-from ..targets.base import BaseTarget, build_app
 from ..targets.page import READ_FRAMES_JS
 
 
@@ -200,12 +192,3 @@ def render(options: PageOptions) -> str:
     stop = '<button type="button" class="sp-stop" hidden>Stop</button>' if options.stop else ""
     page = _PAGE.replace("__READ_FRAMES__", READ_FRAMES_JS).replace("__STOP__", stop)
     return page.replace("__CONFIG__", json.dumps(asdict(options)))
-
-
-@contextmanager
-def serve_stranger(target: type[BaseTarget], mock_url: str, log_file: Path) -> Generator[str]:
-    """Serve a stranger case's target in-process on a free 127.0.0.1 port; its base URL."""
-    app = build_app(target(mock_url, log_file))
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
-    with serve_in_thread(config) as url:
-        yield url
