@@ -25,6 +25,8 @@ Deliberate choices:
   indicator) up after an error, and the error is the end of that turn all the same. It
   is looked for every POLL_MS, as the done rule is, since a profile's selectors may be
   Playwright's own (`:has-text()`, `>>`), which no script in the page can evaluate.
+- An error outside every message that already showed, with the same text, when the
+  question was sent (a banner an earlier turn left up) is not the turn's.
 """
 
 from __future__ import annotations
@@ -87,6 +89,11 @@ LOOK_AGAIN_MS = 100
 (a change it cannot observe, in a closed shadow root, is still seen that late)."""
 
 MARK_SHOWN_JS = """els => { window.__sgKitShownBefore = new WeakSet(els); return els.length; }"""
+MARK_ERRORS_JS = """els => {
+  window.__sgKitErrorsBefore = new Map(els.map((e) => [e, (e.textContent || "").trim()]));
+}"""
+"""Remembers each error element's text as the question is sent: an error the page still
+shows from before (a banner, a toast) is not the new turn's, unless its text changes."""
 """Counts the messages shown before the question is sent, and remembers them (`last`)."""
 
 NEXT_CHANGE_JS = """cap => new Promise(resolve => {
@@ -171,8 +178,10 @@ TURN_ERROR_JS = """([errs, msgs, mine, strict]) => {
     const box = e.getBoundingClientRect();
     return box.width > 0 && box.height > 0 && getComputedStyle(e).visibility !== "hidden";
   };
-  const ours = (e) => (mine !== null && mine.contains(e)) || !msgs.some((m) => m !== mine
-                                                                         && m.contains(e));
+  const before = window.__sgKitErrorsBefore;
+  const stale = (e) => before !== undefined && before.get(e) === (e.textContent || "").trim();
+  const ours = (e) => (mine !== null && mine.contains(e)) || (!stale(e)
+    && !msgs.some((m) => m !== mine && m.contains(e)));
   const texts = errs.filter((e) => ours(e) && visible(e))
     .map((e) => (e.textContent || "").trim()).filter(Boolean);
   return texts.length ? texts[texts.length - 1] : "";
@@ -354,6 +363,7 @@ class ChatPage:
         # a page that puts earlier turns back after a reload enables it once they are there.
         # The messages shown now are remembered too (`last`: a message not among them).
         before: int = self.page.locator(selectors.message).evaluate_all(MARK_SHOWN_JS)
+        self.page.locator(selectors.error).evaluate_all(MARK_ERRORS_JS)
         key = KEY_IN_QUESTION.search(question)
         turn = _Turn(
             find=self.profile.turn_find,
