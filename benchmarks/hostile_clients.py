@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 
 import httpx
+from measure import memory, reset_peak
 from servers import ServerSpec, module_spec, serving
 
 from tests.support.hostile_upstream import (
@@ -36,17 +37,6 @@ HEADROOM_BYTES = 128 * MiB
 """What one hostile answer may add to a client's peak RSS over its baseline."""
 APP_SCRIPTS = ENDLESS  # the app stops reading
 RECORDER_SCRIPTS = ending(50_000, 2048)  # the recorder relays it all: 50 MB, 2 GiB decoded
-
-
-def status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise LookupError(field)
-
-
-def reset_peak(pid: int) -> None:
-    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM back to the current RSS
 
 
 async def app_exchange(client: httpx.AsyncClient, case: str | None) -> None:
@@ -78,11 +68,11 @@ async def measure(
     ):
         pid = server.proc.pid
         await exchange(client, None)
-        baseline = status_kib(pid, "VmRSS")
+        baseline = memory(pid)["VmRSS"] // 1024
         for case in cases:
             reset_peak(pid)
             await exchange(client, case)
-            rows.append((name, case, baseline, status_kib(pid, "VmHWM")))
+            rows.append((name, case, baseline, memory(pid)["VmHWM"] // 1024))
     return rows
 
 

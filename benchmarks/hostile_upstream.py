@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from measure import memory, reset_peak
 from servers import RunningServer, module_spec, serving
 from verdicts import report, verdict
 
@@ -298,21 +299,6 @@ GUARD = Target("guard proxy", guard_server, ask_guard, guard_kept)
 TARGETS = (GUARD,)
 
 # --- measuring --------------------------------------------------------------------------------
-
-
-def memory(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM of a process, in bytes."""
-    fields: dict[str, int] = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            fields[name] = int(value.split()[0]) * 1024
-    return fields
-
-
-def reset_peak(pid: int) -> None:
-    """VmHWM back to the current RSS (Linux: `5` to clear_refs)."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 async def one(

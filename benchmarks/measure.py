@@ -36,3 +36,18 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
         return 0.0
     rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def memory(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of a process, in bytes."""
+    fields: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0]) * 1024
+    return fields
+
+
+def reset_peak(pid: int) -> None:
+    """VmHWM back to the current RSS (Linux: `5` to clear_refs)."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Capability = Literal["thinking", "stop", "log", "tools"]
+MALFORMED_REPLY = "The model returned a malformed reply — please try again."
+"""The contract's error copy for a reply that stayed markup after the one recovery (G3)."""
 MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
 """The markup's markers NEVER looks for in everything a page showed (besides each flow's
 canary)."""

@@ -31,7 +31,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from conformance.clauses import MALFORMED_REPLY
 from conformance.options import DEFAULT_CHROMIUM, DEFAULT_TURN_TIMEOUT_S
+from conformance.plays import question
 from conformance.profile import (
     DoneRule,
     Profile,
@@ -41,7 +43,7 @@ from conformance.profile import (
     load_profile,
 )
 from conformance.profile_writer import Found, FoundDone, FoundSetup, render_profile
-from mock_llm.client import MockClient, MockClientError
+from mock_llm.client import JournalRecord, MockClient, MockClientError
 
 if TYPE_CHECKING:
     from playwright.sync_api import ElementHandle, JSHandle, Page
@@ -50,7 +52,6 @@ DISCOVER_JS = resources.files("conformance").joinpath("discover.js").read_text(e
 ANSWER = "Init probe answer: the backups of the lab run nightly at two, restore drills on Sunday."
 REASONING = "Init probe reasoning: the runbook names two o'clock, so the answer is direct."
 SLOW = " ".join(["Init probe slow answer, word after word, while the page streams it."] * 12)
-MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 FLOWS: dict[str, Any] = {
     "flows": {
         "sg-init-answer": {"description": "conformance init: a clean answer",
@@ -86,14 +87,11 @@ class Probe:
     streaming_buttons: list[str] = field(default_factory=list[str])  # in a streaming message
 
     def js(self, expression: str, *args: Any) -> Any:
-        return self.page.evaluate(
-            f"([a, b, c]) => window.__sgInit.{expression}", [*args, None, None, None][:3]
-        )
+        """`window.__sgInit.EXPRESSION`'s value, with `args` as a, b and c."""
+        return self.page.evaluate(*_call(expression, args))
 
     def handle(self, expression: str, *args: Any) -> ElementHandle | None:
-        found: JSHandle = self.page.evaluate_handle(
-            f"([a, b, c]) => window.__sgInit.{expression}", [*args, None, None, None][:3]
-        )
+        found: JSHandle = self.page.evaluate_handle(*_call(expression, args))
         element = found.as_element()
         if element is None:
             found.dispose()
@@ -111,12 +109,14 @@ class Probe:
             self.page.wait_for_timeout(POLL_S * 1000)
 
 
+def _call(expression: str, args: Sequence[Any]) -> tuple[str, list[Any]]:
+    """The page function calling `window.__sgInit.EXPRESSION` and its argument: `args` as
+    a, b and c (None for those not given)."""
+    return f"([a, b, c]) => window.__sgInit.{expression}", [*args, None, None, None][:3]
+
+
 def new_key() -> str:
     return f"sginit{uuid.uuid4().hex[:10]}"
-
-
-def question(flow: str, key: str) -> str:
-    return f"When do backups run? [[mock:{flow}#{key}]]"
 
 
 # --- the steps ------------------------------------------------------------------------------
@@ -243,26 +243,22 @@ def watch_streaming(
     stop = None if stop_handle is None else probe.js("unique(a)", stop_handle)
     if stop_handle is not None and stop:
         stop_handle.click()
-        if _disconnected(probe, key):
-            probe.notes["stop"] = "clicking it ended the stream early"
-        else:
-            probe.notes["stop"] = (
-                "it showed while streaming, but clicking it did not end the stream"
-            )
-            stop = None
-    else:
+    entries = _settled(probe, key)  # the slow answer's end: stopped, or run to its end
+    if stop_handle is None or not stop:
         probe.notes["stop"] = "no new button said stop while the answer streamed"
-    _settled(probe, key)
+    elif any(e.outcome == "client_disconnected" for e in entries):
+        probe.notes["stop"] = "clicking it ended the stream early"
+    else:
+        probe.notes["stop"] = "it showed while streaming, but clicking it did not end the stream"
+        stop = None
     return done_rule(finished, during, stop), stop
 
 
-def _disconnected(probe: Probe, key: str) -> bool:
-    read = probe.mock.requests(key, settle_ms=300, timeout_ms=int(probe.timeout_s * 1000))
-    return any(e.outcome == "client_disconnected" for e in read.requests)
-
-
-def _settled(probe: Probe, key: str) -> None:
-    probe.mock.requests(key, settle_ms=300, timeout_ms=int(probe.timeout_s * 1000))
+def _settled(probe: Probe, key: str) -> list[JournalRecord]:
+    """The KEY's journal entries once its turn settled."""
+    return list(
+        probe.mock.requests(key, settle_ms=300, timeout_ms=int(probe.timeout_s * 1000)).requests
+    )
 
 
 def done_rule(finished: dict[str, Any], during: dict[str, Any], stop: str | None) -> FoundDone:

@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
@@ -71,7 +71,7 @@ def read_evidence(failure: Failure, artifacts: Path, folder_name: str) -> Failur
         loaded = []
     if isinstance(loaded, list):
         turns = [cast(dict[str, Any], t) for t in cast(list[Any], loaded) if isinstance(t, dict)]
-    return Failure(failure.nodeid, failure.clause, failure.verdict, failure.message, folder, turns)
+    return replace(failure, folder=folder, turns=turns)
 
 
 def render_html(

@@ -20,7 +20,8 @@ from typing import Any, cast
 
 import pytest
 
-from conformance.clauses import MARKERS, Capability
+from conformance.clauses import MALFORMED_REPLY, MARKERS, Capability
+from conformance.evidence import excerpt
 from conformance.guard_log import tally_problem, unmarked_problem, wait_for_tally
 from conformance.page import ChatPage, TurnView
 from conformance.plays import Play, question
@@ -29,7 +30,6 @@ from conformance.target import Target
 from conformance.upstream import Expected
 from mock_llm.client import JournalRecord
 
-MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 CORRECTION = (
     "Your previous reply contained raw tool-call markup, which is not interpreted here."
     " Answer the user's question directly in plain text — no tool syntax."
@@ -258,9 +258,8 @@ def assert_never_shown(play: Play, want: Expected) -> None:
         )
 
 
-def _around(text: str, needle: str, width: int = 80) -> str:
-    at = text.index(needle)
-    return repr(text[max(0, at - width) : at + len(needle) + width])
+def _around(text: str, needle: str) -> str:
+    return repr(excerpt(text, needle, 80))
 
 
 # --- optional clauses -----------------------------------------------------------------------------
