@@ -10,14 +10,19 @@ Deliberate choices:
 - A request is all or nothing: every flow is checked before any is added.
 - Runtime flows are bounded in number and in text (aliases may not expand past the body
   limit), so a small body cannot become a huge catalog.
+- The built-in file is parsed once per process (its flows are immutable values); each
+  call still gets a dict of its own to add to. A process that starts several mocks, or a
+  test collection that asks for the built-ins in every module, read the YAML once.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from mock_llm.flows.flow_file import load_flow_file, parse_flows
@@ -30,8 +35,14 @@ DEFAULT_MAX_RUNTIME_FLOWS = 200
 
 
 def builtin_flows() -> dict[str, Flow]:
+    """The built-in flows by name, in the file's order (a new dict each call)."""
+    return dict(_parsed_builtins())
+
+
+@functools.cache
+def _parsed_builtins() -> Mapping[str, Flow]:
     text = resources.files("mock_llm.flows").joinpath(BUILTIN_RESOURCE).read_text(encoding="utf-8")
-    return parse_flows(text, source="builtin")
+    return MappingProxyType(parse_flows(text, source="builtin"))
 
 
 def load_catalog(flow_files: Iterable[str | Path] = ()) -> dict[str, Flow]:
