@@ -12,9 +12,9 @@ recorded leak for one): one test per flow of theirs that states an outcome.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-Capability = Literal["thinking", "stop", "log", "tools"]
+from conformance.profiles.model import Capability
+
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 """The contract's error copy for a reply that stayed markup after the one recovery (G3)."""
 MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")

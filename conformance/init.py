@@ -34,15 +34,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from conformance.clauses import MALFORMED_REPLY
 from conformance.options import DEFAULT_CHROMIUM, DEFAULT_TURN_TIMEOUT_S
 from conformance.plays import question
-from conformance.profile import (
-    DoneRule,
-    Profile,
-    ProfileError,
-    Selectors,
-    SetupStep,
-    load_profile,
-)
-from conformance.profile_writer import Found, FoundDone, FoundSetup, render_profile
+from conformance.profiles.keys import ProfileError
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import DoneRule, Profile, Selectors, SetupStep
+from conformance.profiles.writer import Found, FoundDone, FoundSetup, render_profile
 from mock_llm.client import JournalRecord, MockClient, MockClientError
 
 if TYPE_CHECKING:

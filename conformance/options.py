@@ -17,7 +17,9 @@ import pytest
 
 from conformance.baseline import Baseline, BaselineError, load_baseline
 from conformance.cases import CaseFile, CasesError, load_cases
-from conformance.profile import DEFAULT_PROFILE, Profile, ProfileError, resolve_profile
+from conformance.profiles.keys import ProfileError
+from conformance.profiles.loader import resolve_profile
+from conformance.profiles.model import DEFAULT_PROFILE, Profile
 
 DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
 TRACE_MODES = ("dom", "screenshots", "off")

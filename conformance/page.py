@@ -40,7 +40,7 @@ from typing import Any, Literal
 from playwright.sync_api import ElementHandle, Locator, Page, Response, WebSocket
 from playwright.sync_api import Error as PlaywrightError
 
-from conformance.profile import Profile, TurnFind
+from conformance.profiles.model import Profile, TurnFind
 from conformance.setup_steps import run_page_step
 
 RECORDER_JS = resources.files("conformance").joinpath("recorder.js").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conformance.clauses import CLAUSES
 from conformance.evidence import folder_name
-from conformance.profile import Profile
+from conformance.profiles.model import Profile
 from conformance.report_html import Failure, read_evidence, render_html
 
 ORDER = ("passed", "failed", "not judged", "stale baseline", "expected failure", "skipped")

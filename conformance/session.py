@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext
 
     from conformance.page import ChatPage
-    from conformance.profile import Profile
+    from conformance.profiles.model import Profile
     from conformance.target import Target
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
-from conformance.profile import HttpStep, SetupStep
+from conformance.profiles.model import HttpStep, SetupStep
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Locator, Page

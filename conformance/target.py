@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from conformance.profile import Profile
+    from conformance.profiles.model import Profile
     from conformance.upstream import Upstream
 
 LogSource = Literal["app", "guard"]

@@ -20,12 +20,12 @@ from typing import Any, cast
 
 import pytest
 
-from conformance.clauses import MALFORMED_REPLY, MARKERS, Capability
+from conformance.clauses import MALFORMED_REPLY, MARKERS
 from conformance.evidence import excerpt
 from conformance.guard_log import tally_problem, unmarked_problem, wait_for_tally
 from conformance.page import ChatPage, TurnView
 from conformance.plays import Play, question
-from conformance.profile import Profile
+from conformance.profiles.model import Capability, Profile
 from conformance.target import Target
 from conformance.upstream import Expected
 from mock_llm.client import JournalRecord

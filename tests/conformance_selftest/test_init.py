@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import pytest
 
-from conformance.profile import load_profile
+from conformance.profiles.loader import load_profile
 from conformance.reference import reference_stack
 from mock_llm import serve_mock
 

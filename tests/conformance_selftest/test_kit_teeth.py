@@ -37,7 +37,7 @@ import pytest
 
 from conformance.clauses import BY_ID, CLAUSES
 from conformance.evidence import folder_name
-from conformance.profile import load_profile
+from conformance.profiles.loader import load_profile
 from mock_llm import serve_mock
 
 from ..support.deadlines import DEADLINE_S

@@ -19,7 +19,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from conformance.page import ChatPage
-from conformance.profile import Profile, load_profile
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import Profile
 from conformance.session import new_context
 
 from .conftest import TIMEOUT_MS

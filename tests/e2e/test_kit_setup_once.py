@@ -20,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from conformance.profile import Profile, load_profile
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import Profile
 from conformance.session import BrowserSession, new_context
 from conformance.setup_steps import SetupFailed
 from conformance.target import Target

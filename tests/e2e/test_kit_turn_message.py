@@ -20,7 +20,8 @@ from playwright.sync_api import Page, Route
 
 from conformance.page import ChatPage, NoTurnMessage
 from conformance.plays import question
-from conformance.profile import Profile, load_profile
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import Profile
 from mock_llm import MockClient, serve_mock
 
 from ..conformance_selftest.strangers import redraw_conversation, rerendered_stream

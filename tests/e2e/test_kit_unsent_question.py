@@ -18,7 +18,7 @@ from playwright.sync_api import Page
 
 from conformance.page import ChatPage, QuestionNotSent
 from conformance.plays import question
-from conformance.profile import load_profile
+from conformance.profiles.loader import load_profile
 from mock_llm import serve_mock
 
 from ..conformance_selftest.strangers import late_session

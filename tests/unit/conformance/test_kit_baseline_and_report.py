@@ -8,7 +8,7 @@ import pytest
 
 from conformance.baseline import Baseline, BaselineError, load_baseline
 from conformance.clauses import CLAUSES
-from conformance.profile import DEFAULT_PROFILE
+from conformance.profiles.model import DEFAULT_PROFILE
 from conformance.report import clause_verdict, render, write_report
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conformance.cases import CasesError, case_flows, load_case_file, load_cases
 from conformance.clauses import BY_ID
-from conformance.profile import DEFAULT_PROFILE
+from conformance.profiles.model import DEFAULT_PROFILE
 from conformance.report import render
 
 from ..helpers.files import write

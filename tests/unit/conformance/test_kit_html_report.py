@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from conformance.evidence import TURNS_FILE, folder_name
-from conformance.profile import DEFAULT_PROFILE
+from conformance.profiles.model import DEFAULT_PROFILE
 from conformance.report import write_report
 from conformance.report_html import Failure, read_evidence, render_html
 

@@ -16,7 +16,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from conformance.page import TurnNeverFinished, TurnView
 from conformance.preflight import ERROR_FLOW, PREFLIGHT_FLOWS, check_parts
-from conformance.profile import DEFAULT_PROFILE, Profile
+from conformance.profiles.model import DEFAULT_PROFILE, Profile
 from conformance.target import Target
 from mock_llm.client import MockClientError
 

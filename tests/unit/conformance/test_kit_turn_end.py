@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 
 from conformance.page import ChatPage, TurnNeverFinished
-from conformance.profile import DEFAULT_PROFILE, DoneRule
+from conformance.profiles.model import DEFAULT_PROFILE, DoneRule
 
 
 class FakePage:
