@@ -18,15 +18,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.plays import page_text
+from conformance.browser.recording import excerpt, page_text
 
 if TYPE_CHECKING:
     from conformance.plays import Play
     from conformance.target import Target
 
 LOG_TAIL_LINES = 200
-EXCERPT_CHARS = 160
-"""The recorded text kept on each side of a marker the page showed."""
 TURNS_FILE = "turns.json"
 
 
@@ -62,12 +60,6 @@ def keep_evidence(
     if plays:
         turns = [_turn(target, play, folder, number) for number, play in enumerate(plays, 1)]
         (folder / TURNS_FILE).write_text(json.dumps(turns, indent=2), encoding="utf-8")
-
-
-def excerpt(text: str, needle: str, width: int = EXCERPT_CHARS) -> str:
-    """`text` around the first `needle` in it ('' when it is not there)."""
-    at = text.find(needle)
-    return "" if at < 0 else text[max(0, at - width) : at + len(needle) + width]
 
 
 def _turn(target: Target, play: Play, folder: Path, number: int) -> dict[str, object]:

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from conformance.browser.session import BrowserSession, new_context
 from conformance.options import KitConfig, kit_of
-from conformance.session import BrowserSession, new_context
 from conformance.target import Target
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
 
-    from conformance.page import ChatPage
+    from conformance.browser.chat import ChatPage
     from conformance.plays import Play, Plays
 
 RUN_ID = uuid.uuid4().hex[:8]
@@ -93,6 +93,7 @@ def conformance_target(
 def conformance_browser(conformance_kit: KitConfig) -> Generator[Browser]:
     from playwright.sync_api import Error, sync_playwright
 
+    from conformance.browser.session import launch
     from conformance.preflight import fail
 
     if not Path(conformance_kit.chromium).exists():
@@ -102,16 +103,7 @@ def conformance_browser(conformance_kit: KitConfig) -> Generator[Browser]:
     playwright: Playwright = sync_playwright().start()
     try:
         try:
-            browser = playwright.chromium.launch(
-                executable_path=conformance_kit.chromium,
-                args=[
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
-            )
+            browser = launch(playwright, conformance_kit.chromium)
         except Error as exc:
             fail(f"the browser did not start: {exc}")
         yield browser
@@ -124,8 +116,11 @@ def conformance_browser(conformance_kit: KitConfig) -> Generator[Browser]:
 def conformance_session(
     conformance_target: Target, conformance_browser: Browser, conformance_kit: KitConfig
 ) -> Generator[BrowserSession]:
-    context = new_context(conformance_browser, conformance_target.profile)
-    session = BrowserSession(context, conformance_target, conformance_kit.trace)
+    target = conformance_target
+    context = new_context(conformance_browser, target.profile)
+    session = BrowserSession(
+        context, target.profile, target.app_url, target.timeout_s, conformance_kit.trace
+    )
     try:
         yield session
     finally:

@@ -31,8 +31,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from conformance.browser.session import DEFAULT_CHROMIUM
 from conformance.clauses import MALFORMED_REPLY
-from conformance.options import DEFAULT_CHROMIUM, DEFAULT_TURN_TIMEOUT_S
+from conformance.options import DEFAULT_TURN_TIMEOUT_S
 from conformance.plays import question
 from conformance.profiles.keys import ProfileError
 from conformance.profiles.loader import load_profile
@@ -295,7 +296,7 @@ def provisional(found: Found) -> Profile:
 def find_thinking_and_error(probe: Probe, found: Found) -> Found:
     """The thinking display (init's thinking flow) and the error display (`scaffold-repeat`,
     which ends a guarded turn in the malformed-reply error)."""
-    from conformance.page import ChatPage
+    from conformance.browser.chat import ChatPage
 
     chat = ChatPage(probe.page, provisional(found), probe.url, probe.timeout_s * 1000)
     chat.open()

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from conformance.baseline import Baseline, BaselineError, load_baseline
+from conformance.browser.session import DEFAULT_CHROMIUM
 from conformance.cases import CaseFile, CasesError, load_cases
 from conformance.profiles.keys import ProfileError
 from conformance.profiles.loader import resolve_profile
 from conformance.profiles.model import DEFAULT_PROFILE, Profile
 
-DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
 TRACE_MODES = ("dom", "screenshots", "off")
 DEFAULT_TURN_TIMEOUT_S = 60.0
 DEFAULT_STOP_WITHIN_MS = 1000.0

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conformance.browser.recording import page_text
 from conformance.clauses import MARKERS
 from conformance.target import log_size
 
 if TYPE_CHECKING:
-    from conformance.page import Sighting, TurnView
-    from conformance.session import BrowserSession
+    from conformance.browser.chat import TurnView
+    from conformance.browser.recording import Sighting
+    from conformance.browser.session import BrowserSession
     from conformance.target import Target
     from mock_llm.client import JournalRecord
 
@@ -145,15 +147,6 @@ class Plays:
         read = self._target.upstream.requests
         return Play(flow, keys, tuple(views), recorded, live, sightings, offset, trace, error,
                     follow_up_error, read)  # fmt: skip
-
-
-def page_text(read: Callable[[], str]) -> str:
-    """What `read()` returns, or why it could not (a closed or broken page must not hide
-    the rest of a failure's evidence)."""
-    try:
-        return read()
-    except Exception as exc:
-        return f"(the page could not be read: {exc})"
 
 
 def _describe(exc: Exception) -> str:

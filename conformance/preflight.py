@@ -36,9 +36,9 @@ from mock_llm.client import JournalRecord, MockClientError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from conformance.browser.chat import ChatPage, TurnView
+    from conformance.browser.session import BrowserSession
     from conformance.cases import CaseFile
-    from conformance.page import ChatPage, TurnView
-    from conformance.session import BrowserSession
     from conformance.target import Target
 
 EXIT_PREFLIGHT = 3
@@ -95,7 +95,7 @@ def add_cases(target: Target, cases: tuple[CaseFile, ...]) -> None:
 
 def check_once_setup(session: BrowserSession) -> None:
     """The profile's once-per-run steps, done before the first turn (once per worker)."""
-    from conformance.setup_steps import SetupFailed
+    from conformance.browser.setup_steps import SetupFailed
 
     try:
         session.set_up_once()
@@ -106,7 +106,7 @@ def check_once_setup(session: BrowserSession) -> None:
 def check_wiring(target: Target, chat: ChatPage, key: str) -> TurnView:
     """One clean turn with a fresh KEY must show up in the mock's journal; its view. It asks
     the plays' question: an app may offer tools only for a question its documents cover."""
-    from conformance.page import QuestionNotSent
+    from conformance.browser.composer import QuestionNotSent
     from conformance.plays import question
 
     target.upstream.begin(key)

@@ -20,10 +20,10 @@ from typing import Any, cast
 
 import pytest
 
+from conformance.browser.chat import ChatPage, TurnView
+from conformance.browser.recording import excerpt
 from conformance.clauses import MALFORMED_REPLY, MARKERS
-from conformance.evidence import excerpt
 from conformance.guard_log import tally_problem, unmarked_problem, wait_for_tally
-from conformance.page import ChatPage, TurnView
 from conformance.plays import Play, question
 from conformance.profiles.model import Capability, Profile
 from conformance.target import Target

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from conformance.browser.chat import TurnView
+from conformance.browser.recording import Sighting
 from conformance.clauses import MARKERS
-from conformance.page import Sighting, TurnView
 from conformance.plays import FOLLOW_UPS, Plays, question
 from conformance.upstream import Expected
 

@@ -77,7 +77,7 @@ def test_probe(conformance_kit, pytestconfig):
 FAKE_TARGET = """
 import pytest
 
-from conformance.page import TurnView
+from conformance.browser.chat import TurnView
 from conformance.target import Target
 from mock_llm.client import JournalRecord
 

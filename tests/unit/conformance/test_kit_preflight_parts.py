@@ -14,7 +14,8 @@ from typing import Any, cast
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from conformance.page import TurnNeverFinished, TurnView
+from conformance.browser.chat import TurnView
+from conformance.browser.turn_end import TurnNeverFinished
 from conformance.preflight import ERROR_FLOW, PREFLIGHT_FLOWS, check_parts
 from conformance.profiles.model import DEFAULT_PROFILE, Profile
 from conformance.target import Target

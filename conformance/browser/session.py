@@ -1,4 +1,4 @@
-"""The worker's browser context and its chat page, reused test after test.
+"""The worker's browser, its context and its chat page, reused test after test.
 
 One context per worker keeps the page's files in the browser's cache and one page keeps its
 scripts compiled: a turn then costs a navigation, not a new browser context and a cold page
@@ -15,19 +15,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext
+    from playwright.sync_api import Browser, BrowserContext, Playwright
 
-    from conformance.page import ChatPage
+    from conformance.browser.chat import ChatPage
     from conformance.profiles.model import Profile
-    from conformance.target import Target
+
+DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
+CHROMIUM_ARGS = (
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+def launch(playwright: Playwright, chromium: str) -> Browser:
+    """The kit's Chromium (Playwright's Error when it does not start)."""
+    return playwright.chromium.launch(executable_path=chromium, args=list(CHROMIUM_ARGS))
 
 
 class BrowserSession:
     """The context, its chat page (opened on first use) and its trace chunks."""
 
-    def __init__(self, context: BrowserContext, target: Target, trace: str) -> None:
+    def __init__(
+        self, context: BrowserContext, profile: Profile, app_url: str, timeout_s: float, trace: str
+    ) -> None:
         self.context = context
-        self.target = target
+        self.profile = profile
+        self.app_url = app_url
+        self.timeout_s = timeout_s
         self.tracing = trace != "off"
         self._chat: ChatPage | None = None
         self._chunk_open = False
@@ -36,23 +53,22 @@ class BrowserSession:
             context.tracing.start(snapshots=True, screenshots=trace == "screenshots")
 
     def chat(self) -> ChatPage:
-        from conformance.page import ChatPage
+        from conformance.browser.chat import ChatPage
 
         if self._chat is None:
-            target = self.target
             page = self.context.new_page()
-            self._chat = ChatPage(page, target.profile, target.app_url, target.timeout_s * 1000)
+            self._chat = ChatPage(page, self.profile, self.app_url, self.timeout_s * 1000)
         return self._chat
 
     def set_up_once(self) -> None:
         """The profile's `[[setup_once]]` steps, the first time only (SetupFailed)."""
-        from conformance.setup_steps import run_once
+        from conformance.browser.setup_steps import run_once
 
         if not self._set_up:
             self._set_up = True
-            steps = self.target.profile.setup_once
+            steps = self.profile.setup_once
             if steps:
-                run_once(self.context, self.chat().page, self.target.app_url, steps)
+                run_once(self.context, self.chat().page, self.app_url, steps)
 
     def begin_chunk(self, title: str) -> bool:
         """Start a trace chunk; False (and nothing started) when tracing is off or a chunk

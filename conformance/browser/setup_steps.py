@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
+from conformance.browser.scripts import script
 from conformance.profiles.model import HttpStep, SetupStep
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 PLACEHOLDER = re.compile(r"\{(local_storage|cookie):([^{}]+)\}")
 BODY_EXCERPT_CHARS = 300
+LOCAL_STORAGE_ITEM_JS = script("local_storage_item")
 
 
 class SetupFailed(RuntimeError):
@@ -85,7 +87,7 @@ def run_http_step(
 
     def read(kind: str, name: str) -> str | None:
         if kind == "local_storage":
-            got = page.evaluate("name => window.localStorage.getItem(name)", name)
+            got = page.evaluate(LOCAL_STORAGE_ITEM_JS, name)
             return got if isinstance(got, str) else None
         return next((c.get("value") for c in context.cookies(url) if c.get("name") == name), None)
 
