@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from conformance.browser.recording import excerpt, page_text
 
 if TYPE_CHECKING:
-    from conformance.plays import Play
-    from conformance.target import Target
+    from conformance.oracle.played import Play
+    from conformance.oracle.target import Target
 
 LOG_TAIL_LINES = 200
 TURNS_FILE = "turns.json"

@@ -21,13 +21,14 @@ import pytest
 
 from conformance.browser.session import BrowserSession, new_context
 from conformance.options import KitConfig, kit_of
-from conformance.target import Target
+from conformance.oracle.target import Target
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
 
     from conformance.browser.chat import ChatPage
-    from conformance.plays import Play, Plays
+    from conformance.oracle.played import Play
+    from conformance.plays import Plays
 
 RUN_ID = uuid.uuid4().hex[:8]
 CALL_REPORT = pytest.StashKey[pytest.TestReport]()
@@ -56,8 +57,8 @@ def conformance_kit(pytestconfig: pytest.Config) -> KitConfig:
 def conformance_target(
     conformance_kit: KitConfig, tmp_path_factory: pytest.TempPathFactory
 ) -> Generator[Target]:
+    from conformance.oracle.upstream import Upstream
     from conformance.preflight import add_cases, check_reachable, register_side_calls
-    from conformance.upstream import Upstream
 
     kit = conformance_kit
     with ExitStack() as stack:
@@ -179,7 +180,7 @@ def conformance_play(
     that could not be finished fails the test with its error; a failing test leaves the
     evidence of the plays it used."""
     from conformance.evidence import keep_evidence
-    from conformance.plays import PlayFailed
+    from conformance.oracle.played import PlayFailed
 
     used: list[Play] = []
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from conformance.browser.session import DEFAULT_CHROMIUM
-from conformance.clauses import MALFORMED_REPLY
 from conformance.options import DEFAULT_TURN_TIMEOUT_S
+from conformance.oracle.clauses import MALFORMED_REPLY
 from conformance.plays import question
 from conformance.profiles.keys import ProfileError
 from conformance.profiles.loader import load_profile

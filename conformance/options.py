@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from conformance.baseline import Baseline, BaselineError, load_baseline
 from conformance.browser.session import DEFAULT_CHROMIUM
-from conformance.cases import CaseFile, CasesError, load_cases
+from conformance.oracle.baseline import Baseline, BaselineError, load_baseline
+from conformance.oracle.cases import CaseFile, CasesError, load_cases
 from conformance.profiles.keys import ProfileError
 from conformance.profiles.loader import resolve_profile
 from conformance.profiles.model import DEFAULT_PROFILE, Profile

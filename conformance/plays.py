@@ -16,20 +16,18 @@ Deliberate choices:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance.browser.recording import page_text
-from conformance.clauses import MARKERS
-from conformance.target import log_size
+from conformance.oracle.clauses import MARKERS
+from conformance.oracle.logs import log_size
+from conformance.oracle.played import Play
 
 if TYPE_CHECKING:
     from conformance.browser.chat import TurnView
-    from conformance.browser.recording import Sighting
     from conformance.browser.session import BrowserSession
-    from conformance.target import Target
-    from mock_llm.client import JournalRecord
+    from conformance.oracle.target import Target
 
 QUESTION = "When do backups run?"
 FOLLOW_UPS = {"scaffold-repeat": "clean"}
@@ -40,50 +38,6 @@ after the terminal error, the page still answers)."""
 def question(flow: str, key: str) -> str:
     """The question that plays `flow` under `key` (the mock's trigger grammar)."""
     return f"{QUESTION} [[mock:{flow}#{key}]]"
-
-
-class PlayFailed(AssertionError):
-    """The flow's turn could not be played to its end, so no clause can be judged on it."""
-
-
-@dataclass
-class Play:
-    """One played flow: what the page showed, and the turn's requests once read."""
-
-    flow: str
-    keys: tuple[str, ...]  # the question's KEY, then the follow-up's
-    views: tuple[TurnView, ...]  # the question's view, then the follow-up's
-    recorded: str  # everything the page showed, from the fresh document to the end
-    recorder_live: bool
-    sightings: tuple[Sighting, ...]  # the markers (and canary) the page showed, first each
-    log_offset: int  # the app log's size before the question was sent
-    trace: Path | None
-    error: str | None  # why the question's turn could not be played to its end
-    follow_up_error: str | None  # why the follow-up's could not
-    read_requests: Callable[[str], list[JournalRecord]] = field(repr=False)
-    _requests: dict[str, list[JournalRecord]] = field(
-        default_factory=dict[str, list["JournalRecord"]], repr=False
-    )
-
-    @property
-    def key(self) -> str:
-        return self.keys[0]
-
-    @property
-    def view(self) -> TurnView:
-        return self.views[0]
-
-    @property
-    def follow_up(self) -> TurnView | None:
-        """The follow-up's view (None when it could not be played: see follow_up_error)."""
-        return self.views[1] if len(self.views) > 1 else None
-
-    def requests(self, key: str | None = None) -> list[JournalRecord]:
-        """The turn's own requests (the question's, or the follow-up's `key`), read once."""
-        key = key or self.key
-        if key not in self._requests:
-            self._requests[key] = self.read_requests(key)
-        return self._requests[key]
 
 
 class Plays:

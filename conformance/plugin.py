@@ -22,11 +22,11 @@ from collections.abc import Generator
 
 import pytest
 
-from conformance.cases import case_flows
-from conformance.clauses import BY_ID
 from conformance.fixtures import CALL_REPORT
 from conformance.options import KIT_KEY, add_options, kit_cases, kit_config, kit_of
-from conformance.plays import PlayFailed
+from conformance.oracle.cases import case_flows
+from conformance.oracle.clauses import BY_ID
+from conformance.oracle.played import PlayFailed
 from conformance.report_html import Failure
 
 pytest_plugins = ["conformance.fixtures"]

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, NoReturn
 import httpx
 import pytest
 
-from conformance.guard_log import wait_for_tally
-from conformance.target import log_size
-from conformance.upstream import MockUnreachable
+from conformance.oracle.guard_log import wait_for_tally
+from conformance.oracle.logs import log_size
+from conformance.oracle.upstream import MockUnreachable
 from mock_llm.client import JournalRecord, MockClientError
 
 if TYPE_CHECKING:
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
     from conformance.browser.chat import ChatPage, TurnView
     from conformance.browser.session import BrowserSession
-    from conformance.cases import CaseFile
-    from conformance.target import Target
+    from conformance.oracle.cases import CaseFile
+    from conformance.oracle.target import Target
 
 EXIT_PREFLIGHT = 3
 ERROR_FLOW = "conformance-preflight-error"

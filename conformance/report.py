@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.clauses import CLAUSES
 from conformance.evidence import folder_name
+from conformance.oracle.clauses import CLAUSES
 from conformance.profiles.model import Profile
 from conformance.report_html import Failure, read_evidence, render_html
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
 
-from conformance.clauses import BY_ID
 from conformance.evidence import TURNS_FILE
+from conformance.oracle.clauses import BY_ID
 
 BLANKS = re.compile(r"[ \t]*\n\s*")
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"

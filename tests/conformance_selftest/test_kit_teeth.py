@@ -35,8 +35,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.clauses import BY_ID, CLAUSES
 from conformance.evidence import folder_name
+from conformance.oracle.clauses import BY_ID, CLAUSES
 from conformance.profiles.loader import load_profile
 from mock_llm import serve_mock
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from conformance.upstream import EvidenceLost, Upstream
+from conformance.oracle.upstream import EvidenceLost, Upstream
 from mock_llm import build_settings, serve_mock
 
 from ...support.deadlines import DEADLINE_S

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.baseline import Baseline, BaselineError, load_baseline
-from conformance.clauses import CLAUSES
+from conformance.oracle.baseline import Baseline, BaselineError, load_baseline
+from conformance.oracle.clauses import CLAUSES
 from conformance.profiles.model import DEFAULT_PROFILE
 from conformance.report import clause_verdict, render, write_report
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.guard_log import (
+from conformance.oracle.guard_log import (
     GuardLine,
     guard_lines,
-    lines_after,
     tally,
     tally_problem,
     unmarked_problem,
 )
+from conformance.oracle.logs import lines_after
 
 LOG = Path("guard.log")
 

@@ -13,9 +13,9 @@ from typing import Any, cast
 
 from conformance.browser.chat import TurnView
 from conformance.browser.recording import Sighting
-from conformance.clauses import MARKERS
+from conformance.oracle.clauses import MARKERS
+from conformance.oracle.expected import Expected
 from conformance.plays import FOLLOW_UPS, Plays, question
-from conformance.upstream import Expected
 
 
 def view(answer: str = "ok") -> TurnView:

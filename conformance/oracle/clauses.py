@@ -7,6 +7,9 @@ the clause with the reason, never guesses it. A clause judged by model (G13, G15
 each family flow by the model name the app asks for, and skips, with the reason, the flows
 the other one judges. CASE runs the user's own cases (`--cases`, a
 recorded leak for one): one test per flow of theirs that states an outcome.
+
+Beside the clauses: the contract's fixed strings and markers, and the flows the clauses
+with one test per flow are judged on.
 """
 
 from __future__ import annotations
@@ -17,9 +20,25 @@ from conformance.profiles.model import Capability
 
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
 """The contract's error copy for a reply that stayed markup after the one recovery (G3)."""
+CORRECTION = (
+    "Your previous reply contained raw tool-call markup, which is not interpreted here."
+    " Answer the user's question directly in plain text — no tool syntax."
+)
+"""The contract's correction line, which the one recovery request carries (G2)."""
 MARKERS = ("<|tool_call_start|>", "<|tool_call_end|>", "<|tool_calls|>", "<|tool_call|>")
 """The markup's markers NEVER looks for in everything a page showed (besides each flow's
 canary)."""
+SCAFFOLD_FLOWS = ("scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
+                  "scaffold-standalone", "unterminated")  # fmt: skip
+"""The mock's scaffold flows: NEVER judges each."""
+FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "gemma-bare-call", "qwen-tool-call",
+                "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
+                "glm-bare-arguments", "minimax-xml-call", "harmony-residue")  # fmt: skip
+"""The mock's family flows: each plays one model family's own leak shape (G13)."""
+LOOKALIKE_FLOWS = (*(f for f in FAMILY_FLOWS if not f.startswith("deepseek")), "echo-call")
+"""The flows whose markup is text for some models (G15): the family flows that state an
+`elsewhere` outcome (DeepSeek's special tokens are stripped for every model), and the
+transcript echo, which reads like prose and is stripped only where a user opts in."""
 
 
 @dataclass(frozen=True)

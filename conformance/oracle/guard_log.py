@@ -11,8 +11,9 @@ rounds).
 
 Deliberate choices:
 - `tally` is pure (lines and ids in, a tally out); `wait_for_tally` only reads the file
-  again until the tally is complete or the time is up, since the guard writes a streamed
-  request's line when its stream has ended, which can be just after the page shows it.
+  again (conformance/oracle/logs.py) until the tally is complete or the time is up, since
+  the guard writes a streamed request's line when its stream has ended, which can be just
+  after the page shows it.
 - A line accounts for 1 + `retries` upstream requests (its own and its recovery). The
   lines are complete when every id has one and they account for every request of the turn.
   More lines with the turn's ids than the turn has requests can only come from a client that
@@ -24,11 +25,12 @@ Deliberate choices:
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from conformance.oracle.logs import lines_after, wait_for
 
 GUARD_LINE = re.compile(
     r"^guard: (?P<route>\S+) status=.*? retries=(?P<retries>\d+)\b.*?"
@@ -36,8 +38,6 @@ GUARD_LINE = re.compile(
 )
 """A guarded request's line in the guard's log (guard/upstream.py, `GuardedCall.log`);
 fields the guard may add after `request_id` are ignored."""
-POLL_S = 0.05
-"""How often the log is read again while the turn's lines have not all been written."""
 
 
 @dataclass(frozen=True)
@@ -97,25 +97,14 @@ def tally(lines: Sequence[GuardLine], request_ids: Sequence[str]) -> Tally:
     )
 
 
-def lines_after(log: Path, offset: int) -> str:
-    """The log's text written after its first `offset` bytes ("" while it does not exist)."""
-    try:
-        with log.open("rb") as file:
-            file.seek(offset)
-            return file.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
-
-
 def wait_for_tally(log: Path, offset: int, request_ids: Sequence[str], within_s: float) -> Tally:
     """The turn's tally from the lines written after `offset`, once complete, or as it stands
     when `within_s` has passed."""
-    deadline = time.monotonic() + within_s
-    while True:
-        found = tally(guard_lines(lines_after(log, offset)), request_ids)
-        if found.complete or time.monotonic() >= deadline:
-            return found
-        time.sleep(POLL_S)
+    return wait_for(
+        lambda: tally(guard_lines(lines_after(log, offset)), request_ids),
+        lambda found: found.complete,
+        within_s,
+    )
 
 
 def unmarked_problem(unmarked: int, requests: int) -> str:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.clauses import BY_ID, CLAUSES
+from conformance.oracle.clauses import BY_ID, CLAUSES
 
 _LINE = re.compile(r"^(?P<clause>[A-Z][A-Z0-9]*)(?::(?P<flow>[A-Za-z0-9_-]+))?$")
 

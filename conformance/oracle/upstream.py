@@ -8,8 +8,9 @@ Deliberate choices:
   within the turn timeout is a failure of its own, not a count.
 - Side calls (titles, tags, follow-ups an app asks the model for around a turn) are not the
   turn's requests: the mock marks them from the profile's rules and the kit leaves them out.
-- Expected outcomes come from the flows themselves (their `expect` blocks), never from a
-  guardrail implementation; the kit reads them once per session.
+- Expected outcomes come from the flows themselves (their `expect` blocks, as
+  conformance/oracle/expected.py reads them), never from a guardrail implementation; the
+  kit reads them once per session.
 - No verdict on a partial journal: `begin(key)` notes where the journal stands before a
   turn is asked (its `next_seq`), and every read of the turn checks the journal still holds
   everything since (`first_seq` not past it). Another client filling the mock's bounded
@@ -24,14 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from mock_llm.client import (
-    Expect,
-    JournalRead,
-    JournalRecord,
-    MockClient,
-    MockClientError,
-    family_covered,
-)
+from conformance.oracle.expected import Expected
+from mock_llm.client import JournalRead, JournalRecord, MockClient, MockClientError
 
 SETTLE_MS = 300
 """How long a turn's journal must stay unchanged before its requests are counted."""
@@ -85,51 +80,6 @@ class Mark:
             " what is left. Give the mock a larger journal (python -m mock_llm --journal-size"
             " ENTRIES --journal-bytes BYTES) or a mock of its own for the kit"
         )
-
-
-@dataclass(frozen=True)
-class Expected:
-    """A flow's expected outcome as the flow states it, with the canary its markup carries.
-
-    A family flow's `expect` holds for a model of its `family`; `elsewhere`, when the flow
-    states one, for every other model (its markup is then a look-alike)."""
-
-    expect: Expect
-    canary: str | None
-    family: str | None = None
-    elsewhere: Expect | None = None
-
-    def strips_for(self, model: object) -> bool:
-        """Whether the flow's `expect` (its markup stripped) holds for `model`: always, but
-        for a family flow with an `elsewhere` outcome and a model whose profiles under
-        `--profiles auto` do not cover the family's markup."""
-        return self.family is None or self.elsewhere is None or family_covered(self.family, model)
-
-    def for_model(self, model: object) -> Expected:
-        """The outcome for an app whose requests name `model`."""
-        if self.strips_for(model) or self.elsewhere is None:
-            return self
-        return Expected(self.elsewhere, None)
-
-    @property
-    def shown(self) -> str:
-        return self.expect.shown
-
-    @property
-    def recovery(self) -> bool:
-        return self.expect.recovery
-
-    @property
-    def stripped_chars(self) -> int:
-        return self.expect.stripped_chars
-
-    @property
-    def error(self) -> bool:
-        return self.expect.error is not None
-
-    @property
-    def requests(self) -> int:
-        return self.expect.requests
 
 
 class Upstream:

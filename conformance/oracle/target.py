@@ -1,7 +1,9 @@
 """The app under check, as every clause sees it: its page, its mock, its log and the bounds.
 
 A plain value, built once per worker by the `conformance_target` fixture (conformance/
-fixtures.py) and handed to the preflight, the plays, the evidence and the clauses.
+fixtures.py) and handed to the preflight, the plays, the evidence and the clauses. It lives
+with the oracle, the lowest room that reads it: the run, the report and the plugin stand on
+the oracle, never the other way round.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from conformance.oracle.upstream import Upstream
     from conformance.profiles.model import Profile
-    from conformance.upstream import Upstream
 
 LogSource = Literal["app", "guard"]
 
@@ -29,14 +31,9 @@ class Target:
     stop_within_ms: float  # G11: the longest the disconnect may follow Stop
     log_source: LogSource = "app"
     """Whose log `log_file` is: the app's own per-turn log (its profile's `[log]` line), or
-    the guard proxy's in front of the app (`--guard-log`; conformance/guard_log.py)."""
+    the guard proxy's in front of the app (`--guard-log`; conformance/oracle/guard_log.py)."""
 
     @property
     def judges_log(self) -> bool:
         """Whether G10 is judged: the profile declares the app's log, or the guard's is given."""
         return self.log_source == "guard" or self.profile.has("log")
-
-
-def log_size(log: Path | None) -> int:
-    """The log's size now (0 while it does not exist): where a turn's lines will start."""
-    return log.stat().st_size if log is not None and log.exists() else 0
