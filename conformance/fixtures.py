@@ -4,14 +4,12 @@ Registered by the plugin (`pytest_plugins`). Session fixtures are per worker: un
 pytest-xdist each worker starts (or reaches) the target, launches its browser and proves
 the wiring once. Turn KEYs are unique per run (a run id, the process and a counter), never
 part of a test id, so collection is stable and a long-running external mock never mixes two
-runs' turns. A failing test leaves its evidence (conformance/evidence.py).
+runs' turns. A failing test leaves its evidence (conformance/report/evidence.py).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import uuid
 from collections.abc import Callable, Generator
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,24 +20,18 @@ import pytest
 from conformance.browser.session import BrowserSession, new_context
 from conformance.options import KitConfig, kit_of
 from conformance.oracle.target import Target
+from conformance.run.questions import new_key, preflight_key, wiring_key
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
 
     from conformance.browser.chat import ChatPage
     from conformance.oracle.played import Play
-    from conformance.plays import Plays
+    from conformance.run.plays import Plays
 
-RUN_ID = uuid.uuid4().hex[:8]
 CALL_REPORT = pytest.StashKey[pytest.TestReport]()
 """A test's call report, kept by the plugin for the fixtures' teardown (did it fail?)."""
 _KEYS = pytest.StashKey[list[str]]()
-_counter = iter(range(1, 1_000_000_000))
-
-
-def new_key() -> str:
-    """A KEY no other turn of this run (or of another run on the same mock) uses."""
-    return f"sg{RUN_ID}p{os.getpid()}n{next(_counter)}"
 
 
 def _failed(request: pytest.FixtureRequest) -> bool:
@@ -58,12 +50,12 @@ def conformance_target(
     conformance_kit: KitConfig, tmp_path_factory: pytest.TempPathFactory
 ) -> Generator[Target]:
     from conformance.oracle.upstream import Upstream
-    from conformance.preflight import add_cases, check_reachable, register_side_calls
+    from conformance.run.preflight import add_cases, check_reachable, register_side_calls
 
     kit = conformance_kit
     with ExitStack() as stack:
         if kit.app_url is None or kit.mock_url is None:
-            from conformance.reference import reference_stack
+            from conformance.run.reference import reference_stack
 
             data_dir = tmp_path_factory.mktemp("reference")
             started = stack.enter_context(reference_stack(data_dir, kit.reference_model))
@@ -95,7 +87,7 @@ def conformance_browser(conformance_kit: KitConfig) -> Generator[Browser]:
     from playwright.sync_api import Error, sync_playwright
 
     from conformance.browser.session import launch
-    from conformance.preflight import fail
+    from conformance.run.preflight import fail
 
     if not Path(conformance_kit.chromium).exists():
         fail(
@@ -132,19 +124,14 @@ def conformance_session(
 def conformance_wired(conformance_target: Target, conformance_session: BrowserSession) -> Target:
     """The once-per-run set-up, the wiring check (a first turn must reach this mock's
     journal), then the page's declared parts (once per worker)."""
-    from conformance.preflight import check_once_setup, check_parts, check_wiring
+    from conformance.run.preflight import check_once_setup, check_parts, check_wiring
 
     check_once_setup(conformance_session)
     chat = conformance_session.chat()
-    wiring_key = f"{RUN_ID}-wiring-{os.getpid()}"
-    view = check_wiring(conformance_target, chat, wiring_key)
-    check_parts(conformance_target, chat, view, wiring_key, preflight_key)
+    key = wiring_key()
+    view = check_wiring(conformance_target, chat, key)
+    check_parts(conformance_target, chat, view, key, preflight_key)
     return conformance_target
-
-
-def preflight_key(part: str) -> str:
-    """The KEY of the preflight's turn for `part` (one per worker and run)."""
-    return f"{RUN_ID}-preflight-{part}-{os.getpid()}"
 
 
 @pytest.fixture
@@ -166,7 +153,7 @@ def conformance_plays(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Plays:
     """The worker's plays: each flow played once, on first use."""
-    from conformance.plays import Plays
+    from conformance.run.plays import Plays
 
     traces = tmp_path_factory.mktemp("plays")
     return Plays(conformance_wired, conformance_session, new_key, traces)
@@ -179,8 +166,8 @@ def conformance_play(
     """`play(flow)`: the flow's play, shared with every other test judged on it. A play
     that could not be finished fails the test with its error; a failing test leaves the
     evidence of the plays it used."""
-    from conformance.evidence import keep_evidence
     from conformance.oracle.played import PlayFailed
+    from conformance.report.evidence import keep_evidence
 
     used: list[Play] = []
 
@@ -210,7 +197,7 @@ def conformance_chat(
 ) -> Generator[ChatPage]:
     """The chat page, freshly loaded, with a recording that starts with this test: for a
     test that drives the page itself rather than judging a play."""
-    from conformance.evidence import keep_evidence
+    from conformance.report.evidence import keep_evidence
 
     session = conformance_session
     traced = session.begin_chunk(request.node.nodeid)

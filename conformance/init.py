@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from conformance.browser.session import DEFAULT_CHROMIUM
 from conformance.options import DEFAULT_TURN_TIMEOUT_S
 from conformance.oracle.clauses import MALFORMED_REPLY
-from conformance.plays import question
 from conformance.profiles.keys import ProfileError
 from conformance.profiles.loader import load_profile
 from conformance.profiles.model import DoneRule, Profile, Selectors, SetupStep
 from conformance.profiles.writer import Found, FoundDone, FoundSetup, render_profile
+from conformance.run.questions import question
 from mock_llm.client import JournalRecord, MockClient, MockClientError
 
 if TYPE_CHECKING:

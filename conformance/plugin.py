@@ -27,7 +27,7 @@ from conformance.options import KIT_KEY, add_options, kit_cases, kit_config, kit
 from conformance.oracle.cases import case_flows
 from conformance.oracle.clauses import BY_ID
 from conformance.oracle.played import PlayFailed
-from conformance.report_html import Failure
+from conformance.report.html_page import Failure
 
 pytest_plugins = ["conformance.fixtures"]
 
@@ -199,7 +199,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     kit = kit_of(config)
     if kit.report is None:
         return
-    from conformance.report import write_report
+    from conformance.report.markdown import write_report
 
     write_report(kit.report, rows, target=kit.app_url, profile=kit.profile,
                  failures=verdicts.failures, artifacts=kit.artifacts)  # fmt: skip

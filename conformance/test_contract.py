@@ -2,7 +2,7 @@
 
 Every turn asks its question with a fresh KEY (`[[mock:FLOW#KEY]]`), so turns never mix,
 also under pytest-xdist against one shared mock. Each flow is played once per worker and
-every clause that looks at it judges that one play (conformance/plays.py); only Stop (G11)
+every clause that looks at it judges that one play (conformance/run/plays.py); only Stop (G11)
 drives the page itself. What a turn must show, and how many upstream requests it must make,
 comes from the flow's own `expect` block in the mock, never from a guardrail
 implementation. Each test is marked with its clause; optional clauses skip, with the
@@ -44,7 +44,7 @@ from conformance.oracle.turn_requests import (
     messages_of,
     tool_round_of,
 )
-from conformance.plays import question
+from conformance.run.questions import question
 
 # --- G1, G4, G6, G7, G8: what the page shows, and one request -------------------------------------
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from playwright.sync_api import Page
+from typing import TYPE_CHECKING
 
 from conformance.browser.scripts import script
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 RECORDER_JS = script("recorder")
 WATCH_JS = script("recorder_watch")

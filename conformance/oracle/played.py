@@ -1,6 +1,6 @@
 """A played flow: everything the clauses judged on it read of its turn.
 
-The run plays each flow once per worker (conformance/plays.py) and keeps what the page
+The run plays each flow once per worker (conformance/run/plays.py) and keeps what the page
 showed, what it recorded and where the log stood; the turn's requests are read from the mock
 the first time a clause asks for them, so two clauses judged on one flow judge the same turn.
 

@@ -19,7 +19,7 @@ from typing import ClassVar
 import pytest
 
 from conformance.profiles.loader import load_profile
-from conformance.reference import reference_stack
+from conformance.run.reference import reference_stack
 from mock_llm import serve_mock
 
 from ..support.deadlines import DEADLINE_S

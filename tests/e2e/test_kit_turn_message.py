@@ -20,9 +20,9 @@ from playwright.sync_api import Page, Route
 
 from conformance.browser.chat import ChatPage
 from conformance.browser.turn_message import NoTurnMessage
-from conformance.plays import question
 from conformance.profiles.loader import load_profile
 from conformance.profiles.model import Profile
+from conformance.run.questions import question
 from mock_llm import MockClient, serve_mock
 
 from ..conformance_selftest.strangers import redraw_conversation, rerendered_stream

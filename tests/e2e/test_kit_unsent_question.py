@@ -18,8 +18,8 @@ from playwright.sync_api import Page
 
 from conformance.browser.chat import ChatPage
 from conformance.browser.composer import QuestionNotSent
-from conformance.plays import question
 from conformance.profiles.loader import load_profile
+from conformance.run.questions import question
 from mock_llm import serve_mock
 
 from ..conformance_selftest.strangers import late_session

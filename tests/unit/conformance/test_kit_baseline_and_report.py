@@ -9,7 +9,7 @@ import pytest
 from conformance.oracle.baseline import Baseline, BaselineError, load_baseline
 from conformance.oracle.clauses import CLAUSES
 from conformance.profiles.model import DEFAULT_PROFILE
-from conformance.report import clause_verdict, render, write_report
+from conformance.report.markdown import clause_verdict, render, write_report
 
 
 def baseline_file(tmp_path: Path, text: str) -> Path:

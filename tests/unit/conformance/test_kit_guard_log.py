@@ -1,4 +1,4 @@
-"""G10 behind the guard proxy, the mapping alone (conformance/guard_log.py): the guard's log
+"""G10 behind the guard proxy, the mapping alone (conformance/oracle/guard_log.py): the guard's log
 lines, tied to a turn by the request ids the mock journaled, summed over the turn's requests.
 
 The whole path, a kit run against an app behind the guard with G10 judged:

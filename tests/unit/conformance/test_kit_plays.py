@@ -15,7 +15,8 @@ from conformance.browser.chat import TurnView
 from conformance.browser.recording import Sighting
 from conformance.oracle.clauses import MARKERS
 from conformance.oracle.expected import Expected
-from conformance.plays import FOLLOW_UPS, Plays, question
+from conformance.run.plays import FOLLOW_UPS, Plays
+from conformance.run.questions import question
 
 
 def view(answer: str = "ok") -> TurnView:

@@ -1,16 +1,18 @@
 """Each flow played once per worker, and what it showed kept for every clause judged on it.
 
 Several clauses look at one flow from different sides (the page, the requests, the log
-line), so a play asks the flow's question once and keeps it all: two clauses judged on
-one flow always judge the same turn. The requests are read from the mock on first need.
+line), so a play asks the flow's question once and keeps it all (a `Play`,
+conformance/oracle/played.py): two clauses judged on one flow always judge the same
+turn.
+The requests are read from the mock on first need.
 
 Deliberate choices:
 - Plays are per worker (a session fixture): nothing is shared between processes.
-- A play that raised is kept as its error: every clause on it is `not judged` with that
-  one cause (PlayFailed; the plugin never makes it the clause's failure, so a turn that
-  never finished is no leak), it is not played again, and the next play gets a new page.
-- The recorder's positive control is kept as a flag: only the clause that reads the
-  recording (NEVER) fails when the recorder was not live.
+- A play that raised is kept as its error (its exception as `Type: message`, `describe`):
+  every clause on it is `not judged` with that one cause, it is not played again, and the
+  next play gets a new page.
+- The recorder's positive control is kept as a flag, never raised: only the clause that
+  reads the recording (NEVER) fails when the recorder was not live.
 """
 
 from __future__ import annotations
@@ -23,21 +25,16 @@ from conformance.browser.recording import page_text
 from conformance.oracle.clauses import MARKERS
 from conformance.oracle.logs import log_size
 from conformance.oracle.played import Play
+from conformance.run.questions import question
 
 if TYPE_CHECKING:
     from conformance.browser.chat import TurnView
     from conformance.browser.session import BrowserSession
     from conformance.oracle.target import Target
 
-QUESTION = "When do backups run?"
 FOLLOW_UPS = {"scaffold-repeat": "clean"}
 """Flows whose play asks a second question on the same page once the first has ended (G3:
 after the terminal error, the page still answers)."""
-
-
-def question(flow: str, key: str) -> str:
-    """The question that plays `flow` under `key` (the mock's trigger grammar)."""
-    return f"{QUESTION} [[mock:{flow}#{key}]]"
 
 
 class Plays:
@@ -80,12 +77,12 @@ class Plays:
             chat.open()
             views.append(chat.ask(question(flow, keys[0])))
         except Exception as exc:
-            error = _describe(exc)
+            error = describe(exc)
         if error is None and len(flows) > 1:
             try:
                 views.append(chat.ask(question(flows[1], keys[1])))
             except Exception as exc:
-                follow_up_error = _describe(exc)
+                follow_up_error = describe(exc)
         if error is None:
             try:
                 chat.prove_live()
@@ -103,5 +100,12 @@ class Plays:
                     follow_up_error, read)  # fmt: skip
 
 
-def _describe(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {exc}"
+def describe(exc: BaseException, *, first_line: bool = False) -> str:
+    """The exception as `Type: message`, for a play's error and its evidence; with
+    `first_line`, only the message's first line, for a one-line preflight failure
+    (Playwright's errors carry a call log after it)."""
+    text = str(exc)
+    if first_line:
+        lines = text.strip().splitlines()
+        text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text}"

@@ -31,6 +31,8 @@ import pytest
 from conformance.oracle.guard_log import wait_for_tally
 from conformance.oracle.logs import log_size
 from conformance.oracle.upstream import MockUnreachable
+from conformance.run.plays import describe
+from conformance.run.questions import question
 from mock_llm.client import JournalRecord, MockClientError
 
 if TYPE_CHECKING:
@@ -107,7 +109,6 @@ def check_wiring(target: Target, chat: ChatPage, key: str) -> TurnView:
     """One clean turn with a fresh KEY must show up in the mock's journal; its view. It asks
     the plays' question: an app may offer tools only for a question its documents cover."""
     from conformance.browser.composer import QuestionNotSent
-    from conformance.plays import question
 
     target.upstream.begin(key)
     offset = log_size(target.log_file)
@@ -117,7 +118,8 @@ def check_wiring(target: Target, chat: ChatPage, key: str) -> TurnView:
     except QuestionNotSent as exc:  # the page is not ready: the cause, not the timeout
         fail(f"a first turn on {target.app_url} could not start: {exc}")
     except Exception as exc:
-        fail(f"a first turn on {target.app_url} did not finish: {_describe(exc)}")
+        why = describe(exc, first_line=True)
+        fail(f"a first turn on {target.app_url} did not finish: {why}")
     entries = target.upstream.requests(key)
     if not entries:
         fail(
@@ -139,8 +141,6 @@ def check_parts(
 ) -> None:
     """Every part the profile declares is on the page (the module's docstring says how);
     `wiring` is the wiring turn's view, `key(part)` a fresh KEY for a part's own turn."""
-    from conformance.plays import question
-
     profile = target.profile
     selectors = profile.selectors
     problems = _clean_turn_problems(target, wiring)
@@ -158,7 +158,7 @@ def check_parts(
             chat.open()
             view = chat.ask(question(THINKING_FLOW, key("thinking")))
         except Exception as exc:
-            problems.append(f"{what} did not finish: {_describe(exc)}")
+            problems.append(f"{what} did not finish: {describe(exc, first_line=True)}")
         else:
             if not view.thinking.strip():
                 problems.append(
@@ -204,13 +204,12 @@ def _stop_problems(target: Target, chat: ChatPage, ask: str) -> list[str]:
             " declare `capabilities.stop = false` or fix `selectors.stop`"
         ]
     except Exception as exc:
-        return [f"a slow answer's turn (flow {SLOW_FLOW}) broke: {_describe(exc)}"]
+        why = describe(exc, first_line=True)
+        return [f"a slow answer's turn (flow {SLOW_FLOW}) broke: {why}"]
     return []
 
 
 def _error_problems(target: Target, chat: ChatPage, key: str) -> list[str]:
-    from conformance.plays import question
-
     error = target.profile.selectors.error
     what = f"a turn whose model failed (HTTP 500 on every request, flow {ERROR_FLOW})"
     try:
@@ -221,18 +220,13 @@ def _error_problems(target: Target, chat: ChatPage, key: str) -> list[str]:
         chat.open()
         view = chat.ask(question(ERROR_FLOW, key))
     except Exception as exc:
-        return [f"{what} did not finish: {_describe(exc)}: fix `selectors.error` or the done rule"]
+        why = describe(exc, first_line=True)
+        return [f"{what} did not finish: {why}: fix `selectors.error` or the done rule"]
     if not view.error:
         return [
             f"the page has no element matching `{error}` with text in {what}: fix `selectors.error`"
         ]
     return []
-
-
-def _describe(exc: Exception) -> str:
-    """The exception in one line (Playwright's errors carry a call log after the first)."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def check_guard_log(target: Target, log: Path, offset: int, entries: list[JournalRecord]) -> None:

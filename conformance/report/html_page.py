@@ -3,7 +3,7 @@
 The clause table, then each failure: the kit's message, and for each play it was judged on
 the text the contract wants beside what the page showed, each marker the page showed with
 the recorded text around it, and the page's screenshot taken as soon as the first one
-appeared (conformance/evidence.py writes them; `read_evidence` reads them back).
+appeared (conformance/report/evidence.py writes them; `read_evidence` reads them back).
 
 Deliberate choices:
 - Everything shown comes from the app's page and the model: it is escaped, and the page's
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
 
-from conformance.evidence import TURNS_FILE
 from conformance.oracle.clauses import BY_ID
+from conformance.report.evidence import TURNS_FILE
 
 BLANKS = re.compile(r"[ \t]*\n\s*")
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"

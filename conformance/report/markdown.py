@@ -1,6 +1,6 @@
 """The clause-by-result report (`--conformance-report FILE.md`), written once by the
 controller: the markdown table, and beside it FILE.html with each failure's evidence
-(conformance/report_html.py)."""
+(conformance/report/html_page.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.evidence import folder_name
 from conformance.oracle.clauses import CLAUSES
 from conformance.profiles.model import Profile
-from conformance.report_html import Failure, read_evidence, render_html
+from conformance.report.evidence import folder_name
+from conformance.report.html_page import Failure, read_evidence, render_html
 
 ORDER = ("passed", "failed", "not judged", "stale baseline", "expected failure", "skipped")
 Row = tuple[str, str, str, str]
