@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from conformance.profiles.model import Profile
 
 DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
+DEFAULT_TURN_TIMEOUT_S = 60.0
+"""The page timeout: the longest a turn, or any wait on the page, may take (`--turn-timeout`)."""
 CHROMIUM_ARGS = (
     "--disable-gpu",
     "--disable-background-networking",

@@ -4,7 +4,8 @@ Deliberate choices:
 - Everything init could not find is written as a comment that says so and what to do, never
   as a guess: the preflight then names what is still missing.
 - Values are TOML basic strings escaped here (a selector can hold quotes and backslashes),
-  and the text is read back with `load_profile` before it is written (conformance/init.py).
+  and the text is read back with `load_profile` before it is written
+  (conformance/init/command.py).
 """
 
 from __future__ import annotations

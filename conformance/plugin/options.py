@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance.browser.session import DEFAULT_CHROMIUM
+from conformance.browser.session import DEFAULT_CHROMIUM, DEFAULT_TURN_TIMEOUT_S
 from conformance.oracle.baseline import Baseline, BaselineError, load_baseline
 from conformance.oracle.cases import CaseFile, CasesError, load_cases
 from conformance.profiles.keys import ProfileError
@@ -23,7 +23,6 @@ from conformance.profiles.loader import resolve_profile
 from conformance.profiles.model import DEFAULT_PROFILE, Profile
 
 TRACE_MODES = ("dom", "screenshots", "off")
-DEFAULT_TURN_TIMEOUT_S = 60.0
 DEFAULT_STOP_WITHIN_MS = 1000.0
 """How long after Stop the mock may see the disconnect (G11): far more than closing a
 stream takes, far less than the `slow` flow's answer (about 12 s)."""

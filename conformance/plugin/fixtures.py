@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from conformance.browser.session import BrowserSession, new_context
-from conformance.options import KitConfig, kit_of
 from conformance.oracle.target import Target
+from conformance.plugin.options import KitConfig, kit_of
 from conformance.run.questions import new_key, preflight_key, wiring_key
 
 if TYPE_CHECKING:
