@@ -1,9 +1,9 @@
 """The app under check, as every clause sees it: its page, its mock, its log and the bounds.
 
-A plain value, built once per worker by the `conformance_target` fixture (conformance/
-fixtures.py) and handed to the preflight, the plays, the evidence and the clauses. It lives
-with the oracle, the lowest room that reads it: the run, the report and the plugin stand on
-the oracle, never the other way round.
+A plain value, built once per worker by the `conformance_target` fixture
+(conformance/plugin/fixtures.py) and handed to the preflight, the plays, the evidence and
+the clauses. It lives with the oracle, the lowest room that reads it: the run, the report
+and the plugin stand on the oracle, never the other way round.
 """
 
 from __future__ import annotations

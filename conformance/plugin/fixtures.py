@@ -2,9 +2,9 @@
 
 Registered by the plugin (`pytest_plugins`). Session fixtures are per worker: under
 pytest-xdist each worker starts (or reaches) the target, launches its browser and proves
-the wiring once. Turn KEYs are unique per run (a run id, the process and a counter), never
-part of a test id, so collection is stable and a long-running external mock never mixes two
-runs' turns. A failing test leaves its evidence (conformance/report/evidence.py).
+the wiring once. Turn KEYs are unique per run (conformance/run/questions.py), never part of
+a test id, so collection is stable and a long-running external mock never mixes two runs'
+turns. A failing test leaves its evidence (conformance/report/evidence.py).
 """
 
 from __future__ import annotations
