@@ -1,5 +1,5 @@
 """`python -m conformance init URL --mock-url MOCK`: a first profile for a chat page
-(conformance/init.py). The kit itself runs under pytest: `pytest conformance ...`."""
+(conformance/init/). The kit itself runs under pytest: `pytest conformance ...`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] != ["init"]:
         print(USAGE, file=sys.stderr)
         return 2
-    from conformance.init import main as init
+    from conformance.init.command import main as init
 
     return init(argv[1:])
 

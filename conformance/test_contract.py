@@ -2,168 +2,49 @@
 
 Every turn asks its question with a fresh KEY (`[[mock:FLOW#KEY]]`), so turns never mix,
 also under pytest-xdist against one shared mock. Each flow is played once per worker and
-every clause that looks at it judges that one play (conformance/plays.py); only Stop (G11)
+every clause that looks at it judges that one play (conformance/run/plays.py); only Stop (G11)
 drives the page itself. What a turn must show, and how many upstream requests it must make,
 comes from the flow's own `expect` block in the mock, never from a guardrail
 implementation. Each test is marked with its clause; optional clauses skip, with the
-reason, where the profile does not declare the capability.
+reason, where the profile does not declare the capability. The judgement these tests call
+is the oracle's (conformance/oracle/judge.py, turn_requests.py).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
-from conformance.clauses import MALFORMED_REPLY, MARKERS, Capability
-from conformance.evidence import excerpt
-from conformance.guard_log import tally_problem, unmarked_problem, wait_for_tally
-from conformance.page import ChatPage, TurnView
-from conformance.plays import Play, question
-from conformance.profile import Profile
-from conformance.target import Target
-from conformance.upstream import Expected
-from mock_llm.client import JournalRecord
-
-CORRECTION = (
-    "Your previous reply contained raw tool-call markup, which is not interpreted here."
-    " Answer the user's question directly in plain text — no tool syntax."
+from conformance.browser.chat import ChatPage
+from conformance.oracle.clauses import CORRECTION, FAMILY_FLOWS, LOOKALIKE_FLOWS, SCAFFOLD_FLOWS
+from conformance.oracle.judge import (
+    assert_logged_count,
+    assert_malformed_reply,
+    assert_never_shown,
+    assert_shown,
+    assert_turn_ends_as_expected,
+    by_clause,
+    expected,
+    family_turn,
+    model_of,
+    needs,
+    shown_as_expected,
+    words,
 )
-LOG_POLL_S = 0.05
-"""How often G10 looks at the log again while the turn's line has not been written yet."""
-SCAFFOLD_FLOWS = ("scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
-                  "scaffold-standalone", "unterminated")  # fmt: skip
-FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "gemma-bare-call", "qwen-tool-call",
-                "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
-                "glm-bare-arguments", "minimax-xml-call", "harmony-residue")  # fmt: skip
-"""The mock's family flows: each plays one model family's own leak shape (G13)."""
-LOOKALIKE_FLOWS = (*(f for f in FAMILY_FLOWS if not f.startswith("deepseek")), "echo-call")
-"""The flows whose markup is text for some models (G15): the family flows that state an
-`elsewhere` outcome (DeepSeek's special tokens are stripped for every model), and the
-transcript echo, which reads like prose and is stripped only where a user opts in."""
-
-
-def needs(target: Target, capability: Capability) -> None:
-    if not target.profile.has(capability):
-        pytest.skip(f"the profile does not declare the {capability!r} capability")
-
-
-def expected(target: Target, flow: str) -> Expected:
-    want = target.upstream.expected(flow)
-    if want is None:
-        pytest.fail(f"the mock at {target.mock_url} has no expected outcome for flow {flow!r}")
-    return want
-
-
-def normalized(text: str) -> str:
-    return " ".join(text.split())
-
-
-PlayFlow = Callable[[str], Play]
-
-
-def assert_done_showing(view: TurnView, want: Expected, flow: str, clause: str = "") -> None:
-    """The turn ended done (not in the error state), showing what `want` says."""
-    where = f"{clause}: " if clause else ""
-    assert view.state == "done", f"{where}flow {flow!r} ended in the error state: {view.error!r}"
-    assert_shown(view, want, flow)
-
-
-def assert_shown(view: TurnView, want: Expected, flow: str) -> None:
-    assert normalized(view.answer) == normalized(want.shown), (
-        f"flow {flow!r}: the page showed {view.answer!r}, the contract wants {want.shown!r}"
-    )
-
-
-def messages_of(entry: JournalRecord) -> list[dict[str, Any]]:
-    return entry.body["messages"]
-
-
-def system_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-
-
-def count_problem(entries: list[JournalRecord], flow: str, wanted: int) -> str:
-    """What is wrong with a turn's request count, with a hint where extra calls could be side
-    calls (a title, tags) the profile has not named."""
-    problem = f"flow {flow!r}: {len(entries)} upstream requests, the contract wants {wanted}"
-    if len(entries) > wanted:
-        problem += (
-            "; if the app makes extra model calls per turn (titles, tags, follow-ups), name"
-            " them in the profile's [model_calls] side_calls"
-        )
-    return problem
-
-
-def corrected(entries: list[JournalRecord]) -> list[JournalRecord]:
-    """The requests that carry the correction line (recoveries)."""
-    return [e for e in entries if CORRECTION in json.dumps(messages_of(e), ensure_ascii=False)]
-
-
-def model_of(play: Play) -> object:
-    """The model name the turn's first request asked the mock for (None without one)."""
-    entries = play.requests()
-    return entries[0].body.get("model") if entries else None
-
-
-def assert_malformed_reply(view: TurnView, profile: Profile, where: str) -> None:
-    """The turn ended in the error state showing the malformed-reply copy, compared as the
-    profile's `[error_text]` says (exactly, by default)."""
-    assert view.state == "error", f"{where}: the turn did not end in the error state"
-    assert profile.error_text.matches(view.error, MALFORMED_REPLY), (
-        f"{where}: the error shows {view.error!r}, the contract wants"
-        f" {profile.error_text.describe(MALFORMED_REPLY)}"
-    )
-
-
-def assert_turn_ends_as_expected(play: Play, want: Expected, profile: Profile) -> None:
-    """The turn ends as `want` says: its state and shown text (or the malformed-reply
-    error), its request count, and one recovery or none."""
-    flow, view = play.flow, play.view
-    if want.error:
-        assert_malformed_reply(view, profile, f"flow {flow!r}")
-    else:
-        assert_done_showing(view, want, flow)
-    entries = play.requests()
-    assert len(entries) == want.requests, count_problem(entries, flow, want.requests)
-    recoveries = len(corrected(entries))
-    assert recoveries == (1 if want.recovery else 0), (
-        f"flow {flow!r}: {recoveries} requests carried the correction line, the flow"
-        f" expects {'one recovery' if want.recovery else 'none'}"
-    )
-
-
-def assert_one_request_no_correction(entries: list[JournalRecord], flow: str) -> None:
-    assert len(entries) == 1, count_problem(entries, flow, 1)
-    assert CORRECTION not in json.dumps(messages_of(entries[0]), ensure_ascii=False), (
-        f"flow {flow!r}: a request carried the correction line although nothing was stripped"
-    )
-
-
-def assert_one_recovery(entries: list[JournalRecord], flow: str) -> None:
-    assert len(entries) == 2, count_problem(entries, flow, 2) + " (the round and one recovery)"
-    first, second = messages_of(entries[0]), messages_of(entries[1])
-    assert "tools" not in entries[1].body, f"flow {flow!r}: the recovery request offered tools"
-    systems = [i for i, m in enumerate(second) if m.get("role") == "system"]
-    assert len(systems) == 1, f"flow {flow!r}: the recovery has {len(systems)} system messages"
-    first_systems = [m for m in first if m.get("role") == "system"]
-    recovery_system = system_text(second[systems[0]])
-    assert CORRECTION in recovery_system, f"flow {flow!r}: the recovery lacks the correction line"
-    if first_systems:
-        assert recovery_system.startswith(system_text(first_systems[0]).rstrip()), (
-            f"flow {flow!r}: the recovery's system message does not extend the first request's"
-        )
-    rest = [m for m in second if m.get("role") != "system"]
-    assert rest == [m for m in first if m.get("role") != "system"], (
-        f"flow {flow!r}: the recovery changed the messages besides the system message"
-    )
-
+from conformance.oracle.played import PlayFlow
+from conformance.oracle.target import Target
+from conformance.oracle.turn_requests import (
+    assert_one_recovery,
+    assert_one_request_no_correction,
+    corrected,
+    count_problem,
+    messages_of,
+    tool_round_of,
+)
+from conformance.run.questions import question
 
 # --- G1, G4, G6, G7, G8: what the page shows, and one request -------------------------------------
 
@@ -172,27 +53,19 @@ def assert_one_recovery(entries: list[JournalRecord], flow: str) -> None:
 def test_g1_a_clean_turn_passes_through_unchanged(
     conformance_play: PlayFlow, conformance_wired: Target
 ):
-    play = conformance_play("clean")
-    assert_done_showing(play.view, expected(conformance_wired, "clean"), "clean", "G1")
+    play = shown_as_expected(conformance_play, conformance_wired, "clean", "G1")
     assert_one_request_no_correction(play.requests(), "clean")
 
 
 @pytest.mark.parametrize(
     ("clause", "flow"),
-    [
-        pytest.param("G4", "scaffold-mixed", marks=pytest.mark.clause("G4")),
-        pytest.param("G6", "scaffold-standalone", marks=pytest.mark.clause("G6")),
-        pytest.param("G7", "lookalike", marks=pytest.mark.clause("G7")),
-        pytest.param("G8", "partial-tail", marks=pytest.mark.clause("G8")),
-        pytest.param("G8", "unterminated", marks=pytest.mark.clause("G8")),
-    ],
-)
+    by_clause(("G4", "scaffold-mixed"), ("G6", "scaffold-standalone"), ("G7", "lookalike"),
+              ("G8", "partial-tail"), ("G8", "unterminated")),
+)  # fmt: skip
 def test_the_page_shows_exactly_the_clean_remainder_with_no_recovery(
     clause: str, flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
-    play = conformance_play(flow)
-    assert_done_showing(play.view, expected(conformance_wired, flow), flow, clause)
-    entries = play.requests()
+    entries = shown_as_expected(conformance_play, conformance_wired, flow, clause).requests()
     assert len(entries) == 1, count_problem(entries, flow, 1)
 
 
@@ -200,17 +73,12 @@ def test_the_page_shows_exactly_the_clean_remainder_with_no_recovery(
 
 
 @pytest.mark.parametrize(
-    ("clause", "flow"),
-    [
-        pytest.param("G2", "scaffold-recover", marks=pytest.mark.clause("G2")),
-        pytest.param("G5", "scaffold-split", marks=pytest.mark.clause("G5")),
-    ],
+    ("clause", "flow"), by_clause(("G2", "scaffold-recover"), ("G5", "scaffold-split"))
 )
 def test_a_scaffold_only_answer_gets_exactly_one_corrected_recovery(
     clause: str, flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
-    play = conformance_play(flow)
-    assert_done_showing(play.view, expected(conformance_wired, flow), flow, clause)
+    play = shown_as_expected(conformance_play, conformance_wired, flow, clause)
     assert_one_recovery(play.requests(), flow)
 
 
@@ -243,25 +111,6 @@ def test_raw_scaffolding_never_appears_in_the_page(
     assert_never_shown(conformance_play(flow), expected(conformance_wired, flow))
 
 
-def assert_never_shown(play: Play, want: Expected) -> None:
-    """No marker, and not the flow's canary, in anything the page ever showed."""
-    assert play.recorder_live, "the DOM recorder is not live: it missed the kit's own marker"
-    seen = play.recorded
-    for marker in MARKERS:
-        assert marker not in seen, (
-            f"flow {play.flow!r}: {marker!r} reached the page: {_around(seen, marker)}"
-        )
-    if want.canary:
-        assert want.canary not in seen, (
-            f"flow {play.flow!r}: the markup's canary {want.canary!r} reached the page:"
-            f" {_around(seen, want.canary)}"
-        )
-
-
-def _around(text: str, needle: str) -> str:
-    return repr(excerpt(text, needle, 80))
-
-
 # --- optional clauses -----------------------------------------------------------------------------
 
 
@@ -287,60 +136,6 @@ def test_g10_the_log_line_counts_the_stripped_characters(
         )
     play = conformance_play(flow)
     assert_logged_count(conformance_wired, play, expected(conformance_wired, flow))
-
-
-def assert_logged_count(target: Target, play: Play, want: Expected) -> None:
-    """The turn's log line counts exactly the characters of markup the flow strips (G10):
-    the app's own line, or the guard proxy's lines for the turn's requests."""
-    assert target.log_file is not None
-    if target.log_source == "guard":
-        assert_guard_count(target, target.log_file, play, want)
-        return
-    pattern = target.profile.log.pattern(play.view.turn_id)
-    found = logged_line(target.log_file, play.log_offset, pattern, target.timeout_s)
-    assert found is not None, (
-        f"G10: no log line matching {pattern.pattern!r} was written for the turn"
-        f" within {target.timeout_s:g} s of its end"
-    )
-    assert int(found.group(1)) == want.stripped_chars, (
-        f"G10: flow {play.flow!r} logged scaffold_stripped={found.group(1)}, the flow's markup"
-        f" adds up to {want.stripped_chars}"
-    )
-
-
-def assert_guard_count(target: Target, log: Path, play: Play, want: Expected) -> None:
-    """G10 behind the guard proxy: the guard's lines for the turn's requests (tied by the
-    request id the mock journaled) add up to the flow's count (conformance/guard_log.py)."""
-    entries = play.requests()
-    ids = [entry.request_id for entry in entries if entry.request_id is not None]
-    assert len(ids) == len(entries), (
-        f"G10: {unmarked_problem(len(entries) - len(ids), len(entries))}"
-    )
-    found = wait_for_tally(log, play.log_offset, ids, target.timeout_s)
-    problem = tally_problem(found, log, target.timeout_s)
-    assert problem is None, f"G10: {problem}"
-    assert found.stripped == want.stripped_chars, (
-        f"G10: flow {play.flow!r}: the guard logged scaffold_stripped={found.stripped} over the"
-        f" turn's {found.lines} request line(s), the flow's markup adds up to {want.stripped_chars}"
-    )
-
-
-def logged_line(
-    log: Path, offset: int, pattern: re.Pattern[str], within_s: float
-) -> re.Match[str] | None:
-    """The turn's log line among those written after `offset`, waiting for it: an app may
-    write it just after the page showed the answer. None if none shows within `within_s`."""
-    deadline = time.monotonic() + within_s
-    while True:
-        with log.open("rb") as file:
-            file.seek(offset)
-            lines = file.read().decode("utf-8", errors="replace").splitlines()
-        found = [m for line in lines if (m := pattern.search(line))]
-        if found:
-            return found[-1]
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(LOG_POLL_S)
 
 
 @pytest.mark.clause("G11", flow="slow")
@@ -390,30 +185,6 @@ def test_g12_a_round_with_a_real_tool_call_gets_no_recovery(
 # --- G13, G15: the model families' own shapes, stripped for their models and text elsewhere ------
 
 
-def family_turn(
-    clause: str, flow: str, conformance_play: PlayFlow, target: Target
-) -> tuple[Play, Expected, object]:
-    """A family flow's play, its outcome and the model the app asked for, or a skip when
-    the other clause judges it: G13 where the model's profiles cover the flow's family
-    (its markup is stripped), G15 where they do not (its markup is text)."""
-    want = expected(target, flow)
-    play = conformance_play(flow)
-    model = model_of(play)
-    covered = want.family is not None and want.strips_for(model)
-    if clause == "G13" and not covered:
-        pytest.skip(
-            f"the app asks the mock for model {model!r}, whose markup profiles do not cover"
-            f" {want.family}'s; for it this markup is text (G15). Serve a {want.family} model"
-            " name to check it (the reference app: --reference-model)"
-        )
-    if clause == "G15" and covered:
-        pytest.skip(
-            f"the app asks the mock for model {model!r}, whose markup profiles cover"
-            f" {want.family}'s: G13 judges this flow"
-        )
-    return play, want, model
-
-
 @pytest.mark.clause("G13")
 @pytest.mark.parametrize("flow", FAMILY_FLOWS)
 def test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family(
@@ -443,11 +214,6 @@ def test_g15_another_familys_markup_is_shown_whole(
     assert not corrected(entries), f"G15: flow {flow!r}: a recovery was sent for text"
 
 
-def words(text: str) -> str:
-    """The letters and digits of `text`, in order: what no markdown rendering changes."""
-    return "".join(ch for ch in text if ch.isalnum())
-
-
 # --- G14: a real tool call is never lost ----------------------------------------------------------
 
 
@@ -468,25 +234,6 @@ def test_g14_a_real_tool_call_next_to_stripped_markup_is_still_run(
         f" in an assistant message (it carries calls to {sorted(called)})"
     )
     assert answered, "G14: the request after the tool round carries no tool result"
-
-
-def tool_round_of(messages: list[dict[str, Any]]) -> tuple[set[str], bool]:
-    """The tool names the assistant messages call, and whether any tool result follows."""
-    called: set[str] = set()
-    for message in messages:
-        calls: object = message.get("tool_calls") if message.get("role") == "assistant" else None
-        for call in cast(list[object], calls) if isinstance(calls, list) else []:
-            function = (
-                cast(dict[str, object], call).get("function") if isinstance(call, dict) else None
-            )
-            name = (
-                cast(dict[str, object], function).get("name")
-                if isinstance(function, dict)
-                else None
-            )
-            if isinstance(name, str):
-                called.add(name)
-    return called, any(message.get("role") == "tool" for message in messages)
 
 
 # --- the user's own cases (--cases) ---------------------------------------------------------------

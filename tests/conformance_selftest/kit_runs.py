@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clauses import BY_ID
+from conformance.oracle.clauses import BY_ID
 
 from ..support.processes import child_env
 

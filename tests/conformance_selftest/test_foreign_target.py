@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance.clauses import BY_ID, CLAUSES
-from conformance.upstream import Expected
+from conformance.oracle.clauses import BY_ID, CLAUSES
+from conformance.oracle.expected import Expected
 from mock_llm import JournalRecord, MockClient, serve_mock
 
 from ..support.deadlines import DEADLINE_S

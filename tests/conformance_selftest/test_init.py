@@ -18,8 +18,8 @@ from typing import ClassVar
 
 import pytest
 
-from conformance.profile import load_profile
-from conformance.reference import reference_stack
+from conformance.profiles.loader import load_profile
+from conformance.run.reference import reference_stack
 from mock_llm import serve_mock
 
 from ..support.deadlines import DEADLINE_S

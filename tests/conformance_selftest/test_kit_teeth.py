@@ -35,9 +35,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.clauses import BY_ID, CLAUSES
-from conformance.evidence import folder_name
-from conformance.profile import load_profile
+from conformance.oracle.clauses import BY_ID, CLAUSES
+from conformance.profiles.loader import load_profile
+from conformance.report.evidence import folder_name
 from mock_llm import serve_mock
 
 from ..support.deadlines import DEADLINE_S

@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-from conformance.preflight import EXIT_PREFLIGHT
+from conformance.run.preflight import EXIT_PREFLIGHT
 from mock_llm import MockClient, serve_mock
 
 from ..support.deadlines import DEADLINE_S

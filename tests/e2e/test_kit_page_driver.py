@@ -1,4 +1,4 @@
-"""The kit's page driver (conformance.page.ChatPage) on pages unlike the reference one.
+"""The kit's page driver (conformance.browser.chat.ChatPage) on pages unlike the reference one.
 
 The foreign page of the kit's self-test covers a contenteditable editor, a late Send
 button, a welcome dialog, a model picker and an `appears` rule. These tests cover the rest
@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from conformance.page import ChatPage
-from conformance.profile import Profile, load_profile
-from conformance.session import new_context
+from conformance.browser.chat import ChatPage
+from conformance.browser.session import new_context
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import Profile
 
 from .conftest import TIMEOUT_MS
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import uvicorn
@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from conformance.profile import Profile, load_profile
-from conformance.session import BrowserSession, new_context
-from conformance.setup_steps import SetupFailed
-from conformance.target import Target
+from conformance.browser.session import BrowserSession, new_context
+from conformance.browser.setup_steps import SetupFailed
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import Profile
 from servekit.in_thread import serve_in_thread
 
 from .conftest import TIMEOUT_MS
@@ -101,17 +101,8 @@ def sessions(
         path = tmp_path / f"profile-{len(opened)}.toml"
         path.write_text(PROFILE.format(more=more), encoding="utf-8")
         profile: Profile = load_profile(path)
-        target = Target(
-            app_url=server[1],
-            mock_url="http://127.0.0.1:9/",
-            log_file=None,
-            profile=profile,
-            upstream=cast(Any, None),  # the set-up never reads the mock
-            timeout_s=TIMEOUT_MS / 1000,
-            artifacts=tmp_path,
-            stop_within_ms=1000,
-        )
-        opened.append(BrowserSession(new_context(browser, profile), target, "off"))
+        context = new_context(browser, profile)
+        opened.append(BrowserSession(context, profile, server[1], TIMEOUT_MS / 1000, "off"))
         return opened[-1]
 
     yield session_for

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from playwright.sync_api import Page, Route
 
-from conformance.page import ChatPage
-from conformance.profile import load_profile
+from conformance.browser.chat import ChatPage
+from conformance.profiles.loader import load_profile
 
 from .conftest import TIMEOUT_MS
 

@@ -1,4 +1,4 @@
-"""Which assistant message is the turn's (conformance.page.ChatPage), on stranger pages.
+"""Which assistant message is the turn's (conformance.browser.chat.ChatPage), on stranger pages.
 
 The kit finds a turn's message by the question it sent: the first assistant message after
 the place the page shows the question's KEY (`[turn] find = "after-question"`, the
@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, Route
 
-from conformance.page import ChatPage, NoTurnMessage
-from conformance.plays import question
-from conformance.profile import Profile, load_profile
+from conformance.browser.chat import ChatPage
+from conformance.browser.turn_message import NoTurnMessage
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import Profile
+from conformance.run.questions import question
 from mock_llm import MockClient, serve_mock
 
 from ..conformance_selftest.strangers import redraw_conversation, rerendered_stream

@@ -1,4 +1,4 @@
-"""A question the page never took (conformance.page.ChatPage), on a page that is not ready
+"""A question the page never took (conformance.browser.chat.ChatPage), on a page that is not ready
 at once.
 
 The late-session stranger (tests/conformance_selftest/strangers/late_session.py) lets a
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from conformance.page import ChatPage, QuestionNotSent
-from conformance.plays import question
-from conformance.profile import load_profile
+from conformance.browser.chat import ChatPage
+from conformance.browser.composer import QuestionNotSent
+from conformance.profiles.loader import load_profile
+from conformance.run.questions import question
 from mock_llm import serve_mock
 
 from ..conformance_selftest.strangers import late_session

@@ -1,11 +1,11 @@
 """The guardrail as a person sees it: raw tool-call markup never reaches the page.
 
 "Never" includes for a moment while streaming: a recorder of every DOM mutation is
-installed before the page's own scripts run (the conformance kit's, conformance/recorder.js),
-and a positive
-control proves it is live (it must have seen the turn's clean answer and a marker the test
-writes into the page). The scaffold flows' markup carries a canary string, so a leak is
-caught even where an app stripped the delimiters but kept the body.
+installed before the page's own scripts run (the conformance kit's,
+conformance/browser/js/recorder.js), and a positive control proves it is live (it must have
+seen the turn's clean answer and a marker the test writes into the page). The scaffold
+flows' markup carries a canary string, so a leak is caught even where an app stripped the
+delimiters but kept the body.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from playwright.sync_api import Page, expect
 
-from conformance.page import DomRecording
+from conformance.browser.recording import DomRecording
 
 from .conftest import TIMEOUT_MS, Stack
 from .page_driver import answered, ask

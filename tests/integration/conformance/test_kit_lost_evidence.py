@@ -1,4 +1,4 @@
-"""The kit's journal reads (conformance/upstream.py) against a real mock with a tiny journal
+"""The kit's journal reads (conformance/oracle/upstream.py) against a real mock with a tiny journal
 that another client floods: a turn whose requests were dropped is lost evidence, never a
 count built on what is left, and a full journal that drops only older entries still counts.
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from conformance.upstream import EvidenceLost, Upstream
+from conformance.oracle.upstream import EvidenceLost, Upstream
 from mock_llm import build_settings, serve_mock
 
 from ...support.deadlines import DEADLINE_S

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.baseline import Baseline, BaselineError, load_baseline
-from conformance.clauses import CLAUSES
-from conformance.profile import DEFAULT_PROFILE
-from conformance.report import clause_verdict, render, write_report
+from conformance.oracle.baseline import Baseline, BaselineError, load_baseline
+from conformance.oracle.clauses import CLAUSES
+from conformance.profiles.model import DEFAULT_PROFILE
+from conformance.report.markdown import clause_verdict, render, write_report
 
 
 def baseline_file(tmp_path: Path, text: str) -> Path:

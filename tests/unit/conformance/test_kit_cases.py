@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases import CasesError, case_flows, load_case_file, load_cases
-from conformance.clauses import BY_ID
-from conformance.profile import DEFAULT_PROFILE
-from conformance.report import render
+from conformance.oracle.cases import CasesError, case_flows, load_case_file, load_cases
+from conformance.oracle.clauses import BY_ID
+from conformance.profiles.model import DEFAULT_PROFILE
+from conformance.report.markdown import render
 
 from ..helpers.files import write
 

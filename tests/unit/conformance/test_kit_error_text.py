@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.profile import (
-    DEFAULT_PROFILE,
-    ErrorMatch,
-    ErrorText,
-    load_profile,
-)
-from conformance.test_contract import MALFORMED_REPLY
+from conformance.oracle.clauses import MALFORMED_REPLY
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import DEFAULT_PROFILE, ErrorMatch, ErrorText
 
 from .test_kit_profile import profile_file, refused
 

@@ -1,13 +1,13 @@
 """What the kit expects of a family flow, by the model name the app asks for
-(conformance.upstream.Expected, mock_llm.flows.model.family_covered), and that its lists of family
-flows are the mock's."""
+(conformance.oracle.expected.Expected, mock_llm.flows.model.family_covered), and that its
+lists of family flows are the mock's."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.test_contract import FAMILY_FLOWS, LOOKALIKE_FLOWS
-from conformance.upstream import Expected
+from conformance.oracle.clauses import FAMILY_FLOWS, LOOKALIKE_FLOWS
+from conformance.oracle.expected import Expected
 from mock_llm import Expect, builtin_flows
 from mock_llm.flows.model import family_covered
 

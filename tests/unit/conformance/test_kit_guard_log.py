@@ -1,4 +1,4 @@
-"""G10 behind the guard proxy, the mapping alone (conformance/guard_log.py): the guard's log
+"""G10 behind the guard proxy, the mapping alone (conformance/oracle/guard_log.py): the guard's log
 lines, tied to a turn by the request ids the mock journaled, summed over the turn's requests.
 
 The whole path, a kit run against an app behind the guard with G10 judged:
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.guard_log import (
+from conformance.oracle.guard_log import (
     GuardLine,
     guard_lines,
-    lines_after,
     tally,
     tally_problem,
     unmarked_problem,
 )
+from conformance.oracle.logs import lines_after
 
 LOG = Path("guard.log")
 

@@ -7,10 +7,10 @@ import base64
 import json
 from pathlib import Path
 
-from conformance.evidence import TURNS_FILE, folder_name
-from conformance.profile import DEFAULT_PROFILE
-from conformance.report import write_report
-from conformance.report_html import Failure, read_evidence, render_html
+from conformance.profiles.model import DEFAULT_PROFILE
+from conformance.report.evidence import TURNS_FILE, folder_name
+from conformance.report.html_page import Failure, read_evidence, render_html
+from conformance.report.markdown import write_report
 
 PNG = b"\x89PNG\r\n\x1a\n-a-screenshot"
 NODEID = "conformance/test_contract.py::test_raw_scaffolding_never_appears_in_the_page[split]"

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from conformance.__main__ import main as conformance_main
-from conformance.init import done_rule, side_call_rules
-from conformance.init import main as init_main
-from conformance.profile import DEFAULT_PROFILE, SetupStep, load_profile
-from conformance.profile_writer import Found, FoundDone, FoundSetup, render_profile
+from conformance.init.command import main as init_main
+from conformance.init.rules import done_rule, side_call_rules
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import DEFAULT_PROFILE, SetupStep
+from conformance.profiles.writer import Found, FoundDone, FoundSetup, render_profile
 
 EVERYTHING = Found(
     url="http://127.0.0.1:3000/",

@@ -1,11 +1,11 @@
-"""The rule that tells a turn's lost evidence from a full journal (conformance.upstream.Mark),
-on journal reads built by hand. Against a real mock that another client floods:
-tests/integration/conformance/test_kit_lost_evidence.py.
+"""The rule that tells a turn's lost evidence from a full journal
+(conformance.oracle.upstream.Mark), on journal reads built by hand. Against a real mock that
+another client floods: tests/integration/conformance/test_kit_lost_evidence.py.
 """
 
 from __future__ import annotations
 
-from conformance.upstream import Mark
+from conformance.oracle.upstream import Mark
 from mock_llm.client import JournalRead
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.clauses import BY_ID
+from conformance.oracle.clauses import BY_ID
 
 from ...support.deadlines import DEADLINE_S
 from .test_kit_plugin import QUIET, junit_properties, report_rows
@@ -19,7 +19,7 @@ CAUSE = (
 STALLED = f"""
 import pytest
 
-from conformance.plays import PlayFailed
+from conformance.oracle.played import PlayFailed
 
 @pytest.mark.clause("NEVER")
 @pytest.mark.parametrize("flow", ["scaffold-recover"])

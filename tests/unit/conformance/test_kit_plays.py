@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from conformance.clauses import MARKERS
-from conformance.page import Sighting, TurnView
-from conformance.plays import FOLLOW_UPS, Plays, question
-from conformance.upstream import Expected
+from conformance.browser.chat import TurnView
+from conformance.browser.recording import Sighting
+from conformance.oracle.clauses import MARKERS
+from conformance.oracle.expected import Expected
+from conformance.run.plays import FOLLOW_UPS, Plays
+from conformance.run.questions import question
 
 
 def view(answer: str = "ok") -> TurnView:

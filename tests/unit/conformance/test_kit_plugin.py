@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clauses import BY_ID
+from conformance.oracle.clauses import BY_ID
 
 from ...support.deadlines import DEADLINE_S
 
@@ -77,8 +77,8 @@ def test_probe(conformance_kit, pytestconfig):
 FAKE_TARGET = """
 import pytest
 
-from conformance.page import TurnView
-from conformance.target import Target
+from conformance.browser.chat import TurnView
+from conformance.oracle.target import Target
 from mock_llm.client import JournalRecord
 
 LATE_MS = 1500.0

@@ -14,10 +14,11 @@ from typing import Any, cast
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from conformance.page import TurnNeverFinished, TurnView
-from conformance.preflight import ERROR_FLOW, PREFLIGHT_FLOWS, check_parts
-from conformance.profile import DEFAULT_PROFILE, Profile
-from conformance.target import Target
+from conformance.browser.chat import TurnView
+from conformance.browser.turn_end import TurnNeverFinished
+from conformance.oracle.target import Target
+from conformance.profiles.model import DEFAULT_PROFILE, Profile
+from conformance.run.preflight import ERROR_FLOW, PREFLIGHT_FLOWS, check_parts
 from mock_llm.client import MockClientError
 
 ANSWER = TurnView("done", "Backups run nightly.", "", "", None)

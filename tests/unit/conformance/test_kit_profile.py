@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.profile import (
-    DEFAULT_PROFILE,
-    MAX_SIDE_CALL_RULES,
-    HttpStep,
-    LogSpec,
-    ProfileError,
-    SetupStep,
-    built_in_profiles,
-    load_profile,
-    resolve_profile,
-)
+from conformance.profiles.builtin import built_in_profiles
+from conformance.profiles.keys import ProfileError
+from conformance.profiles.loader import MAX_SIDE_CALL_RULES, load_profile, resolve_profile
+from conformance.profiles.model import DEFAULT_PROFILE, HttpStep, LogSpec, SetupStep
 
 
 def profile_file(tmp_path: Path, text: str, name: str = "my-chat.toml") -> Path:

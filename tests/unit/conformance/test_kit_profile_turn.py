@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.profile import DEFAULT_PROFILE, TURN_FINDS, ProfileError, load_profile
+from conformance.profiles.keys import ProfileError
+from conformance.profiles.loader import load_profile
+from conformance.profiles.model import DEFAULT_PROFILE, TURN_FINDS
 
 
 def loaded(tmp_path: Path, text: str):

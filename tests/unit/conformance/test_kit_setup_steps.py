@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.preflight import EXIT_PREFLIGHT, check_once_setup
-from conformance.setup_steps import SetupFailed, fill_placeholders
+from conformance.browser.setup_steps import SetupFailed, fill_placeholders
+from conformance.run.preflight import EXIT_PREFLIGHT, check_once_setup
 
 STORED = {("local_storage", "token"): "tok-1", ("cookie", "sid"): "s-9"}
 

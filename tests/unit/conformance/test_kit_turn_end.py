@@ -10,8 +10,9 @@ from typing import Any, cast
 
 import pytest
 
-from conformance.page import ChatPage, TurnNeverFinished
-from conformance.profile import DEFAULT_PROFILE, DoneRule
+from conformance.browser.chat import ChatPage
+from conformance.browser.turn_end import TurnNeverFinished
+from conformance.profiles.model import DEFAULT_PROFILE, DoneRule
 
 
 class FakePage:
@@ -125,7 +126,7 @@ class PolledPage(FakePage):
 
 def polled(errors: list[Handle], monkeypatch: pytest.MonkeyPatch) -> tuple[ChatPage, Clock]:
     clock = Clock()
-    monkeypatch.setattr("conformance.page.time.monotonic", clock.monotonic)
+    monkeypatch.setattr("conformance.browser.turn_end.time.monotonic", clock.monotonic)
     page = PolledPage(clock, errors)
     return ChatPage(cast(Any, page), DEFAULT_PROFILE, "http://app.invalid/", 8000), clock
 

@@ -5,7 +5,8 @@
   the imports between our top-level packages, read from every import statement of every
   file (function-level and `TYPE_CHECKING` ones included). A new dependency must be drawn,
   and a dependency that is gone must be erased.
-- The mock's internal diagram names only modules that exist.
+- The mock's internal diagram, and the kit's section (its table and diagram), name only
+  modules that exist.
 """
 
 from __future__ import annotations
@@ -84,6 +85,29 @@ def test_the_mock_diagram_names_only_modules_that_exist():
     names = set(re.findall(r"[\w*]+(?:/[\w*]+)*\.(?:py|yaml)", mock_diagram()))
     assert len(names) > 20  # the diagram was found
     present = [p.relative_to(ROOT / "mock_llm").as_posix() for p in (ROOT / "mock_llm").rglob("*")]
+    missing = {
+        name
+        for name in names
+        if not any(fnmatch(f, name) or fnmatch(f, "*/" + name) for f in present)
+    }
+    assert missing == set()
+
+
+def kit_section() -> str:
+    """The `## The conformance kit` section: its table of modules and its diagram."""
+    text = DOC.read_text(encoding="utf-8")
+    return text.split("\n## The conformance kit\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_kit_section_names_only_modules_that_exist():
+    kit = ROOT / "conformance"
+    names = {
+        name
+        for name in re.findall(r"[\w*]+(?:/[\w*]+)*\.(?:py|js|toml)", kit_section())
+        if not name.startswith("tests/")
+    }
+    assert len(names) > 40  # the section was found
+    present = [p.relative_to(kit).as_posix() for p in kit.rglob("*") if p.is_file()]
     missing = {
         name
         for name in names
