@@ -14,6 +14,13 @@ from pathlib import Path
 
 import pytest
 
+# The flow-file parser (and YAML) load lazily, on a run's first case file: imported here,
+# before any inner run. pytester's in-process runs drop from sys.modules every module a run
+# imported, but the package `mock_llm.flows` keeps its submodules as attributes: the next
+# run's fresh flow_file got the last run's yaml_nodes, whose YAML node classes were not its
+# own, and refused a valid case file ("'steps' must be a non-empty list", the second of two
+# `--cases` tests in one process).
+import mock_llm.flows.flow_file  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from conformance.oracle.clauses import BY_ID
 
 from ...support.deadlines import DEADLINE_S
