@@ -138,13 +138,10 @@ class ChatPage:
             return TurnView("error" if error_text else "done", "", error_text, "", turn_id)
         thinking = ""
         if selectors.thinking is not None:
-            shown = message.locator(selectors.thinking)
-            if shown.count():
-                thinking = shown.first.text_content() or ""
-        answer = message.locator(selectors.answer)
+            thinking = _first(message.locator(selectors.thinking).all_text_contents())
         return TurnView(
             state="error" if error_text else "done",
-            answer=(answer.first.text_content() or "") if answer.count() else "",
+            answer=_first(message.locator(selectors.answer).all_text_contents()),
             error=error_text,
             thinking=thinking,
             turn_id=turn_id,
@@ -168,3 +165,10 @@ class ChatPage:
 
     def prove_live(self) -> None:
         self.recording.prove_live()
+
+
+def _first(texts: list[str]) -> str:
+    """The first element's text of a locator's `all_text_contents()` ('' for none): one call,
+    where `count()` and then `first.text_content()` were two (and the second waited for an
+    element the page may have taken away since)."""
+    return texts[0] if texts else ""

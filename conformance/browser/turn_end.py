@@ -9,6 +9,10 @@ Deliberate choices:
   Playwright's own (`:has-text()`, `>>`), which no script in the page can evaluate.
 - An error outside every message that already showed, with the same text, when the
   question was sent (a banner an earlier turn left up) is not the turn's.
+- The turn's error is read in at most three calls, no element handles: the errors, the
+  turn's message and every message are each resolved by Playwright (`evaluate_all`, so a
+  profile's selectors keep Playwright's syntax) and kept in the page between the calls. A
+  look with handles cost about thirty protocol messages, and it is taken every POLL_MS.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from conformance.browser.scripts import script
 from conformance.profiles.model import DoneRule, Profile, Selectors
 
 MARK_ERRORS_JS = script("mark_errors")
+ERROR_LOOK_JS = script("error_look")
+MESSAGE_LOOK_JS = script("message_look")
 TURN_ERROR_JS = script("turn_error")
 QUIET_JS = script("recorder_quiet")
 POLL_MS = 100
@@ -94,19 +100,12 @@ def error_of(page: Page, selectors: Selectors, message: Locator | None) -> str:
     Read again when the page redrew between the kit's looks at errors and messages
     (an element of one look detached in the next), at most READS_PER_VIEW times."""
     for attempt in range(READS_PER_VIEW):
-        errors = page.locator(selectors.error).element_handles()
-        if not errors:
+        if not page.locator(selectors.error).evaluate_all(ERROR_LOOK_JS):
             return ""
-        mine = message.element_handles()[:1] if message is not None else []
-        others = page.locator(selectors.message).element_handles()
-        try:
-            shown: str | None = page.evaluate(
-                TURN_ERROR_JS,
-                [errors, others, mine[0] if mine else None, attempt < READS_PER_VIEW - 1],
-            )
-        finally:
-            for handle in (*errors, *mine, *others):
-                handle.dispose()
+        if message is not None:
+            message.evaluate_all(MESSAGE_LOOK_JS)
+        strict = attempt < READS_PER_VIEW - 1
+        shown: str | None = page.locator(selectors.message).evaluate_all(TURN_ERROR_JS, strict)
         if shown is not None:
             return shown
     return ""

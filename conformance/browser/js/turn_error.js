@@ -1,5 +1,10 @@
-// The turn's visible error text ('' for none), or null when the page redrew between looks.
-([errs, msgs, mine, strict]) => {
+// The turn's visible error text ('' for none), or null when the page redrew between looks:
+// over every message shown, with the errors and the turn's message error_look.js and
+// message_look.js kept.
+(msgs, strict) => {
+  const look = window.__sgKitTurnLook;
+  if (!look) return null;  // the document changed between the kit's looks: look again
+  const { errs, mine } = look;
   if (strict && [...errs, ...msgs, ...(mine ? [mine] : [])].some((e) => !e.isConnected)) {
     return null;  // redrawn between the kit's looks: look again
   }

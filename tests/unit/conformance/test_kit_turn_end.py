@@ -11,7 +11,12 @@ from typing import Any, cast
 import pytest
 
 from conformance.browser.chat import ChatPage
-from conformance.browser.turn_end import TurnNeverFinished
+from conformance.browser.turn_end import (
+    ERROR_LOOK_JS,
+    MESSAGE_LOOK_JS,
+    TURN_ERROR_JS,
+    TurnNeverFinished,
+)
 from conformance.profiles.model import DEFAULT_PROFILE, DoneRule
 
 
@@ -61,30 +66,21 @@ class Handle:
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def text_content(self) -> str:
-        return self.text
-
-    def is_visible(self) -> bool:
-        return True
-
-    def dispose(self) -> None:
-        pass
-
 
 class Elements:
-    """A locator over a fixed list of visible elements."""
+    """A locator over a fixed list of visible elements, answering the kit's page functions
+    as the page's scripts would: every error is this turn's, the last with text wins."""
 
-    def __init__(self, handles: list[Handle]) -> None:
+    def __init__(self, handles: list[Handle], errors: list[Handle]) -> None:
         self.handles = handles
+        self.errors = errors
 
-    def filter(self, *, visible: bool) -> Elements:
-        return self
-
-    def count(self) -> int:
-        return len(self.handles)
-
-    def element_handles(self) -> list[Handle]:
-        return self.handles
+    def evaluate_all(self, script: str, arg: object = None) -> object:
+        if script == ERROR_LOOK_JS:
+            return len(self.handles)
+        assert script == TURN_ERROR_JS, script
+        texts = [h.text.strip() for h in self.errors if h.text.strip()]
+        return texts[-1] if texts else ""
 
 
 class Message:
@@ -96,14 +92,8 @@ class Message:
     def get_attribute(self, name: str) -> str:
         return self.states.pop(0) if len(self.states) > 1 else self.states[0]
 
-    def element_handle(self) -> object:
-        return self
-
-    def element_handles(self) -> list[object]:
-        return [self]
-
-    def dispose(self) -> None:
-        pass
+    def evaluate_all(self, script: str) -> None:
+        assert script == MESSAGE_LOOK_JS, script
 
 
 class PolledPage(FakePage):
@@ -112,13 +102,7 @@ class PolledPage(FakePage):
         self.errors = errors
 
     def locator(self, selector: str) -> Elements:
-        return Elements(self.errors if "error" in selector else [])
-
-    def evaluate(self, script: str, arg: object = None) -> str:
-        """The turn's error text, as the page's script reads it: every error is this
-        turn's, the last with text wins."""
-        texts = [h.text.strip() for h in self.errors if h.text.strip()]
-        return texts[-1] if texts else ""
+        return Elements(self.errors if "error" in selector else [], self.errors)
 
     def wait_for_timeout(self, ms: float) -> None:
         self.clock.now += ms / 1000
