@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from guard.reply import Reply, WholeReply
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
-from servekit.json_codec import dumps, json_object, utf8_repaired
+from servekit.json_codec import dumps, parse_object, utf8_repaired
 from servekit.ndjson import NdjsonLines
 
 __all__ = [
@@ -92,7 +92,7 @@ def error_line(message: str) -> bytes:
 def upstream_error_text(raw: bytes, status: int) -> str:
     """The message of an upstream error body: Ollama's `{"error": "..."}`, or the OpenAI
     shape `{"error": {"message": "..."}}` of an Ollama-compatible server."""
-    error = (json_object(raw) or {}).get("error")
+    error = (parse_object(raw) or {}).get("error")
     if isinstance(error, dict):
         error = cast(dict[str, Any], error).get("message")
     return error if isinstance(error, str) and error else f"The model server answered {status}."
@@ -117,9 +117,9 @@ class OllamaStreamGuard(Reply):
         """What the client gets for one line of the upstream stream."""
         if self.finished:
             return []
-        parsed = json_object(raw)
+        parsed = parse_object(raw)
         if parsed is None and (repaired := utf8_repaired(raw)) is not raw:
-            raw, parsed = repaired, json_object(repaired)
+            raw, parsed = repaired, parse_object(repaired)
         if parsed is None:
             return [raw]  # not ours to judge: the client's parser will say
         if parsed.get("error"):

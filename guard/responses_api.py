@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from guardrail.patterns import Registry
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
-from servekit.json_codec import json_object
+from servekit.json_codec import parse_object
 from servekit.sse import SseEvent
 
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
@@ -128,7 +128,7 @@ def _has_system_message(items: list[object]) -> bool:
 def typed(event: SseEvent) -> tuple[dict[str, Any], str] | None:
     """An event's data as a JSON object, and its type (the data's `type`, else the name on
     its `event:` line); None when the data is not a JSON object (not ours to judge)."""
-    parsed = json_object(event.data)
+    parsed = parse_object(event.data)
     if parsed is None:
         return None
     kind = parsed.get("type")
