@@ -67,5 +67,5 @@ def objects(value: object) -> list[JSONObject]:
 
 def string_field(value: object, key: str) -> str | None:
     """`value[key]` when `value` is a JSON object and that field is a string, else None."""
-    field = value.get(key) if is_object(value) else None
-    return field if isinstance(field, str) else None
+    found = value.get(key) if is_object(value) else None
+    return found if isinstance(found, str) else None

@@ -127,6 +127,21 @@ def test_an_import_below_the_code_fails_the_build(tmp_path: Path, monkeypatch: p
         build._Source.of(source).body()
 
 
+def test_no_library_modules_all_is_pasted():
+    """The pasted file is one module: a library module's `__all__` would claim its names."""
+    assert "__all__" not in build.OUT.read_text(encoding="utf-8")
+    sources = [Path(module.__file__ or "").read_text(encoding="utf-8") for module in build.LIBRARY]
+    assert any("__all__" in source for source in sources)  # a control: one has its own
+
+
+def test_an_all_below_the_code_fails_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    source = tmp_path / "late.py"
+    source.write_text('"""Doc."""\n\nX = 1\n__all__ = ["X"]\n')
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    with pytest.raises(build.BuildError, match=r"late\.py: `__all__` after the first statement"):
+        build._Source.of(source).body()
+
+
 def test_a_build_error_is_reported_with_exit_status_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ):
