@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from guardrail.json_shapes import JSONObject, as_object, objects
@@ -192,7 +192,7 @@ def request_turn(body: object) -> RequestTurn:
     return turn_of(chat_messages(body))
 
 
-def turn_of(messages: Sequence[JSONObject]) -> RequestTurn:
+def turn_of(messages: Sequence[Mapping[str, object]]) -> RequestTurn:
     """The turn of a request whose conversation is `messages`, as chat messages."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     later = messages[last_user + 1 :]

@@ -57,7 +57,7 @@ class ChunkAccumulator:
     chars: int = 0
     """The reply's text so far, counted against `max_chars`."""
 
-    def pieces(self, chunk: JSONObject) -> list[StreamPiece]:
+    def pieces(self, chunk: Mapping[str, object]) -> list[StreamPiece]:
         """The thinking and answer text of one chunk (choice 0 only); tool-call pieces and
         the finish reason are kept. `choices` may be null (vLLM's usage chunk). Raises an
         LLMError once the reply's text passes `max_chars`."""
