@@ -19,10 +19,11 @@ Deliberate choices:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from guard.reply import WholeReply
 from guard.responses_api import event_bytes
+from guardrail.json_shapes import as_object, is_array, is_object, string_field
 from guardrail.policy import RoundFilter, system_with_correction
 from servekit.error_bodies import anthropic_error_body
 
@@ -41,17 +42,14 @@ ANSWER_BLOCKS = ("text", "thinking", "redacted_thinking")
 
 def is_tool_use(block: object) -> bool:
     """Whether a content block is a tool call (anything but text and thinking)."""
-    kind = cast(dict[str, Any], block).get("type") if isinstance(block, dict) else None
-    return kind not in ANSWER_BLOCKS
+    return (as_object(block) or {}).get("type") not in ANSWER_BLOCKS
 
 
 def text_of(block: object) -> str | None:
     """A `text` block's text (None: not a text block, or no text in it)."""
-    if not isinstance(block, dict):
+    if not is_object(block) or block.get("type") != "text":
         return None
-    block = cast(dict[str, Any], block)
-    text = block.get("text")
-    return text if block.get("type") == "text" and isinstance(text, str) else None
+    return string_field(block, "text")
 
 
 def shows_nothing(filters: list[RoundFilter]) -> bool:
@@ -68,11 +66,11 @@ class MessageGuard(WholeReply):
         """Filter `message`'s text blocks in place (taking out those left with nothing to
         show); whether anything changed."""
         content = message.get("content")
-        if not isinstance(content, list):
+        if not is_array(content):
             return False
         kept: list[object] = []
         changed = False
-        for block in cast(list[object], content):
+        for block in content:
             text = text_of(block)
             if text is None:
                 self.tool_calls = self.tool_calls or is_tool_use(block)
@@ -84,8 +82,8 @@ class MessageGuard(WholeReply):
                 kept.append(block)
                 continue
             changed = True
-            if not shows_nothing([one]):
-                kept.append({**cast(dict[str, Any], block), "text": shown})
+            if not shows_nothing([one]) and is_object(block):  # a text block is an object
+                kept.append({**block, "text": shown})
         if changed:
             message["content"] = kept
         return changed

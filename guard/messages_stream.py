@@ -27,6 +27,7 @@ from typing import Any, cast
 from guard.messages_api import error_event, is_tool_use, shows_nothing, text_of
 from guard.reply import Reply
 from guard.responses_api import event_bytes, raw_event, typed
+from guardrail.json_shapes import is_object, string_field
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from servekit.sse import SseEvent
 
@@ -142,8 +143,8 @@ class MessagesStreamGuard(Reply):
             return
         block.held = []
         shown = self._filter(block).feed(text)
-        if shown != text:
-            cast(dict[str, Any], announced)["text"] = shown
+        if shown != text and is_object(announced):  # a text block is an object
+            announced["text"] = shown
         self._add(out, block, _Pending(event, parsed, shown != text))
 
     def _delta(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any]) -> None:
@@ -158,8 +159,8 @@ class MessagesStreamGuard(Reply):
         shown = self._filter(block).feed(text)
         if not shown:
             return  # nothing to show (held back or stripped): not sent
-        if shown != text:
-            cast(dict[str, Any], delta)["text"] = shown
+        if shown != text and is_object(delta):  # a text delta is an object
+            delta["text"] = shown
         self._add(out, block, _Pending(event, parsed, shown != text))
 
     def _other(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], kind: str) -> None:
@@ -262,5 +263,4 @@ def _key(parsed: dict[str, Any]) -> int:
 
 def _text_delta(delta: object) -> str | None:
     """A delta's `text` (a `text_delta`'s; None: another kind of delta)."""
-    text = cast(dict[str, Any], delta).get("text") if isinstance(delta, dict) else None
-    return text if isinstance(text, str) else None
+    return string_field(delta, "text")

@@ -25,11 +25,12 @@ Deliberate choices:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from guard.reply import Reply, WholeReply
+from guardrail.json_shapes import as_object, is_array, is_object, objects
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
-from servekit.json_codec import dumps, json_object, utf8_repaired
+from servekit.json_codec import dumps, parse_object, utf8_repaired
 from servekit.ndjson import NdjsonLines
 
 __all__ = [
@@ -58,8 +59,7 @@ class OllamaApi:
     def holder(self, line: dict[str, Any]) -> dict[str, Any] | None:
         if self.message_key is None:
             return line
-        message = line.get(self.message_key)
-        return cast(dict[str, Any], message) if isinstance(message, dict) else None
+        return as_object(line.get(self.message_key))
 
     def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """The one recovery request: the same body, the correction in, no tools (G2)."""
@@ -69,14 +69,8 @@ class OllamaApi:
             recovery["system"] = system_with_correction(system if isinstance(system, str) else None)
             return recovery
         messages = body.get("messages")
-        if isinstance(messages, list):
-            recovery["messages"] = with_correction(
-                [
-                    cast(dict[str, Any], m)
-                    for m in cast(list[object], messages)
-                    if isinstance(m, dict)
-                ]
-            )
+        if is_array(messages):
+            recovery["messages"] = with_correction(objects(messages))
         return recovery
 
 
@@ -92,9 +86,9 @@ def error_line(message: str) -> bytes:
 def upstream_error_text(raw: bytes, status: int) -> str:
     """The message of an upstream error body: Ollama's `{"error": "..."}`, or the OpenAI
     shape `{"error": {"message": "..."}}` of an Ollama-compatible server."""
-    error = (json_object(raw) or {}).get("error")
-    if isinstance(error, dict):
-        error = cast(dict[str, Any], error).get("message")
+    error = (parse_object(raw) or {}).get("error")
+    if is_object(error):
+        error = error.get("message")
     return error if isinstance(error, str) and error else f"The model server answered {status}."
 
 
@@ -117,9 +111,9 @@ class OllamaStreamGuard(Reply):
         """What the client gets for one line of the upstream stream."""
         if self.finished:
             return []
-        parsed = json_object(raw)
+        parsed = parse_object(raw)
         if parsed is None and (repaired := utf8_repaired(raw)) is not raw:
-            raw, parsed = repaired, json_object(repaired)
+            raw, parsed = repaired, parse_object(repaired)
         if parsed is None:
             return [raw]  # not ours to judge: the client's parser will say
         if parsed.get("error"):

@@ -53,7 +53,7 @@ from guard.upstream import (
     read_refusal,
     response_headers,
 )
-from servekit.json_codec import json_object
+from servekit.json_codec import parse_object
 from servekit.pool import Pool
 from servekit.streamed import StreamedResponse
 
@@ -237,7 +237,7 @@ async def _streamed(lines: AsyncGenerator[bytes], status: int, headers: dict[str
 
 def _error_text(line: bytes) -> str | None:
     """The message of an error line of ours, `{"error": "..."}` and nothing else."""
-    value = json_object(line) if line.startswith(b'{"error"') else None
+    value = parse_object(line) if line.startswith(b'{"error"') else None
     if value is None or set(value) != {"error"} or not isinstance(value["error"], str):
         return None
     return value["error"]

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_refusal, response_headers
+from guardrail.json_shapes import string_field
 from servekit.error_bodies import openai_error_body
-from servekit.json_codec import json_object
+from servekit.json_codec import parse_object
 from servekit.pool import Pool
 from servekit.streamed import StreamedResponse
 
@@ -85,9 +86,8 @@ class OpenAICall(SseCall):
 async def error_message(response: aiohttp.ClientResponse) -> str:
     """The upstream error's own message, if its body says one."""
     raw = await read_refusal(response)
-    error = (json_object(raw) or {}).get("error")
-    message = cast(dict[str, Any], error).get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) else f"The model server answered {response.status}."
+    message = string_field((parse_object(raw) or {}).get("error"), "message")
+    return message if message is not None else f"The model server answered {response.status}."
 
 
 def openai_unreachable() -> Response:

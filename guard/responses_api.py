@@ -17,66 +17,53 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
+from guardrail.json_shapes import JSONObject, as_array, is_array, is_object, objects
 from guardrail.patterns import Registry
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
-from servekit.json_codec import json_object
+from servekit.json_codec import parse_object
 from servekit.sse import SseEvent
 
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 ANSWER_ITEMS = ("message", "reasoning")
 SYSTEM_ROLES = ("system", "developer")
 
-TextOf = Callable[[int, dict[str, Any], int, str], str]
+TextOf = Callable[[int, JSONObject, int, str], str]
 """The text an answer part shows: (the item's position in `output`, the item, the part's
 content index, the part's text as it came) -> the text."""
 
 
-def objects(value: object) -> list[tuple[int, dict[str, Any]]]:
-    """The members of a JSON list that are objects, with their positions (none when `value`
-    is not a list)."""
-    if not isinstance(value, list):
-        return []
-    return [
-        (position, cast(dict[str, Any], member))
-        for position, member in enumerate(cast(list[object], value))
-        if isinstance(member, dict)
-    ]
-
-
-def is_tool_call(item: dict[str, Any]) -> bool:
+def is_tool_call(item: JSONObject) -> bool:
     return item.get("type") not in ANSWER_ITEMS
 
 
 def is_message(item: object) -> bool:
-    return isinstance(item, dict) and cast(dict[str, Any], item).get("type") == "message"
+    return is_object(item) and item.get("type") == "message"
 
 
-def text_parts(item: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    """A message item's `output_text` parts whose text is a string, with their indexes."""
+def text_parts(item: JSONObject) -> list[tuple[int, JSONObject, str]]:
+    """A message item's `output_text` parts whose text is a string, with their indexes and
+    texts."""
     if item.get("type") != "message":
         return []
     return [
-        (index, part)
-        for index, part in objects(item.get("content"))
-        if part.get("type") == "output_text" and isinstance(part.get("text"), str)
+        (index, part, text)
+        for index, part in _indexed_objects(item.get("content"))
+        if part.get("type") == "output_text" and isinstance(text := part.get("text"), str)
     ]
 
 
 def output_text_of(output: object) -> str:
     """The answer texts of `output` (a response's item list) joined, as the SDK joins them."""
-    return "".join(
-        cast(str, part["text"]) for _, item in objects(output) for _, part in text_parts(item)
-    )
+    return "".join(text for item in objects(output) for _, _, text in text_parts(item))
 
 
 def rewrite_texts(output: object, text_of: TextOf) -> bool:
     """Set each answer part's text in `output` to `text_of(...)`; whether any changed."""
     changed = False
-    for position, item in objects(output):
-        for index, part in text_parts(item):
-            text = cast(str, part["text"])
+    for position, item in _indexed_objects(output):
+        for index, part, text in text_parts(item):
             shown = text_of(position, item, index, text)
             if shown != text:
                 part["text"] = shown
@@ -106,8 +93,8 @@ def recovery_body(body: dict[str, Any]) -> dict[str, Any]:
     items = body.get("input")
     if isinstance(instructions, str) and instructions.strip():
         recovery["instructions"] = f"{instructions}\n\n{CORRECTION_INSTRUCTION}"
-    elif isinstance(items, list) and _has_system_message(cast(list[object], items)):
-        messages = cast(list[dict[str, Any]], items)
+    elif is_array(items) and _has_system_message(items):
+        messages = objects(items)  # every member: _has_system_message found no other
         recovery["input"] = with_correction(messages, roles=SYSTEM_ROLES, part_type="input_text")
     else:
         recovery["instructions"] = CORRECTION_INSTRUCTION
@@ -119,16 +106,16 @@ def _has_system_message(items: list[object]) -> bool:
     system or developer message."""
     found = False
     for item in items:
-        if not isinstance(item, dict):
+        if not is_object(item):
             return False
-        found = found or cast(dict[str, Any], item).get("role") in SYSTEM_ROLES
+        found = found or item.get("role") in SYSTEM_ROLES
     return found
 
 
-def typed(event: SseEvent) -> tuple[dict[str, Any], str] | None:
+def typed(event: SseEvent) -> tuple[JSONObject, str] | None:
     """An event's data as a JSON object, and its type (the data's `type`, else the name on
     its `event:` line); None when the data is not a JSON object (not ours to judge)."""
-    parsed = json_object(event.data)
+    parsed = parse_object(event.data)
     if parsed is None:
         return None
     kind = parsed.get("type")
@@ -152,3 +139,9 @@ def raw_event(name: str | None, data: str) -> bytes:
     head = b"" if name is None else b"event: " + name.encode() + b"\n"
     lines = b"".join(b"data: " + line.encode() + b"\n" for line in data.split("\n"))
     return head + lines + b"\n"
+
+
+def _indexed_objects(value: object) -> list[tuple[int, JSONObject]]:
+    """The members of `value` that are JSON objects, with their positions in it (none when
+    it is no array)."""
+    return [(position, item) for position, item in enumerate(as_array(value)) if is_object(item)]

@@ -23,7 +23,7 @@ Deliberate choices:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from guard.reply import Reply
 from guard.responses_api import (
@@ -37,6 +37,7 @@ from guard.responses_api import (
     text_parts,
     typed,
 )
+from guardrail.json_shapes import is_array, is_object, string_field
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from servekit.sse import SseEvent
 
@@ -177,8 +178,8 @@ class ResponsesStreamGuard(Reply):
             self._drop(parsed)
             return
         response = parsed.get("response")
-        if kind == "response.created" and self.base is None and isinstance(response, dict):
-            self.base = dict(cast(dict[str, Any], response))
+        if kind == "response.created" and self.base is None and is_object(response):
+            self.base = dict(response)
         self._forward(out, event, parsed, changed, None)
 
     def _item_added(
@@ -191,13 +192,13 @@ class ResponsesStreamGuard(Reply):
     ) -> None:
         item = parsed.get("item")
         if is_message(item):
-            item_id = cast(dict[str, Any], item).get("id")
-            if isinstance(item_id, str) and index is not None:
+            item_id = string_field(item, "id")
+            if item_id is not None and index is not None:
                 self._item_indexes[item_id] = index
             if index is not None and self._may_hold():
                 self._held = [] if self._held is None else self._held
                 self._held_indexes.add(index)
-        elif isinstance(item, dict) and is_tool_call(cast(dict[str, Any], item)):
+        elif is_object(item) and is_tool_call(item):
             self.tool_calls = True
         self._forward(out, event, parsed, changed, index)
 
@@ -247,8 +248,7 @@ class ResponsesStreamGuard(Reply):
         changed: bool,
     ) -> None:
         part = parsed.get("part")
-        if isinstance(part, dict) and cast(dict[str, Any], part).get("type") == "output_text":
-            part = cast(dict[str, Any], part)
+        if is_object(part) and part.get("type") == "output_text":
             changed = self._close_text(out, _key(index, parsed), part, index) or changed
         self._forward(out, event, parsed, changed, index)
 
@@ -262,11 +262,11 @@ class ResponsesStreamGuard(Reply):
     ) -> None:
         item = parsed.get("item")
         finished: dict[str, Any] | None = None
-        if isinstance(item, dict):
-            finished = cast(dict[str, Any], item)
+        if is_object(item):
+            finished = item
             if is_tool_call(finished):
                 self.tool_calls = True
-            for content_index, part in text_parts(finished):
+            for content_index, part, _ in text_parts(finished):
                 key = (_index(index), content_index)
                 changed = self._close_text(out, key, part, index) or changed
         self._forward(out, event, parsed, changed, index, finished)
@@ -276,8 +276,8 @@ class ResponsesStreamGuard(Reply):
     ) -> None:
         self._close_all(out)
         response = parsed.get("response")
-        if isinstance(response, dict):
-            changed = self._final(cast(dict[str, Any], response)) or changed
+        if is_object(response):
+            changed = self._final(response) or changed
         if self.wants_recovery and not self.faulted:
             self._recover()
             return
@@ -299,8 +299,8 @@ class ResponsesStreamGuard(Reply):
         changed = rewrite_texts(output, self._final_text)
         if self.follows is not None:
             changed = self._take_identity(response) or changed
-            if self._earlier_items and isinstance(output, list):
-                response["output"] = [*self._earlier_items, *cast(list[object], output)]
+            if self._earlier_items and is_array(output):
+                response["output"] = [*self._earlier_items, *output]
                 changed = True
         return rewrite_output_text(response, joined, self.registry) or changed
 
@@ -314,9 +314,8 @@ class ResponsesStreamGuard(Reply):
 
     def _take_identity(self, response: object) -> bool:
         """A recovery's response gets the id and creation time the client saw first."""
-        if self.follows is None or self.base is None or not isinstance(response, dict):
+        if self.follows is None or self.base is None or not is_object(response):
             return False
-        response = cast(dict[str, Any], response)
         changed = False
         for key in ("id", "created_at"):
             if key in self.base and response.get(key) != self.base[key]:

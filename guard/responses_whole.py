@@ -20,11 +20,11 @@ from typing import Any
 from guard.reply import WholeReply
 from guard.responses_api import (
     is_tool_call,
-    objects,
     output_text_of,
     rewrite_output_text,
     rewrite_texts,
 )
+from guardrail.json_shapes import objects
 
 
 @dataclass
@@ -32,7 +32,7 @@ class ResponseGuard(WholeReply):
     def filter(self, response: dict[str, Any]) -> bool:
         """Filter `response`'s answer texts in place; whether anything changed."""
         output = response.get("output")
-        if any(is_tool_call(item) for _, item in objects(output)):
+        if any(is_tool_call(item) for item in objects(output)):
             self.tool_calls = True
         joined = output_text_of(output)
         changed = rewrite_texts(output, lambda _p, _i, _c, text: self.whole(text))

@@ -26,7 +26,7 @@ import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 from starlette.applications import Starlette
@@ -57,6 +57,7 @@ from guard.upstream import (
     fault_message,
     guarded,
 )
+from guardrail.json_shapes import is_array, objects
 from guardrail.policy import MALFORMED_REPLY, with_correction
 from servekit.limits import RequestLimits
 from servekit.sse import SseDecoder, json_event
@@ -197,10 +198,8 @@ def _recovery_body(body: dict[str, Any]) -> dict[str, Any]:
     """The one recovery request: the same body, the correction folded in, no tools (G2)."""
     recovery = {k: v for k, v in body.items() if k not in TOOL_FIELDS}
     messages = body.get("messages")
-    if isinstance(messages, list):
-        recovery["messages"] = with_correction(
-            [cast(dict[str, Any], m) for m in cast(list[object], messages) if isinstance(m, dict)]
-        )
+    if is_array(messages):
+        recovery["messages"] = with_correction(objects(messages))
     return recovery
 
 

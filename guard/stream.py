@@ -21,7 +21,7 @@ from typing import Any
 
 from guard.reply import Reply
 from guardrail.policy import RoundFilter
-from servekit.json_codec import json_object
+from servekit.json_codec import parse_object
 from servekit.openai_chunks import DONE_EVENT, choices_of, delta_of
 from servekit.sse import json_event
 
@@ -41,7 +41,7 @@ class StreamGuard(Reply):
 
     def chunk(self, data: str) -> list[bytes]:
         """What the client gets for one `data:` payload (not `[DONE]`)."""
-        chunk = json_object(data)
+        chunk = parse_object(data)
         if chunk is None:  # not ours to judge (nested past the parser's limit too)
             return [sse(data)]  # the client's parser will say
         if self.recovering:

@@ -50,7 +50,7 @@ from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
 from servekit.allowed_hosts import HostPolicy
 from servekit.hop_by_hop import end_to_end
-from servekit.json_codec import json_object, utf8_repaired
+from servekit.json_codec import parse_object, utf8_repaired
 from servekit.limits import LOCAL_ONLY
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
 from servekit.sse import DEFAULT_MAX_LINE_BYTES, LineTooLong
@@ -312,9 +312,9 @@ class GuardedCall:
             return self.error(502, str(exc))
         if raw is None:
             return self.error(502, CUT_OFF)
-        value = json_object(raw)
+        value = parse_object(raw)
         if value is None and (repaired := utf8_repaired(raw)) is not raw:
-            raw, value = repaired, json_object(repaired)
+            raw, value = repaired, parse_object(repaired)
         if value is None:
             return raw_response(response, raw)
         return raw, value
@@ -363,7 +363,7 @@ async def guarded(
     (`unreachable`: the answer when the upstream cannot be reached, in the route's shape)."""
     upstream = settings.upstream.rstrip("/")
     raw = await request.body()
-    body = json_object(raw)
+    body = parse_object(raw)
     if body is None:
         return await pass_on(session(), upstream, request, raw, unreachable)
     headers = upstream_headers(request, accept_encoding="identity")

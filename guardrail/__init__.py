@@ -8,7 +8,9 @@ applies exactly the same contract (docs/contract.md, G1 to G12):
   `registry_with`), built of `guardrail.patterns` and `guardrail.shapes`;
 - `guardrail.model_profiles`: the registry `auto` picks from a model's name;
 - `guardrail.policy`: a round's filter, the one recovery and its messages,
-  `MALFORMED_REPLY`, the strip warning and `scrub`.
+  `MALFORMED_REPLY`, the strip warning and `scrub`;
+- `guardrail.json_shapes`: untrusted JSON narrowed to the shapes a reader expects, which
+  every package shares (not re-exported here: it is no part of the contract).
 """
 
 from guardrail.model_profiles import registry_for

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
+from guardrail.json_shapes import is_array
 from guardrail.patterns import Registry
 from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
 
@@ -112,17 +113,17 @@ def system_with_correction(system: object, *, part_type: str = "text") -> object
     `with_correction` folds it into a system message: text gets the line after a blank
     line, text blocks get one more block; with no system prompt (or one of another shape),
     the correction is the system prompt."""
-    if isinstance(system, str | list):
-        return _with_correction(cast(object, system), part_type)
+    if isinstance(system, str) or is_array(system):
+        return _with_correction(system, part_type)
     return CORRECTION_INSTRUCTION
 
 
 def _with_correction(content: object, part_type: str) -> object:
     if isinstance(content, str):
         return f"{content}\n\n{CORRECTION_INSTRUCTION}"
-    if isinstance(content, list):
+    if is_array(content):
         part = {"type": part_type, "text": CORRECTION_INSTRUCTION}
-        return [*cast(list[object], content), part]
+        return [*content, part]
     return CORRECTION_INSTRUCTION
 
 

@@ -27,6 +27,7 @@ from litellm import ModelResponse, ModelResponseStream, StreamingChoices
 # for it and asks for stubs; it reads the annotated source all the same.
 from litellm.types.utils import Delta  # pyright: ignore[reportMissingTypeStubs]
 
+from guardrail.json_shapes import as_array
 from guardrail.patterns import Registry
 from guardrail.policy import RoundFilter, with_correction
 from guardrail.reply import ReplyFilters
@@ -197,11 +198,7 @@ def recovery_request(
     messages with the correction folded in, its generation settings (RECOVERY_PARAMS),
     where the model is when `endpoint` (ENDPOINT_PARAMS), no tools (TOOL_PARAMS)."""
     messages = request.get("messages")
-    listed = (
-        [cast(Mapping[str, Any], m) for m in cast(list[object], messages) if isinstance(m, Mapping)]
-        if isinstance(messages, list)
-        else []
-    )
+    listed = [cast(Mapping[str, Any], m) for m in as_array(messages) if isinstance(m, Mapping)]
     out: dict[str, Any] = {"model": request.get("model"), "messages": with_correction(listed)}
     for key in RECOVERY_PARAMS + (ENDPOINT_PARAMS if endpoint else ()):
         if request.get(key) is not None:

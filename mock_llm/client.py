@@ -24,6 +24,8 @@ from typing import Any, Self, TypeVar, cast
 
 import httpx
 
+from guardrail.json_shapes import as_object, is_object
+
 # `X as X`: re-exported for kits, what they need of flows besides the endpoints.
 from mock_llm.flows.flow_text import FlowFileError as FlowFileError
 from mock_llm.flows.flow_text import read_flow_text as read_flow_text
@@ -155,12 +157,11 @@ class JournalRead:
 
 def _build(cls: type[T], data: object) -> T:
     """`cls` from a JSON object whose keys are its fields (extra keys ignored)."""
-    if not isinstance(data, dict):
+    if not is_object(data):
         raise MockClientError(200, f"expected a JSON object for {cls.__name__}, got {data!r:.80}")
-    raw = cast(dict[str, Any], data)
     names = {f.name for f in fields(cast(Any, cls))}
     try:
-        return cls(**{k: v for k, v in raw.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in names})
     except TypeError as exc:
         raise MockClientError(200, f"cannot read {cls.__name__}: {exc}") from exc
 
@@ -168,7 +169,7 @@ def _build(cls: type[T], data: object) -> T:
 def journal_read(answer: object) -> JournalRead:
     """A `GET /_mock/requests` answer's JSON, typed (for a client of one's own, such as an
     async one); MockClientError when it is not a journal this client reads."""
-    read = cast(dict[str, Any], answer) if isinstance(answer, dict) else {}
+    read: dict[str, Any] = as_object(answer) or {}  # its fields are the journal's schema
     if read.get("version") != JOURNAL_VERSION:
         raise MockClientError(
             200,
@@ -211,7 +212,7 @@ class MockClient:
 
     def flows(self) -> list[FlowSummary]:
         listing = cast(dict[str, Any], self._json(self._http.get("/_mock/flows")))
-        return [self._flow(cast(dict[str, Any], flow)) for flow in listing["flows"]]
+        return [self._flow(flow) for flow in listing["flows"]]
 
     def add_flows(self, flows: str | Mapping[str, Any]) -> FlowsAdded:
         """Add flows at run time: flow-file YAML text, or its `{"flows": {...}}` mapping."""
@@ -296,7 +297,7 @@ class MockClient:
         if response.is_success:
             return response.json() if response.content else None
         try:
-            error = cast(dict[str, Any], response.json())["error"]
+            error = response.json()["error"]
             message, code, param = error["message"], error.get("code"), error.get("param")
         except (ValueError, KeyError, TypeError):
             message, code, param = response.text[:200], None, None

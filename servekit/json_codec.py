@@ -4,7 +4,7 @@
   `"\\ud800"`, and the mock keeps what it was sent) cannot be UTF-8: it is written as its
   JSON escape, which reads back as the same string, so no echo, journal read or rewritten
   chunk ever fails on one.
-- `json_object`: a body, line or field read as the JSON object it should be, or None when
+- `parse_object`: a body, line or field read as the JSON object it should be, or None when
   it is not one (not JSON, nested past the parser's limit, an array, a number). It is the
   standard parser's reading, got from orjson where the two always agree (a stream chunk is
   parsed per token, and orjson takes a fifth of the time): not on a text that could nest
@@ -17,11 +17,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
 
 import orjson
 
-__all__ = ["dumps", "json_object", "utf8_repaired"]
+from guardrail.json_shapes import JSONObject, is_object
+
+__all__ = ["dumps", "parse_object", "utf8_repaired"]
 
 ORJSON_MAX_OPENINGS = 256
 """A text with fewer `[` and `{` than this nests well inside both parsers' depth limits
@@ -42,7 +43,7 @@ def dumps(obj: object, indent: int | None = None) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def json_object(raw: bytes | str) -> dict[str, Any] | None:
+def parse_object(raw: bytes | str) -> JSONObject | None:
     """`raw` as a JSON object, or None when it is not one (not JSON, nested past the
     parser's limit, an array, a number)."""
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
@@ -54,12 +55,12 @@ def json_object(raw: bytes | str) -> dict[str, Any] | None:
             value = _standard_loads(raw)
     else:
         value = _standard_loads(raw)
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+    return value if is_object(value) else None
 
 
 def utf8_repaired(raw: bytes) -> bytes:
     """`raw` with every invalid UTF-8 sequence read as U+FFFD (the same object when it is
-    valid UTF-8). Costs a decode: for a reader's slow path, once `json_object` refused."""
+    valid UTF-8). Costs a decode: for a reader's slow path, once `parse_object` refused."""
     try:
         raw.decode()
     except UnicodeDecodeError:

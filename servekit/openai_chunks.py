@@ -16,7 +16,8 @@ type reads as absent, as the SDKs' lenient models let it through:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+
+from guardrail.json_shapes import JSONObject, as_array, as_object, is_object, objects
 
 __all__ = [
     "DONE_EVENT",
@@ -29,23 +30,19 @@ __all__ = [
     "tool_call_items",
 ]
 
-JSON = dict[str, Any]
 DONE_EVENT = b"data: [DONE]\n\n"
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """The delta fields servers put reasoning in (vLLM and llama.cpp, some others), in the order
 a reader prefers them."""
 
 
-def choices_of(message: Mapping[str, Any]) -> list[JSON]:
+def choices_of(message: Mapping[str, object]) -> list[JSONObject]:
     """The choices of a chunk or completion that are objects (none when `choices` is not a
     list)."""
-    choices = message.get("choices")
-    if not isinstance(choices, list):
-        return []
-    return [cast(JSON, c) for c in cast(list[object], choices) if isinstance(c, dict)]
+    return objects(message.get("choices"))
 
 
-def first_choice(choices: list[JSON]) -> JSON:
+def first_choice(choices: list[JSONObject]) -> JSONObject:
     """Choice 0 of `choices` (else the first; `{}` when there is none)."""
     for choice in choices:
         if choice.get("index", 0) == 0:
@@ -53,17 +50,17 @@ def first_choice(choices: list[JSON]) -> JSON:
     return choices[0] if choices else {}
 
 
-def delta_of(choice: Mapping[str, Any]) -> JSON | None:
+def delta_of(choice: Mapping[str, object]) -> JSONObject | None:
     """A stream chunk's choice's `delta`, when it is an object."""
-    return _object(choice.get("delta"))
+    return as_object(choice.get("delta"))
 
 
-def message_of(choice: Mapping[str, Any]) -> JSON | None:
+def message_of(choice: Mapping[str, object]) -> JSONObject | None:
     """A whole completion's choice's `message`, when it is an object."""
-    return _object(choice.get("message"))
+    return as_object(choice.get("message"))
 
 
-def reasoning_texts(delta: Mapping[str, Any]) -> dict[str, str]:
+def reasoning_texts(delta: Mapping[str, object]) -> dict[str, str]:
     """The reasoning fields of a delta (or message) that hold text, by name, in
     `REASONING_FIELDS` order."""
     return {
@@ -71,18 +68,8 @@ def reasoning_texts(delta: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def tool_call_items(delta: Mapping[str, Any]) -> list[tuple[int, JSON]]:
+def tool_call_items(delta: Mapping[str, object]) -> list[tuple[int, JSONObject]]:
     """The tool-call pieces of a delta (or message) that are objects, each with its place in
     the `tool_calls` list (a piece without an `index` is known by it)."""
-    calls = delta.get("tool_calls")
-    if not isinstance(calls, list):
-        return []
-    return [
-        (position, cast(JSON, item))
-        for position, item in enumerate(cast(list[object], calls))
-        if isinstance(item, dict)
-    ]
-
-
-def _object(value: object) -> JSON | None:
-    return cast(JSON, value) if isinstance(value, dict) else None
+    calls = as_array(delta.get("tool_calls"))
+    return [(position, item) for position, item in enumerate(calls) if is_object(item)]

@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from app.errors import one_line
+from guardrail.json_shapes import as_object
 
 __all__ = ["MAX_ERRORS", "body_parse_error", "is_json_type", "validation_error"]
 
@@ -56,9 +57,7 @@ def _body_message(parts: tuple[object, ...], kind: str, error: Mapping[str, obje
         return None
     if kind == "json_invalid":
         context = error.get("ctx")
-        why = (
-            cast(Mapping[str, object], context).get("error") if isinstance(context, dict) else None
-        )
+        why = (as_object(context) or {}).get("error")
         return f"The request body is not valid JSON ({why or 'decode error'})."
     if len(parts) != 1:
         return None

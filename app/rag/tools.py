@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import regex
 
@@ -48,6 +47,7 @@ from app.rag.notes_folder import (
 )
 from app.rag.pattern_cost import pattern_problem
 from app.rag.types import ToolOutcome, ToolSpec
+from guardrail.json_shapes import is_object
 
 MAX_READ_CHARS = 20_000
 MAX_LIST_ENTRIES = 200
@@ -213,19 +213,18 @@ class NotesTools:
                 parsed = json.loads(arguments)
             except (ValueError, RecursionError):
                 return _fail(f"The arguments for {name} are not valid JSON. Send e.g. {example}")
-        if not isinstance(parsed, dict):
+        if not is_object(parsed):
             return _fail(f"The arguments for {name} must be a JSON object, e.g. {example}")
-        args = cast(dict[str, object], parsed)
-        extra = sorted(set(args) - set(spec))
+        extra = sorted(set(parsed) - set(spec))
         if extra:
             names = ", ".join(_short(k) for k in extra)
             allowed = " and ".join(spec)
             return _fail(f"{name} does not take {names}; it takes only {allowed}. E.g. {example}")
-        missing = [k for k, required in spec.items() if required and k not in args]
+        missing = [k for k, required in spec.items() if required and k not in parsed]
         if missing:
             return _fail(f"{name} needs the argument {missing[0]}, e.g. {example}")
         values: dict[str, str] = {}
-        for key, value in args.items():
+        for key, value in parsed.items():
             if not isinstance(value, str):
                 return _fail(f"The argument {key} of {name} must be a string, e.g. {example}")
             values[key] = value

@@ -4,7 +4,8 @@
 scaffold_guard_filter.py; `--check` only says whether it is current (a unit test runs the
 same check); `--out PATH` writes elsewhere. The file is assembled, never edited: the
 frontmatter docstring, the guardrail modules the filter uses and the parts of
-guardrail/policy.py it needs, then the template, with `from guardrail...` imports dropped.
+guardrail/policy.py it needs, then the template, with `from guardrail...` imports and the
+modules' `__all__` dropped.
 
 Deliberate choices:
 - A copy-paste detector reports the generated file as a duplicate of guardrail/. It is
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import guardrail.code_context
+import guardrail.json_shapes
 import guardrail.model_profiles
 import guardrail.patterns
 import guardrail.policy
@@ -70,13 +72,15 @@ class _Source:
         return "".join(self.text.splitlines(keepends=True)[first - 1 : last]).rstrip() + "\n"
 
     def statements(self) -> list[ast.stmt]:
-        """The module's top-level statements but its docstring and its imports."""
+        """The module's top-level statements but its docstring, its imports and its
+        `__all__` (the pasted file is one module, not the library's)."""
         body = self.tree.body
         if body and _is_string(body[0]):
             body = body[1:]
-        rest = [s for s in body if not _is_import(s)]
-        if rest and any(s.lineno > rest[0].lineno for s in body if _is_import(s)):
-            raise BuildError(f"{self.name}: an import after the first statement")
+        rest = [s for s in body if not _is_import(s) and not _is_all(s)]
+        for what, left_out in (("an import", _is_import), ("`__all__`", _is_all)):
+            if rest and any(s.lineno > rest[0].lineno for s in body if left_out(s)):
+                raise BuildError(f"{self.name}: {what} after the first statement")
         return rest
 
     def body(self) -> str:
@@ -114,6 +118,7 @@ enable it and make it global (or attach it to models); see docs/integrations.md.
 
 
 LIBRARY = (
+    guardrail.json_shapes,
     guardrail.shapes,
     guardrail.patterns,
     guardrail.registries,
@@ -313,6 +318,10 @@ def _first_line(statement: ast.stmt) -> int:
 
 def _is_import(statement: ast.stmt) -> bool:
     return isinstance(statement, ast.Import | ast.ImportFrom)
+
+
+def _is_all(statement: ast.stmt) -> bool:
+    return _defined(statement) == ["__all__"]
 
 
 def _is_string(statement: ast.stmt) -> bool:

@@ -29,9 +29,47 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, Field, field_validator
+
+# ---- guardrail/json_shapes.py: the whole module after its imports ----
+
+
+JSONObject = dict[str, object]
+"""A JSON object as a reader holds it: each field is checked where it is read."""
+
+
+def is_object(value: object) -> TypeGuard[JSONObject]:
+    """Whether `value` is a JSON object."""
+    return isinstance(value, dict)
+
+
+def is_array(value: object) -> TypeGuard[list[object]]:
+    """Whether `value` is a JSON array."""
+    return isinstance(value, list)
+
+
+def as_object(value: object) -> JSONObject | None:
+    """`value` when it is a JSON object, else None."""
+    return value if is_object(value) else None
+
+
+def as_array(value: object) -> list[object]:
+    """`value` when it is a JSON array (the list itself), else an empty list."""
+    return value if is_array(value) else []
+
+
+def objects(value: object) -> list[JSONObject]:
+    """The members of `value` that are JSON objects, in order (none when it is no array)."""
+    return [member for member in as_array(value) if is_object(member)]
+
+
+def string_field(value: object, key: str) -> str | None:
+    """`value[key]` when `value` is a JSON object and that field is a string, else None."""
+    found = value.get(key) if is_object(value) else None
+    return found if isinstance(found, str) else None
+
 
 # ---- guardrail/shapes.py: the whole module after its imports ----
 
@@ -1238,7 +1276,8 @@ MAX_OPEN_REPLIES = 1024
 ReplyKey = tuple[str, str, int]
 """(what names the reply: "message" or "completion", that name, the choice index)."""
 
-Json = dict[str, Any]
+TextPart = dict[str, Any]
+"""An output item's text part, its `text` found to be a string (and kept one)."""
 
 
 SETTINGS = ("auto", "none", "all")
@@ -1350,33 +1389,28 @@ class Filter:
         self, event: object, __metadata__: object = None, __model__: object = None
     ) -> object:
         """One event of a streamed reply, its choices' content filtered in place."""
-        if not self.valves.enabled or not isinstance(event, dict):
+        if not self.valves.enabled or not is_object(event):
             return event
-        chunk = cast(Json, event)
-        choices = chunk.get("choices")
-        if isinstance(choices, list):
-            name = _reply_name(chunk, __metadata__)
-            models = model_names(chunk, __model__)
-            for position, choice in enumerate(cast(list[object], choices)):
-                if isinstance(choice, dict):
-                    self._filter_choice(name, position, cast(Json, choice), models)
-        return chunk
+        choices = event.get("choices")
+        if is_array(choices):
+            name = _reply_name(event, __metadata__)
+            models = model_names(event, __model__)
+            for position, choice in enumerate(choices):
+                if is_object(choice):
+                    self._filter_choice(name, position, choice, models)
+        return event
 
     def outlet(self, body: object, __metadata__: object = None, __model__: object = None) -> object:
         """The finished chat: every assistant message's content and output text repaired."""
-        if not self.valves.enabled or not isinstance(body, dict):
+        if not self.valves.enabled or not is_object(body):
             return body
-        chat = cast(Json, body)
-        messages = chat.get("messages")
-        if not isinstance(messages, list):
-            return chat
-        message_id = _string(_get(__metadata__, "message_id")) or _string(chat.get("id"))
+        messages = body.get("messages")
+        if not is_array(messages):
+            return body
+        message_id = _string(_get(__metadata__, "message_id")) or _string(body.get("id"))
         unfinished = self._open.pop_message(message_id) if message_id else []
-        registry = profile_choice(self.valves.profiles).registry(*model_names(chat, __model__))
-        for message in cast(list[object], messages):
-            if not isinstance(message, dict):
-                continue
-            message = cast(Json, message)
+        registry = profile_choice(self.valves.profiles).registry(*model_names(body, __model__))
+        for message in objects(messages):
             if message.get("role") != "assistant":
                 continue
             tail = ""
@@ -1384,16 +1418,15 @@ class Filter:
                 tail, malformed = unfinished[0].end(tool_call_finish=False)
                 tail = MALFORMED_REPLY if malformed else tail  # as its finish chunk would
             _repair_message(message, registry, tail)
-        return chat
+        return body
 
     def _filter_choice(
-        self, name: tuple[str, str], position: int, choice: Json, models: tuple[object, ...]
+        self, name: tuple[str, str], position: int, choice: JSONObject, models: tuple[object, ...]
     ) -> None:
         index = choice.get("index")
         index = index if type(index) is int else position
         key: ReplyKey = (*name, index)
-        delta = choice.get("delta")
-        delta = cast(Json, delta) if isinstance(delta, dict) else None
+        delta = as_object(choice.get("delta"))
         text = _text(delta.get("content")) if delta is not None else None
         calls = delta is not None and bool(delta.get("tool_calls"))
         finish = choice.get("finish_reason")
@@ -1416,7 +1449,7 @@ class Filter:
         delta["content"] = shown
 
 
-def _reply_name(chunk: Json, metadata: object) -> tuple[str, str]:
+def _reply_name(chunk: JSONObject, metadata: object) -> tuple[str, str]:
     message_id = _string(_get(metadata, "message_id"))
     if message_id:
         return ("message", message_id)
@@ -1424,7 +1457,7 @@ def _reply_name(chunk: Json, metadata: object) -> tuple[str, str]:
 
 
 def _get(mapping: object, key: str) -> object:
-    return cast(Json, mapping).get(key) if isinstance(mapping, dict) else None
+    return (as_object(mapping) or {}).get(key)
 
 
 def _string(value: object) -> str:
@@ -1459,7 +1492,7 @@ class _Texts:
         )
 
 
-def _repair_message(message: Json, registry: Registry, tail: str) -> None:
+def _repair_message(message: JSONObject, registry: Registry, tail: str) -> None:
     """Repair one assistant message in place, after appending `tail` (what its unfinished
     stream still had to show) to its content and its output."""
     parts = _text_parts(message.get("output"))
@@ -1477,57 +1510,49 @@ def _repair_message(message: Json, registry: Registry, tail: str) -> None:
         _show_malformed(message, parts)
 
 
-def _append(message: Json, parts: list[Json], tail: str) -> None:
+def _append(message: JSONObject, parts: list[TextPart], tail: str) -> None:
     content = message.get("content")
     if isinstance(content, str) or content is None:
         message["content"] = (content or "") + tail
     output = message.get("output")
     if parts:
         parts[-1]["text"] += tail
-    elif isinstance(output, list):
-        parts.append(_new_text_item(cast(list[object], output), tail))
+    elif is_array(output):
+        parts.append(_new_text_item(output, tail))
 
 
-def _text_parts(output: object) -> list[Json]:
+def _text_parts(output: object) -> list[TextPart]:
     """The text parts of a message's `message` output items, in order (reasoning, tool
     calls and their results are other item types, left alone)."""
-    if not isinstance(output, list):
-        return []
-    parts: list[Json] = []
-    for item in cast(list[object], output):
-        if not isinstance(item, dict) or cast(Json, item).get("type") != "message":
+    parts: list[TextPart] = []
+    for item in objects(output):
+        if item.get("type") != "message":
             continue
-        content = cast(Json, item).get("content")
-        if isinstance(content, list):
-            for part in cast(list[object], content):
-                if isinstance(part, dict) and isinstance(cast(Json, part).get("text"), str):
-                    parts.append(cast(Json, part))
+        parts += [
+            part for part in objects(item.get("content")) if isinstance(part.get("text"), str)
+        ]
     return parts
 
 
-def _tool_calls(message: Json) -> int:
-    calls = message.get("tool_calls")
-    count = len(cast(list[object], calls)) if isinstance(calls, list) else 0
-    output = message.get("output")
-    if isinstance(output, list):
-        items = cast(list[object], output)
-        count += sum(_get(item, "type") == "function_call" for item in items)
-    return count
+def _tool_calls(message: JSONObject) -> int:
+    count = len(as_array(message.get("tool_calls")))
+    items = as_array(message.get("output"))
+    return count + sum(_get(item, "type") == "function_call" for item in items)
 
 
-def _show_malformed(message: Json, parts: list[Json]) -> None:
+def _show_malformed(message: JSONObject, parts: list[TextPart]) -> None:
     """The message reads the malformed-reply copy, in its content and its output."""
     message["content"] = MALFORMED_REPLY
     for number, part in enumerate(parts):
         part["text"] = MALFORMED_REPLY if number == 0 else ""
     output = message.get("output")
-    if not parts and isinstance(output, list):
-        _new_text_item(cast(list[object], output), MALFORMED_REPLY)
+    if not parts and is_array(output):
+        _new_text_item(output, MALFORMED_REPLY)
 
 
-def _new_text_item(output: list[object], text: str) -> Json:
+def _new_text_item(output: list[object], text: str) -> TextPart:
     """A `message` output item holding `text` appended to `output`; its text part."""
-    part: Json = {"type": "output_text", "text": text}
+    part: TextPart = {"type": "output_text", "text": text}
     item = {"type": "message", "id": f"msg_{uuid.uuid4().hex}", "status": "completed"}
     output.append({**item, "role": "assistant", "content": [part]})
     return part

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
+from guardrail.json_shapes import is_array, string_field
 from servekit.trigger_grammar import OPENED, OPENER, TRIGGER
 
 
@@ -64,12 +65,7 @@ def message_text(content: object) -> str:
     """The text of a message's content, whether a string or a list of content parts."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        texts: list[str] = []
-        for part in cast(list[object], content):
-            if isinstance(part, dict):
-                text = cast(dict[str, object], part).get("text")
-                if isinstance(text, str):
-                    texts.append(text)
+    if is_array(content):
+        texts = [text for part in content if (text := string_field(part, "text")) is not None]
         return "\n".join(texts)
     return ""

@@ -24,8 +24,9 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, cast
+from typing import Any
 
+from guardrail.json_shapes import is_object, objects, string_field
 from mock_llm.flows.model import Extract
 from mock_llm.flows.trigger import last_user_text, message_text
 from servekit.trigger_grammar import strip_triggers
@@ -214,27 +215,20 @@ def document_blocks(text: str) -> list[tuple[str, str | None]]:
 def _call_notes(tool_calls: object) -> dict[str, str]:
     """The note each tool call names in its arguments (`path`, `file` or `name`), by id."""
     notes: dict[str, str] = {}
-    if not isinstance(tool_calls, list):
-        return notes
-    for call in cast(list[object], tool_calls):
-        if not isinstance(call, dict):
-            continue
-        call_map = cast(dict[str, Any], call)
-        function = call_map.get("function")
-        call_id = call_map.get("id")
-        if not isinstance(function, dict) or not isinstance(call_id, str):
+    for call in objects(tool_calls):
+        function = call.get("function")
+        call_id = call.get("id")
+        if not is_object(function) or not isinstance(call_id, str):
             continue
         try:
-            arguments = json.loads(cast(dict[str, Any], function).get("arguments") or "{}")
-        except (TypeError, ValueError):
+            arguments: object = json.loads(string_field(function, "arguments") or "{}")
+        except ValueError:
             continue
-        if isinstance(arguments, dict):
-            args = cast(dict[str, object], arguments)
-            for key in ("path", "file", "name"):
-                value = args.get(key)
-                if isinstance(value, str) and value:
-                    notes[call_id] = value
-                    break
+        for key in ("path", "file", "name"):
+            value = string_field(arguments, key)
+            if value:
+                notes[call_id] = value
+                break
     return notes
 
 

@@ -24,10 +24,11 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import regex
 
+from guardrail.json_shapes import is_array, is_object
 from mock_llm.flows.trigger import message_text
 from servekit.trigger_grammar import TRIGGER
 
@@ -153,16 +154,15 @@ def parse_patterns_body(raw: bytes) -> list[object]:
         decoded: object = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise _invalid(f"the body is not JSON: {exc}", None) from None
-    if not isinstance(decoded, dict):
+    if not is_object(decoded):
         raise _invalid('the body must be a JSON object: {"patterns": ["REGEX", ...]}.', None)
-    body = cast(dict[str, Any], decoded)
-    unknown = sorted(set(body) - {"patterns"})
+    unknown = sorted(set(decoded) - {"patterns"})
     if unknown:
         raise _invalid(f"unknown key {unknown[0]!r} (expected only 'patterns').", unknown[0])
-    patterns = body.get("patterns")
-    if not isinstance(patterns, list):
+    patterns = decoded.get("patterns")
+    if not is_array(patterns):
         raise _invalid("'patterns' must be a list of regular expressions (strings).")
-    return cast(list[object], patterns)
+    return patterns
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
+from guardrail.json_shapes import JSONObject, as_object
 from mock_llm.flows.model import Step
-from mock_llm.record.recorded_step import JSON, LineReader, json_object, read_json
+from mock_llm.record.recorded_step import LineReader, read_json
 from mock_llm.record.recording import StreamParser, chat_messages, completion_step
 from mock_llm.record.recording_ollama import OllamaStreamParser, ollama_answer_step
 from mock_llm.record.recording_responses import ResponsesStreamParser, responses_answer_step
@@ -34,24 +35,24 @@ class RecordedApi:
     """The content type of its streams (any other answer is read whole)."""
     reader: Callable[[], LineReader]
     whole: Callable[[bytes], Step]
-    messages: Callable[[bytes], list[JSON]]
+    messages: Callable[[bytes], list[JSONObject]]
     """The request's conversation as chat messages (any bytes; none when unreadable)."""
 
 
-def _chat_messages(raw: bytes) -> list[JSON]:
+def _chat_messages(raw: bytes) -> list[JSONObject]:
     return chat_messages(read_json(raw))
 
 
-def _generate_messages(raw: bytes) -> list[JSON]:
-    body = json_object(read_json(raw)) or {}
+def _generate_messages(raw: bytes) -> list[JSONObject]:
+    body = as_object(read_json(raw)) or {}
     system, prompt = body.get("system"), body.get("prompt")
-    messages: list[JSON] = (
+    messages: list[JSONObject] = (
         [{"role": "system", "content": system}] if isinstance(system, str) else []
     )
     return [*messages, {"role": "user", "content": prompt if isinstance(prompt, str) else ""}]
 
 
-def _responses_messages(raw: bytes) -> list[JSON]:
+def _responses_messages(raw: bytes) -> list[JSONObject]:
     try:
         return parse_responses_request(raw).messages
     except RequestError:

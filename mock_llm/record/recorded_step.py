@@ -26,8 +26,8 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
 
+from guardrail.json_shapes import JSONObject, as_object, is_object, objects
 from mock_llm.flows.model import (
     FINISH_REASONS,
     ChunkPart,
@@ -44,7 +44,6 @@ from mock_llm.flows.model import (
 )
 from servekit.sse import LineTooLong
 
-JSON = dict[str, Any]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _FINISH_ALIASES: Mapping[str, FinishReason] = {"function_call": "tool_calls", "eos": "stop"}
 _ERROR_TYPES: Mapping[int, str] = {
@@ -77,11 +76,6 @@ def read_json(data: str | bytes) -> object:
     return value
 
 
-def json_object(value: object) -> JSON | None:
-    """`value` when it is a JSON object, else None."""
-    return cast(JSON, value) if isinstance(value, dict) else None
-
-
 def finish_reason(value: object) -> FinishReason | None:
     """A finish reason the mock plays (`function_call` read as `tool_calls`, `eos` as
     `stop`), or None for one it does not know."""
@@ -108,13 +102,13 @@ def error_fields(body: object, default_type: str) -> tuple[str, str, str | None]
     """Message, type and code of an error body: `{"error": {...}}`, `{"error": "text"}`,
     `{"message": ...}` or `{"detail": ...}`."""
     error: object = body
-    if isinstance(body, dict):
-        error = cast(JSON, body).get("error", body)
+    if is_object(body):
+        error = body.get("error", body)
     message: object = None
     type_: object = None
     code: object = None
-    if isinstance(error, dict):
-        fields = cast(JSON, error)
+    if is_object(error):
+        fields = error
         message = fields.get("message", fields.get("detail"))
         type_, code = fields.get("type"), fields.get("code")
     elif isinstance(error, str):
@@ -252,10 +246,10 @@ class StepBuilder:
         if arguments:
             self._add("call", arguments, call.index, at_ms)
 
-    def function_call(self, key: object, item: JSON, at_ms: float) -> None:
+    def function_call(self, key: object, item: JSONObject, at_ms: float) -> None:
         """A tool call's delta as chat completions and Ollama write it:
         `{"id", "function": {"name", "arguments"}}`."""
-        fn = json_object(item.get("function")) or {}
+        fn = as_object(item.get("function")) or {}
         arguments = arguments_text(fn.get("arguments"))
         self.call(key, at_ms, arguments=arguments, call_id=item.get("id"), name=fn.get("name"))
 
@@ -324,11 +318,9 @@ def function_calls(value: object) -> list[ToolCall]:
     """The tool calls of a whole answer's message, as chat completions and Ollama write
     them: a list of `{"id", "function": {"name", "arguments"}}` (anything else skipped)."""
     calls: list[ToolCall] = []
-    for item in cast(list[object], value) if isinstance(value, list) else []:
-        fields = json_object(item)
-        if fields is not None:
-            fn = json_object(fields.get("function")) or {}
-            calls.append(tool_call(fn.get("name"), fn.get("arguments"), fields.get("id")))
+    for fields in objects(value):
+        fn = as_object(fields.get("function")) or {}
+        calls.append(tool_call(fn.get("name"), fn.get("arguments"), fields.get("id")))
     return calls
 
 

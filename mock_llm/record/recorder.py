@@ -47,18 +47,13 @@ import httpx
 import uvicorn
 from starlette.types import Message, Receive, Scope, Send
 
+from guardrail.json_shapes import as_object
 from mock_llm.flows.flow_file import load_flow_file
 from mock_llm.flows.flow_writer import dump_flows
 from mock_llm.flows.model import CutFault, Step, describe_fault
 from mock_llm.record.content_coding import READABLE_CODINGS, BodyDecoder
 from mock_llm.record.recorded_apis import RecordedApi, recorded_api
-from mock_llm.record.recorded_step import (
-    MAX_RECORDED_CHUNKS,
-    LineReader,
-    error_step,
-    json_object,
-    read_json,
-)
+from mock_llm.record.recorded_step import MAX_RECORDED_CHUNKS, LineReader, error_step, read_json
 from mock_llm.record.recording import Recording, description, turn_of
 from mock_llm.record.redaction import Redactor
 from mock_llm.server.played import quiet_abort_logs
@@ -416,7 +411,7 @@ class Recorder:
         self, exchange: _Exchange, step: Step, when: datetime, api: RecordedApi, note: str
     ) -> None:
         turn = turn_of(api.messages(exchange.body))
-        model = (json_object(read_json(exchange.body)) or {}).get("model")
+        model = (as_object(read_json(exchange.body)) or {}).get("model")
         redactor = self.settings.redactor.with_secrets(secret_values(exchange.headers))
         stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         text = redactor.text(description(self.settings.upstream.display, stamp, model))

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
 
+from guardrail.json_shapes import JSONObject, as_object, objects
 from mock_llm.flows.model import (
     ErrorEventFault,
     Flow,
@@ -33,14 +33,12 @@ from mock_llm.flows.model import (
 )
 from mock_llm.flows.trigger import TriggerError, find_trigger, last_user_text
 from mock_llm.record.recorded_step import (
-    JSON,
     LineReader,
     clean_text,
     error_fields,
     error_step,
     finish_reason,
     function_calls,
-    json_object,
     one_line,
     read_json,
     retry_after,
@@ -102,7 +100,7 @@ class StreamParser(LineReader):
         if payload == "[DONE]":
             self.done = True
             return
-        obj = json_object(read_json(payload))
+        obj = as_object(read_json(payload))
         if obj is None:
             self._not_json(payload)
             return
@@ -112,7 +110,7 @@ class StreamParser(LineReader):
             return
         self._chunk(obj, at_ms)
 
-    def _chunk(self, obj: JSON, at_ms: float) -> None:
+    def _chunk(self, obj: JSONObject, at_ms: float) -> None:
         first = not self._chunk_seen
         self._chunk_seen = True
         choices = obj.get("choices")
@@ -131,7 +129,7 @@ class StreamParser(LineReader):
             self._finish = finish_reason(finish)
             self._finish_seen = True
 
-    def _delta(self, delta: JSON, at_ms: float) -> None:
+    def _delta(self, delta: JSONObject, at_ms: float) -> None:
         named = reasoning_texts(delta)
         if named:  # both fields with one text is one piece (`--reasoning-field both`)
             text = named.get("reasoning_content") or named["reasoning"]
@@ -143,7 +141,7 @@ class StreamParser(LineReader):
         for position, item in tool_call_items(delta):
             self._tool_call(item, position, at_ms)
 
-    def _tool_call(self, item: JSON, position: int, at_ms: float) -> None:
+    def _tool_call(self, item: JSONObject, position: int, at_ms: float) -> None:
         key = item.get("index", position)
         key = key if isinstance(key, int) and not isinstance(key, bool) else position
         self._pieces.function_call(key, item, at_ms)
@@ -155,7 +153,7 @@ class StreamParser(LineReader):
 
 def completion_step(body: bytes) -> Step:
     """The step of a whole (not streamed) answer: its texts whole, no chunks."""
-    answer = json_object(read_json(body))
+    answer = as_object(read_json(body))
     if answer is None:
         return Step(fault=MalformedFault(0, one_line(body.decode("utf-8", "replace"))))
     choices = answer.get("choices")
@@ -184,11 +182,9 @@ class RequestTurn:
     first: bool
 
 
-def chat_messages(body: object) -> list[JSON]:
+def chat_messages(body: object) -> list[JSONObject]:
     """The messages of a chat request body (any JSON; the objects of its `messages` list)."""
-    raw = cast(JSON, body).get("messages") if isinstance(body, dict) else None
-    items = cast(list[object], raw) if isinstance(raw, list) else []
-    return [cast(JSON, m) for m in items if isinstance(m, dict)]
+    return objects((as_object(body) or {}).get("messages"))
 
 
 def request_turn(body: object) -> RequestTurn:
@@ -196,7 +192,7 @@ def request_turn(body: object) -> RequestTurn:
     return turn_of(chat_messages(body))
 
 
-def turn_of(messages: Sequence[JSON]) -> RequestTurn:
+def turn_of(messages: Sequence[Mapping[str, object]]) -> RequestTurn:
     """The turn of a request whose conversation is `messages`, as chat messages."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     later = messages[last_user + 1 :]

@@ -14,16 +14,13 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from typing import cast
-
+from guardrail.json_shapes import JSONObject, as_object, is_array
 from mock_llm.flows.model import ErrorEventFault, FinishReason, MalformedFault, Step
 from mock_llm.record.recorded_step import (
-    JSON,
     LineReader,
     error_fields,
     finish_reason,
     function_calls,
-    json_object,
     one_line,
     read_json,
     whole_step,
@@ -31,12 +28,12 @@ from mock_llm.record.recorded_step import (
 from servekit.ndjson import NdjsonLines
 
 
-def _texts(obj: JSON, generate: bool) -> tuple[JSON, str, str]:
+def _texts(obj: JSONObject, generate: bool) -> tuple[JSONObject, str, str]:
     """Where a line's texts are (the message, or the line itself for /api/generate), and
     the names of its content and thinking there."""
     if generate:
         return obj, "response", "thinking"
-    return json_object(obj.get("message")) or {}, "content", "thinking"
+    return as_object(obj.get("message")) or {}, "content", "thinking"
 
 
 def _finish(done_reason: object, called: bool) -> FinishReason | None:
@@ -66,7 +63,7 @@ class OllamaStreamParser(LineReader):
         if self.done or self._error is not None or not raw.strip():
             return
         text = raw.decode("utf-8", "replace")
-        obj = json_object(read_json(text))
+        obj = as_object(read_json(text))
         if obj is None:
             self._not_json(text)
             return
@@ -82,15 +79,15 @@ class OllamaStreamParser(LineReader):
         if isinstance(content, str) and content:
             self._pieces.content(content, at_ms)
         calls = holder.get("tool_calls")
-        if isinstance(calls, list) and calls:
+        if is_array(calls) and calls:
             self._calls_line = True
-            for item in cast(list[object], calls):
-                self._tool_call(json_object(item) or {}, at_ms)
+            for item in calls:
+                self._tool_call(as_object(item) or {}, at_ms)
         if obj.get("done") is True:
             self.done = True
             self._finish = _finish(obj.get("done_reason"), self._pieces.calls > 0)
 
-    def _tool_call(self, item: JSON, at_ms: float) -> None:
+    def _tool_call(self, item: JSONObject, at_ms: float) -> None:
         self._pieces.function_call(self._pieces.calls, item, at_ms)  # each whole: a new call
 
     def _flush(self, at_ms: float) -> None:  # a last line the body ended without its end
@@ -101,7 +98,7 @@ class OllamaStreamParser(LineReader):
 def ollama_answer_step(body: bytes, *, generate: bool = False) -> Step:
     """The step of a whole Ollama answer (`"stream": false`): its texts whole, no chunks."""
     text = body.decode("utf-8", "replace")
-    answer = json_object(read_json(body))
+    answer = as_object(read_json(body))
     if answer is None:
         return Step(fault=MalformedFault(0, one_line(text)))
     if "error" in answer:

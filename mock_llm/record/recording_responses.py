@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from guardrail.json_shapes import JSONObject, as_array, as_object, objects, string_field
 from mock_llm.flows.model import (
     ErrorEventFault,
     FinishReason,
@@ -27,10 +28,8 @@ from mock_llm.flows.model import (
     ToolCall,
 )
 from mock_llm.record.recorded_step import (
-    JSON,
     LineReader,
     error_fields,
-    json_object,
     one_line,
     read_json,
     tool_call,
@@ -60,22 +59,24 @@ MOCK_EVENTS = frozenset(
 """The events mock_llm.wire.responses sends in a stream (its error events aside)."""
 _REASONING_DELTAS = ("response.reasoning_text.delta", "response.reasoning_summary_text.delta")
 _REASONING_DONE = ("response.reasoning_text.done", "response.reasoning_summary_text.done")
-_FINISH_OF_INCOMPLETE: dict[str, FinishReason] = {
+_FINISH_OF_INCOMPLETE: dict[object, FinishReason] = {
     reason: finish for finish, reason in cast(dict[FinishReason, str], INCOMPLETE_REASONS).items()
 }
+"""The finish reason of each `incomplete_details.reason` the mock writes, looked up by the
+reason as it was read (any JSON value)."""
 
 
-def _finish(response: JSON, called: bool) -> FinishReason:
+def _finish(response: JSONObject, called: bool) -> FinishReason:
     """The finish reason of a finished response object."""
     if response.get("status") == "incomplete":
-        details = json_object(response.get("incomplete_details")) or {}
-        return _FINISH_OF_INCOMPLETE.get(cast(str, details.get("reason")), "length")
+        details = as_object(response.get("incomplete_details")) or {}
+        return _FINISH_OF_INCOMPLETE.get(details.get("reason"), "length")
     return "tool_calls" if called else "stop"
 
 
 def _failure(error: object, frames: int) -> ErrorEventFault:
     """The fault of a failed response's `error` (`code`, `message`, and the mock's `type`)."""
-    fields = json_object(error) or {}
+    fields = as_object(error) or {}
     message, type_, code = error_fields({"error": fields}, "server_error")
     return ErrorEventFault(frames, message, type_, code)
 
@@ -101,7 +102,7 @@ class ResponsesStreamParser(LineReader):
     def _event(self, name: str | None, payload: str, at_ms: float) -> None:
         if self.done or self._failed or not payload:
             return
-        obj = json_object(read_json(payload))
+        obj = as_object(read_json(payload))
         if obj is None:
             if self._error is None:
                 self._not_json(payload)
@@ -110,14 +111,14 @@ class ResponsesStreamParser(LineReader):
         kind = kind if isinstance(kind, str) else name
         if kind == "response.failed":
             self._failed = True
-            response = json_object(obj.get("response")) or {}
+            response = as_object(obj.get("response")) or {}
             failure = _failure(response.get("error"), self._count)
             self._error = self._error_with_type(failure) if self._error else failure
             return
         if self._error is not None:  # after an error event, only its response.failed counts
             return
         if kind == "error":  # the API's fields are flat; some servers nest them in `error`
-            nested = json_object(obj.get("error"))
+            nested = as_object(obj.get("error"))
             fields = nested or {"message": obj.get("message"), "code": obj.get("code")}
             message, type_, code = error_fields({"error": fields}, "server_error")
             self._error = ErrorEventFault(self._count, message, type_, code)
@@ -138,7 +139,7 @@ class ResponsesStreamParser(LineReader):
             None if code == failed.type else code,
         )
 
-    def _content(self, kind: str | None, obj: JSON, at_ms: float) -> None:
+    def _content(self, kind: str | None, obj: JSONObject, at_ms: float) -> None:
         item_id = _key(obj.get("item_id", obj.get("output_index")))
         if kind in _REASONING_DELTAS or kind == "response.output_text.delta":
             delta = obj.get("delta")
@@ -157,7 +158,7 @@ class ResponsesStreamParser(LineReader):
                 else:
                     self._pieces.reasoning(text, at_ms)
         elif kind == "response.output_item.added":
-            item = json_object(obj.get("item")) or {}
+            item = as_object(obj.get("item")) or {}
             if item.get("type") == "function_call":
                 key = _key(item.get("id", obj.get("output_index")))
                 arguments = item.get("arguments")
@@ -169,7 +170,7 @@ class ResponsesStreamParser(LineReader):
                 self._call(item_id, at_ms, obj.get("arguments"))
         elif kind in ("response.completed", "response.incomplete"):
             self.done = True
-            response = json_object(obj.get("response")) or {}
+            response = as_object(obj.get("response")) or {}
             self._finish = _finish(response, self._pieces.calls > 0)
 
     def _call(
@@ -192,7 +193,7 @@ class ResponsesStreamParser(LineReader):
 
 def responses_answer_step(body: bytes) -> Step:
     """The step of a whole Responses API answer (`"stream": false`): its texts whole."""
-    response = json_object(read_json(body))
+    response = as_object(read_json(body))
     if response is None:
         return Step(fault=MalformedFault(0, one_line(body.decode("utf-8", "replace"))))
     if response.get("status") == "failed" or ("output" not in response and "error" in response):
@@ -201,8 +202,7 @@ def responses_answer_step(body: bytes) -> Step:
     content: list[str] = []
     calls: list[ToolCall] = []
     output = response.get("output")
-    for raw in cast(list[object], output) if isinstance(output, list) else []:
-        item = json_object(raw) or {}
+    for item in objects(output):
         if item.get("type") == "function_call":
             calls.append(tool_call(item.get("name"), item.get("arguments"), item.get("call_id")))
         elif item.get("type") == "reasoning":
@@ -221,8 +221,8 @@ def _key(value: object) -> str | int | None:
 def _texts(parts: object) -> list[str]:
     """The texts of an item's parts (`output_text`, `reasoning_text`, `summary_text`)."""
     texts: list[str] = []
-    for raw in cast(list[object], parts) if isinstance(parts, list) else []:
-        text = (json_object(raw) or {}).get("text")
-        if isinstance(text, str):
+    for part in as_array(parts):
+        text = string_field(part, "text")
+        if text is not None:
             texts.append(text)
     return texts

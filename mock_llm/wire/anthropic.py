@@ -26,7 +26,7 @@ from mock_llm.flows.chunking import Part, TimedFrames, step_parts, ttft_s
 from mock_llm.flows.model import ErrorEventFault, HttpFault, Step
 from mock_llm.wire.openai import JSON, CompletionMeta, tool_call_id, usage
 from servekit.error_bodies import anthropic_error_body
-from servekit.json_codec import dumps, json_object
+from servekit.json_codec import dumps, parse_object
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -126,7 +126,7 @@ def _arguments_object(step: Step, call: int | None) -> JSON | None:
     """Tool call number `call`'s arguments as an object (empty arguments: `{}`), or None
     when they are not one."""
     assert call is not None
-    return json_object(step.tool_calls[call].arguments or "{}")
+    return parse_object(step.tool_calls[call].arguments or "{}")
 
 
 def _blocks(step: Step, meta: CompletionMeta) -> list[tuple[JSON, Part]]:

@@ -15,8 +15,9 @@ Deliberate choices:
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
+from guardrail.json_shapes import JSONObject, is_array, is_object, string_field
 from mock_llm.wire.chat_request import ChatRequest, RequestError, body_model, decode_body
 
 ROLES = ("user", "assistant")
@@ -53,30 +54,29 @@ def _max_tokens(value: object) -> None:
 def _system(value: object) -> list[dict[str, Any]]:
     if value is None:
         return []
-    if isinstance(value, list):
-        _blocks(cast(list[object], value), "system")
+    if is_array(value):
+        _blocks(value, "system")
     elif not isinstance(value, str):
         raise _error("system", "must be a string or a list of text blocks.")
     return [{"role": "system", "content": value}]
 
 
 def _messages(value: object) -> list[dict[str, Any]]:
-    if not isinstance(value, list) or not value:
+    if not is_array(value) or not value:
         raise _error("messages", "must be a non-empty list of messages.")
     messages: list[dict[str, Any]] = []
-    for index, item in enumerate(cast(list[object], value)):
+    for index, fields in enumerate(value):
         param = f"messages.{index}"
-        if not isinstance(item, dict):
+        if not is_object(fields):
             raise _error(param, "must be an object.")
-        fields = cast(dict[str, Any], item)
         role = fields.get("role")
         if role not in ROLES:
             raise _error(f"{param}.role", f"must be 'user' or 'assistant'; got {role!r}.")
         content = fields.get("content")
         if isinstance(content, str):
             messages.append({"role": role, "content": content})
-        elif isinstance(content, list):
-            blocks = _blocks(cast(list[object], content), f"{param}.content", role)
+        elif is_array(content):
+            blocks = _blocks(content, f"{param}.content", role)
             messages += _assistant(blocks) if role == "assistant" else _user(blocks)
         else:
             raise _error(f"{param}.content", "must be a string or a list of content blocks.")
@@ -90,24 +90,23 @@ def _blocks(blocks: list[object], param: str, role: str | None = None) -> list[d
     checked: list[dict[str, Any]] = []
     for index, block in enumerate(blocks):
         where = f"{param}.{index}"
-        if not isinstance(block, dict):
+        if not is_object(block):
             raise _error(where, "must be an object (a content block).")
-        fields = cast(dict[str, Any], block)
-        kind = fields.get("type")
+        kind = block.get("type")
         if not isinstance(kind, str):
             raise _error(f"{where}.type", "must be a string.")
-        if kind == "text" and not isinstance(fields.get("text"), str):
+        if kind == "text" and not isinstance(block.get("text"), str):
             raise _error(f"{where}.text", "must be a string.")
         if kind in OWNERS:
             owner, article = OWNERS[kind]
             if role != owner:
                 raise _error(where, f"a {kind} block belongs in {article} {owner} message.")
-            _check_tool_block(fields, kind, where)
-        checked.append(fields)
+            _check_tool_block(block, kind, where)
+        checked.append(block)
     return checked
 
 
-def _check_tool_block(block: dict[str, Any], kind: str, where: str) -> None:
+def _check_tool_block(block: JSONObject, kind: str, where: str) -> None:
     if kind == "tool_use":
         for name in ("id", "name"):
             if not isinstance(block.get(name), str):
@@ -118,8 +117,8 @@ def _check_tool_block(block: dict[str, Any], kind: str, where: str) -> None:
     if not isinstance(block.get("tool_use_id"), str):
         raise _error(f"{where}.tool_use_id", "must be a string.")
     content = block.get("content")
-    if isinstance(content, list):
-        _blocks(cast(list[object], content), f"{where}.content")
+    if is_array(content):
+        _blocks(content, f"{where}.content")
     elif content is not None and not isinstance(content, str):
         raise _error(f"{where}.content", "must be a string or a list of content blocks.")
 
@@ -169,7 +168,7 @@ def _user(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _thinking(value: object) -> None:
     if value is None:
         return
-    if not isinstance(value, dict) or not isinstance(cast(dict[str, Any], value).get("type"), str):
+    if string_field(value, "type") is None:
         raise _error("thinking", "must be an object with a string 'type'.")
 
 
@@ -177,16 +176,15 @@ def _tool_names(value: object) -> tuple[str, ...]:
     """The names of the custom tools (Anthropic's server tools are skipped)."""
     if value is None:
         return ()
-    if not isinstance(value, list):
+    if not is_array(value):
         raise _error("tools", "must be a list.")
     names: list[str] = []
-    for index, tool in enumerate(cast(list[object], value)):
+    for index, tool in enumerate(value):
         param = f"tools.{index}"
-        if not isinstance(tool, dict):
+        if not is_object(tool):
             raise _error(param, "must be an object.")
-        fields = cast(dict[str, Any], tool)
-        if fields.get("type") in TOOL_TYPES:
-            name = fields.get("name")
+        if tool.get("type") in TOOL_TYPES:
+            name = tool.get("name")
             if not isinstance(name, str):
                 raise _error(f"{param}.name", "must be a string.")
             names.append(name)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
+
+from guardrail.json_shapes import as_array, as_object, is_array, is_object, string_field
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -96,12 +98,12 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     if json_depth_over(raw):
         raise RequestError(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
     try:
-        decoded = json.loads(raw)
+        decoded: object = json.loads(raw)
     except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
         raise RequestError(f"The request body is not valid JSON: {exc}") from exc
-    if not isinstance(decoded, dict):
+    if not is_object(decoded):
         raise RequestError("The request body must be a JSON object.")
-    return cast(dict[str, Any], decoded)
+    return decoded
 
 
 def body_model(body: dict[str, Any]) -> str:
@@ -113,13 +115,12 @@ def body_model(body: dict[str, Any]) -> str:
 
 
 def _messages(value: object) -> list[dict[str, Any]]:
-    if not isinstance(value, list) or not value:
+    if not is_array(value) or not value:
         raise RequestError("'messages' must be a non-empty list of messages.", "messages")
     messages: list[dict[str, Any]] = []
-    for index, item in enumerate(cast(list[object], value)):
-        if not isinstance(item, dict):
+    for index, message in enumerate(value):
+        if not is_object(message):
             raise RequestError(f"messages[{index}] must be an object.", f"messages[{index}]")
-        message = cast(dict[str, Any], item)
         role = message.get("role")
         if not isinstance(role, str) or role not in ROLES:
             raise RequestError(
@@ -138,9 +139,7 @@ def _check_content(content: object, index: int) -> None:
     param = f"messages[{index}].content"
     if content is None or isinstance(content, str):
         return
-    if isinstance(content, list) and all(
-        isinstance(part, dict) for part in cast(list[object], content)
-    ):
+    if is_array(content) and all(is_object(part) for part in content):
         return
     raise RequestError(f"{param} must be a string or a list of content parts.", param)
 
@@ -148,9 +147,9 @@ def _check_content(content: object, index: int) -> None:
 def _include_usage(options: object) -> bool:
     if options is None:
         return False
-    if not isinstance(options, dict):
+    if not is_object(options):
         raise RequestError("'stream_options' must be an object.", "stream_options")
-    include = cast(dict[str, Any], options).get("include_usage", False)
+    include = options.get("include_usage", False)
     if not isinstance(include, bool):
         raise RequestError("'stream_options.include_usage' must be a boolean.", "stream_options")
     return include
@@ -161,9 +160,8 @@ def offered_tools(chat: ChatRequest) -> tuple[str, ...]:
     if chat.tool_names is not None:
         return chat.tool_names
     names: list[str] = []
-    for tool in cast(list[object], chat.body.get("tools") or []):
-        function = cast(dict[str, object], tool).get("function") if isinstance(tool, dict) else None
-        name = cast(dict[str, object], function).get("name") if isinstance(function, dict) else None
-        if isinstance(name, str):
+    for tool in as_array(chat.body.get("tools")):
+        name = string_field((as_object(tool) or {}).get("function"), "name")
+        if name is not None:
             names.append(name)
     return tuple(names)

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, cast
 
+from guardrail.json_shapes import JSONObject, is_array, is_object
 from mock_llm.wire.chat_request import ChatRequest, RequestError, decode_body
 
 METHODS = {"generateContent": False, "streamGenerateContent": True}
@@ -105,10 +106,10 @@ def _field(fields: dict[str, Any], name: str) -> Any:
     return fields.get(_snake(name))
 
 
-def _object(value: object, param: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
+def _object(value: object, param: str) -> JSONObject:
+    if not is_object(value):
         raise RequestError(f"{param} must be an object.", param)
-    return cast(dict[str, Any], value)
+    return value
 
 
 def _repeated(value: object, param: str) -> list[object]:
@@ -117,9 +118,9 @@ def _repeated(value: object, param: str) -> list[object]:
         return []
     if isinstance(value, dict):
         return [value]
-    if not isinstance(value, list):
+    if not is_array(value):
         raise RequestError(f"{param} must be a list.", param)
-    return cast(list[object], value)
+    return value
 
 
 def _string(fields: dict[str, Any], name: str, param: str) -> str | None:

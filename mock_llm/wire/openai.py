@@ -23,7 +23,7 @@ from typing import Any
 from mock_llm.flows.chunking import pieces
 from mock_llm.flows.model import ReasoningField, Step, ToolCall
 from mock_llm.flows.trigger import message_text
-from servekit.json_codec import dumps, json_object
+from servekit.json_codec import dumps, parse_object
 from servekit.sse import json_event
 
 JSON = dict[str, Any]
@@ -53,7 +53,7 @@ def tool_call_id(meta: CompletionMeta, index: int, call: ToolCall, prefix: str =
 def arguments_object(call: ToolCall) -> JSON:
     """A tool call's arguments as an object, for the formats that send them so (Ollama,
     Gemini): arguments that are not a JSON object go as an empty one."""
-    return json_object(call.arguments or "{}") or {}
+    return parse_object(call.arguments or "{}") or {}
 
 
 def reasoning_fields(text: str, field: ReasoningField) -> JSON:

@@ -14,8 +14,9 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
+from guardrail.json_shapes import JSONObject, is_array, is_object
 from mock_llm.wire.chat_request import ChatRequest, RequestError, body_model, decode_body
 
 ROLES = frozenset({"user", "assistant", "system", "developer"})
@@ -46,14 +47,13 @@ def _instructions(value: object) -> list[dict[str, Any]]:
 def _input(value: object) -> list[dict[str, Any]]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
-    if not isinstance(value, list) or not value:
+    if not is_array(value) or not value:
         raise RequestError("'input' must be a string or a non-empty list of input items.", "input")
     messages: list[dict[str, Any]] = []
-    for index, item in enumerate(cast(list[object], value)):
+    for index, fields in enumerate(value):
         param = f"input[{index}]"
-        if not isinstance(item, dict):
+        if not is_object(fields):
             raise RequestError(f"{param} must be an object.", param)
-        fields = cast(dict[str, Any], item)
         kind = fields.get("type", "message")
         if kind == "message":
             messages.append(_message(fields, param))
@@ -74,7 +74,7 @@ def _input(value: object) -> list[dict[str, Any]]:
     return messages
 
 
-def _message(item: dict[str, Any], param: str) -> dict[str, Any]:
+def _message(item: JSONObject, param: str) -> dict[str, Any]:
     role = item.get("role")
     if not isinstance(role, str) or role not in ROLES:
         raise RequestError(
@@ -86,10 +86,9 @@ def _message(item: dict[str, Any], param: str) -> dict[str, Any]:
 
 def _text_or_parts(value: object, param: str) -> str | list[object]:
     """`value` as a message's content: a string, or a list of content parts checked."""
-    if isinstance(value, list):
-        parts = cast(list[object], value)
-        _check_parts(parts, param)
-        return parts
+    if is_array(value):
+        _check_parts(value, param)
+        return value
     if not isinstance(value, str):
         raise RequestError(f"{param} must be a string or a list of content parts.", param)
     return value
@@ -100,29 +99,28 @@ def _check_parts(parts: list[object], param: str) -> None:
     other would be silently lost)."""
     for index, part in enumerate(parts):
         where = f"{param}[{index}]"
-        if not isinstance(part, dict):
+        if not is_object(part):
             raise RequestError(f"{where} must be an object.", where)
-        fields = cast(dict[str, Any], part)
-        text = fields.get("text")
-        if fields.get("type") in ("input_text", "output_text") and not isinstance(text, str):
+        text = part.get("text")
+        if part.get("type") in ("input_text", "output_text") and not isinstance(text, str):
             raise RequestError(f"{where}.text must be a string.", f"{where}.text")
 
 
-def _string(item: dict[str, Any], name: str, param: str) -> str:
+def _string(item: JSONObject, name: str, param: str) -> str:
     value = item.get(name)
     if not isinstance(value, str):
         raise RequestError(f"{param}.{name} must be a string.", f"{param}.{name}")
     return value
 
 
-def _function_call(item: dict[str, Any], param: str) -> dict[str, Any]:
+def _function_call(item: JSONObject, param: str) -> dict[str, Any]:
     call_id = _string(item, "call_id", param)
     name = _string(item, "name", param)
     arguments = _string(item, "arguments", param)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def _function_call_output(item: dict[str, Any], param: str) -> dict[str, Any]:
+def _function_call_output(item: JSONObject, param: str) -> dict[str, Any]:
     call_id = _string(item, "call_id", param)
     output = _text_or_parts(item.get("output"), f"{param}.output")
     return {"role": "tool", "tool_call_id": call_id, "content": output}
@@ -132,14 +130,13 @@ def _tool_names(value: object) -> tuple[str, ...]:
     """The names of the function tools (other tool types, built-in ones, are skipped)."""
     if value is None:
         return ()
-    if not isinstance(value, list):
+    if not is_array(value):
         raise RequestError("'tools' must be a list.", "tools")
     names: list[str] = []
-    for index, tool in enumerate(cast(list[object], value)):
+    for index, tool in enumerate(value):
         param = f"tools[{index}]"
-        if not isinstance(tool, dict):
+        if not is_object(tool):
             raise RequestError(f"{param} must be an object.", param)
-        fields = cast(dict[str, Any], tool)
-        if fields.get("type") == "function":
-            names.append(_string(fields, "name", param))
+        if tool.get("type") == "function":
+            names.append(_string(tool, "name", param))
     return tuple(names)

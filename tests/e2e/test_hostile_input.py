@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, NotRequired, cast, get_args, get_origin, get_type_hints
+from typing import Any, Literal, NotRequired, get_args, get_origin, get_type_hints
 from urllib.parse import urlsplit
 
 import pytest
@@ -50,6 +50,7 @@ import yaml
 from playwright.sync_api import Browser, BrowserContext, Dialog, Locator, Page, Request, expect
 
 from app.frames import Frame
+from guardrail.json_shapes import is_object
 from mock_llm import build_settings, serve_mock
 
 from ..support.hostile_text import HOSTILE_TEXT
@@ -591,8 +592,8 @@ def sse_frames(body: str) -> list[dict[str, Any]]:
         assert len(lines) == 1, f"an event of {len(lines)} lines: {lines!r}"
         assert lines[0].startswith("data: "), f"a line that is not data: {lines[0]!r}"
         frame = json.loads(lines[0].removeprefix("data: "))
-        assert isinstance(frame, dict), f"a frame that is not an object: {lines[0]!r}"
-        frames.append(cast(dict[str, Any], frame))
+        assert is_object(frame), f"a frame that is not an object: {lines[0]!r}"
+        frames.append(frame)
     return frames
 
 

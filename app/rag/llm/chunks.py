@@ -23,13 +23,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 import orjson
 
 from app.errors import LLMError
 from app.rag.llm.errors import MSG_CUT, MSG_ERROR_EVENT, MSG_MALFORMED, reply_too_long
 from app.rag.types import RoundEnd, StreamPiece, ToolCall
+from guardrail.json_shapes import JSONObject, is_object
 from servekit.openai_chunks import choices_of, delta_of, reasoning_texts, tool_call_items
 from servekit.sse import SseEvent
 
@@ -57,7 +57,7 @@ class ChunkAccumulator:
     chars: int = 0
     """The reply's text so far, counted against `max_chars`."""
 
-    def pieces(self, chunk: dict[str, Any]) -> list[StreamPiece]:
+    def pieces(self, chunk: Mapping[str, object]) -> list[StreamPiece]:
         """The thinking and answer text of one chunk (choice 0 only); tool-call pieces and
         the finish reason are kept. `choices` may be null (vLLM's usage chunk). Raises an
         LLMError once the reply's text passes `max_chars`."""
@@ -97,7 +97,7 @@ class ChunkAccumulator:
                 return pieces, False, error
         return pieces, False, None
 
-    def _tool_call_piece(self, tc: dict[str, Any]) -> None:
+    def _tool_call_piece(self, tc: JSONObject) -> None:
         index = tc.get("index", 0)
         index = index if isinstance(index, int) else 0
         partial = self.calls.get(index)
@@ -110,8 +110,7 @@ class ChunkAccumulator:
             self._count(call_id)
             partial.id = call_id
         function = tc.get("function")
-        if isinstance(function, dict):
-            function = cast(dict[str, Any], function)
+        if is_object(function):
             name = _text(function.get("name"))
             if name and not partial.name:
                 self._count(name)
@@ -147,7 +146,7 @@ def _text(value: object) -> str | None:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _reasoning_text(delta: Mapping[str, Any]) -> str:
+def _reasoning_text(delta: Mapping[str, object]) -> str:
     if "reasoning_content" not in delta and "reasoning" not in delta:
         return ""  # an answer's delta: the common case
     texts = [_text(t) or "" for t in reasoning_texts(delta).values()]
@@ -156,7 +155,7 @@ def _reasoning_text(delta: Mapping[str, Any]) -> str:
     return "".join(texts)
 
 
-def _chunk(data: str) -> dict[str, Any]:
+def _chunk(data: str) -> JSONObject:
     """One `data:` payload as a chunk; an `error` payload or a line that is not a JSON
     object raises the LLMError the SDK's equivalent would have become.
 
@@ -169,9 +168,8 @@ def _chunk(data: str) -> dict[str, Any]:
         chunk: object = orjson.loads(data)
     except orjson.JSONDecodeError:
         chunk = _standard_loads(data)
-    if not isinstance(chunk, dict):
+    if not is_object(chunk):
         raise LLMError(MSG_MALFORMED, reason="malformed stream data")
-    chunk = cast(dict[str, Any], chunk)
     if chunk.get("error"):
         raise LLMError(MSG_ERROR_EVENT, reason="error event in stream")
     return chunk

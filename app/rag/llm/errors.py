@@ -21,11 +21,11 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from typing import cast
 
 import aiohttp
 
 from app.errors import LLMError, one_line
+from guardrail.json_shapes import is_object
 from servekit.sse import LineTooLong
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -77,11 +77,9 @@ def upstream_message(body: bytes) -> str | None:
         parsed: object = json.loads(body)
     except ValueError:  # not JSON, or not UTF-8
         return None
-    if isinstance(parsed, dict):
-        fields = cast(dict[str, object], parsed)
-        inner = fields.get("error")
-        if isinstance(inner, dict):
-            fields = cast(dict[str, object], inner)
+    if is_object(parsed):
+        inner = parsed.get("error")
+        fields = inner if is_object(inner) else parsed
         for key in ("message", "detail"):
             text = fields.get(key)
             if isinstance(text, str) and text.strip():

@@ -25,7 +25,7 @@ from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from mock_llm.flows.model import Step
 from mock_llm.wire import openai as openai_wire
 from mock_llm.wire.anthropic import stream_events
-from servekit.json_codec import json_object
+from servekit.json_codec import parse_object
 from servekit.sse import SseDecoder
 
 from ...support.deadlines import DEADLINE_S
@@ -176,7 +176,7 @@ async def test_a_recovered_stream_is_one_message_whose_blocks_count_from_zero(
 
 def events_of(raw: bytes) -> list[dict[str, Any]]:
     decoder = SseDecoder()
-    return [json_object(e.data) or {} for e in decoder.feed(raw) + decoder.finish()]
+    return [parse_object(e.data) or {} for e in decoder.feed(raw) + decoder.finish()]
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])

@@ -119,12 +119,26 @@ def test_a_file_that_does_not_parse_or_still_imports_ours_fails_the_build():
         build._check(build.render() + "from guardrail.policy import scrub\n", template)
 
 
-def test_an_import_below_the_code_fails_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize(
+    ("late", "what"),
+    [("import os", "an import"), ('__all__ = ["X"]', "`__all__`")],
+    ids=["import", "__all__"],
+)
+def test_an_import_or_all_below_the_code_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late: str, what: str
+):
     source = tmp_path / "late.py"
-    source.write_text('"""Doc."""\n\nX = 1\nimport os\n')
+    source.write_text(f'"""Doc."""\n\nX = 1\n{late}\n')
     monkeypatch.setattr(build, "ROOT", tmp_path)
-    with pytest.raises(build.BuildError, match=r"late\.py: an import after the first statement"):
+    with pytest.raises(build.BuildError, match=rf"late\.py: {what} after the first statement"):
         build._Source.of(source).body()
+
+
+def test_no_library_modules_all_is_pasted():
+    """The pasted file is one module: a library module's `__all__` would claim its names."""
+    assert "__all__" not in build.OUT.read_text(encoding="utf-8")
+    sources = [Path(module.__file__ or "").read_text(encoding="utf-8") for module in build.LIBRARY]
+    assert any("__all__" in source for source in sources)  # a control: one has its own
 
 
 def test_a_build_error_is_reported_with_exit_status_2(

@@ -1,4 +1,4 @@
-"""`servekit.json_codec.json_object` reads exactly what the standard parser reads.
+"""`servekit.json_codec.parse_object` reads exactly what the standard parser reads.
 
 It takes orjson's reading where the two parsers agree and the standard parser's elsewhere
 (docs/benchmarks.md, "The guard proxy's cost"): the result, types included, is always the
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from servekit.json_codec import json_object
+from servekit.json_codec import parse_object
 
 
 def standard(raw: bytes | str) -> dict[str, Any] | None:
@@ -69,12 +69,12 @@ EDGES = [
 @pytest.mark.parametrize("raw", EDGES)
 def test_an_edge_reads_as_the_standard_parser_reads_it(raw: str):
     for text in (raw, raw.encode("utf-8", "surrogatepass")):
-        assert same(json_object(text), standard(text))
+        assert same(parse_object(text), standard(text))
 
 
 def test_bytes_with_a_bom_or_invalid_utf8_read_as_the_standard_parser_reads_them():
     for raw in (b'\xef\xbb\xbf{"a": 1}', b'{"a": "\xff"}', '{"a": "é"}'.encode("utf-16")):
-        assert same(json_object(raw), standard(raw))
+        assert same(parse_object(raw), standard(raw))
 
 
 JSON_VALUES = st.recursive(
@@ -91,8 +91,8 @@ JSON_VALUES = st.recursive(
 @given(st.dictionaries(st.text(), JSON_VALUES, max_size=5))
 def test_any_object_reads_as_the_standard_parser_reads_it(value: dict[str, Any]):
     raw = json.dumps(value, ensure_ascii=False)
-    assert same(json_object(raw), standard(raw))
+    assert same(parse_object(raw), standard(raw))
     assert same(
-        json_object(raw.encode("utf-8", "surrogatepass")),
+        parse_object(raw.encode("utf-8", "surrogatepass")),
         standard(raw.encode("utf-8", "surrogatepass")),
     )
