@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from conformance.profiles.model import DoneRule, Profile, Selectors, SetupStep
 from conformance.profiles.writer import Found, FoundDone
+from guardrail.json_shapes import is_array, is_object, objects
 
 
 def done_rule(finished: dict[str, Any], during: dict[str, Any], stop: str | None) -> FoundDone:
@@ -57,14 +58,10 @@ def side_call_rules(bodies: Sequence[object]) -> tuple[str, ...]:
     else its last user message, by the start of its first line. Pure."""
     rules: list[str] = []
     for body in bodies[1:]:
-        messages = cast(dict[str, Any], body).get("messages") if isinstance(body, dict) else None
-        if not isinstance(messages, list):
+        messages = body.get("messages") if is_object(body) else None
+        if not is_array(messages):
             continue
-        texts: list[tuple[object, object]] = [
-            (cast(dict[str, object], m).get("role"), cast(dict[str, object], m).get("content"))
-            for m in cast(list[object], messages)
-            if isinstance(m, dict)
-        ]
+        texts = [(m.get("role"), m.get("content")) for m in objects(messages)]
         system = [c for r, c in texts if r == "system" and isinstance(c, str) and c.strip()]
         users = [c for r, c in texts if r == "user" and isinstance(c, str) and c.strip()]
         text = system[0] if system else users[-1] if users else ""

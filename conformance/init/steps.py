@@ -6,7 +6,7 @@ stream (and stop it), then find the thinking and the error displays.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from conformance.browser.composer import held_text
 from conformance.init.flows import ANSWER, REASONING, new_key
@@ -15,6 +15,7 @@ from conformance.init.rules import done_rule, provisional, side_call_rules
 from conformance.oracle.clauses import MALFORMED_REPLY
 from conformance.profiles.writer import Found, FoundDone, FoundSetup
 from conformance.run.questions import question
+from guardrail.json_shapes import objects
 from mock_llm.client import JournalRecord
 
 if TYPE_CHECKING:
@@ -205,7 +206,7 @@ def also_on_error(probe: Probe, done: FoundDone, appears: str, message: ElementH
 
 def offered_tools(probe: Probe, key: str) -> bool:
     bodies = [e.body for e in probe.mock.requests(key).requests]
-    return any(bool(cast(dict[str, Any], b).get("tools")) for b in bodies if isinstance(b, dict))
+    return any(bool(body.get("tools")) for body in objects(bodies))
 
 
 def discover(probe: Probe) -> Found:

@@ -9,9 +9,10 @@ side calls left out (conformance/oracle/upstream.py).
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 from conformance.oracle.clauses import CORRECTION
+from guardrail.json_shapes import objects, string_field
 from mock_llm.client import JournalRecord
 
 
@@ -74,15 +75,8 @@ def tool_round_of(messages: list[dict[str, Any]]) -> tuple[set[str], bool]:
     called: set[str] = set()
     for message in messages:
         calls: object = message.get("tool_calls") if message.get("role") == "assistant" else None
-        for call in cast(list[object], calls) if isinstance(calls, list) else []:
-            function = (
-                cast(dict[str, object], call).get("function") if isinstance(call, dict) else None
-            )
-            name = (
-                cast(dict[str, object], function).get("name")
-                if isinstance(function, dict)
-                else None
-            )
-            if isinstance(name, str):
+        for call in objects(calls):
+            name = string_field(call.get("function"), "name")
+            if name is not None:
                 called.add(name)
     return called, any(message.get("role") == "tool" for message in messages)

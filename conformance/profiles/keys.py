@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar
 
 from conformance.profiles.model import (
     ERROR_MATCHES,
@@ -24,8 +24,11 @@ from conformance.profiles.model import (
     SetupAction,
     SetupStep,
 )
+from guardrail.json_shapes import JSONObject, is_array, is_object
 
-SETUP_VALUES: dict[str, str | None] = {
+Choice = TypeVar("Choice", bound=str)
+
+SETUP_VALUES: dict[SetupAction, str | None] = {
     "click": None,
     "click_if_visible": None,
     "fill": "text",
@@ -60,29 +63,31 @@ class Keys:
     def optional_text(self, value: Any, key: str) -> str | None:
         return None if value is None or value == "" else self.text(value, key)
 
-    def choice(self, value: Any, options: tuple[str, ...], key: str) -> str:
-        if value not in options:
-            raise ProfileError(f"{self.path}: {key} must be one of {', '.join(options)}")
-        return cast(str, value)
+    def choice(self, value: object, options: tuple[Choice, ...], key: str) -> Choice:
+        """The one of `options` that `value` is (so typed as the options are)."""
+        for option in options:
+            if value == option:
+                return option
+        raise ProfileError(f"{self.path}: {key} must be one of {', '.join(options)}")
 
     def count(self, value: Any, key: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 60_000:
             raise ProfileError(f"{self.path}: {key} must be a whole number of ms, 1 to 60000")
         return value
 
-    def tables(self, data: Mapping[str, Any], name: str) -> list[Any]:
+    def tables(self, data: Mapping[str, Any], name: str) -> list[object]:
         value = data.get(name, [])
-        if not isinstance(value, list):
+        if not is_array(value):
             raise ProfileError(f"{self.path}: {name} must be a list of [[{name}]] tables")
-        return cast(list[Any], value)
+        return value
 
-    def setup_step(self, step: Any, key: str, also: str = "") -> SetupStep:
+    def setup_step(self, step: object, key: str, also: str = "") -> SetupStep:
         shapes = "click, click_if_visible, wait_for = SELECTOR; fill = SELECTOR with text = ...;"
         shapes += f"{also} select = SELECTOR with option = ..."
-        if not isinstance(step, dict):
+        if not is_object(step):
             raise ProfileError(f"{self.path}: {key} must be a table ({shapes})")
-        table = cast(dict[str, Any], step)
-        actions = [name for name in SETUP_VALUES if name in table]
+        table = step
+        actions: list[SetupAction] = [name for name in SETUP_VALUES if name in table]
         if len(actions) != 1:
             raise ProfileError(f"{self.path}: {key} must name exactly one action ({shapes})")
         action = actions[0]
@@ -97,42 +102,39 @@ class Keys:
         if value_key is None:
             within = table.get("within_ms")
             within_ms = 0 if within is None else self.count(within, f"{key}.within_ms")
-            return SetupStep(cast(SetupAction, action), selector, within_ms=within_ms)
-        if value_key not in table or not isinstance(table[value_key], str):
+            return SetupStep(action, selector, within_ms=within_ms)
+        value = table.get(value_key)
+        if not isinstance(value, str):
             raise ProfileError(f"{self.path}: {key}.{value_key} must be a string")
-        return SetupStep(cast(SetupAction, action), selector, cast(str, table[value_key]))
+        return SetupStep(action, selector, value)
 
-    def once_step(self, step: Any, key: str) -> SetupStep | HttpStep:
-        if isinstance(step, dict) and "http" in step:
-            return self.http_step(cast(dict[str, Any], step), key)
+    def once_step(self, step: object, key: str) -> SetupStep | HttpStep:
+        if is_object(step) and "http" in step:
+            return self.http_step(step, key)
         return self.setup_step(step, key, also=' http = "METHOD URL" with headers, json or body;')
 
-    def http_step(self, step: dict[str, Any], key: str) -> HttpStep:
+    def http_step(self, step: JSONObject, key: str) -> HttpStep:
         self.known(step, {"http", "headers", "json", "body"}, f"{key}.")
-        method, _, url = self.text(step["http"], f"{key}.http").strip().partition(" ")
+        verb, _, url = self.text(step["http"], f"{key}.http").strip().partition(" ")
         url = url.strip()
-        if method.upper() not in HTTP_METHODS or not url or " " in url:
+        method: HttpMethod | None = next((m for m in HTTP_METHODS if m == verb.upper()), None)
+        if method is None or not url or " " in url:
             raise ProfileError(
                 f"{self.path}: {key}.http must be METHOD URL, such as"
                 f' "POST /api/settings" (methods: {", ".join(HTTP_METHODS)})'
             )
         headers = step.get("headers", {})
-        if not isinstance(headers, dict) or not all(
-            isinstance(v, str) for v in cast(dict[str, Any], headers).values()
-        ):
+        texts = (
+            {k: v for k, v in headers.items() if isinstance(v, str)} if is_object(headers) else {}
+        )
+        if not is_object(headers) or len(texts) != len(headers):
             raise ProfileError(f"{self.path}: {key}.headers must be a table of strings")
         if "json" in step and "body" in step:
             raise ProfileError(f"{self.path}: {key} takes json or body, not both")
         body = step.get("body")
         if body is not None and not isinstance(body, str):
             raise ProfileError(f"{self.path}: {key}.body must be a string (or use json = ...)")
-        return HttpStep(
-            cast(HttpMethod, method.upper()),
-            url,
-            tuple(cast(dict[str, str], headers).items()),
-            step.get("json"),
-            body,
-        )
+        return HttpStep(method, url, tuple(texts.items()), step.get("json"), body)
 
     def regex(self, value: Any, key: str, placeholder: str | None) -> str:
         text = self.text(value, key)
@@ -144,9 +146,8 @@ class Keys:
 
     def error_text(self, table: dict[str, Any]) -> ErrorText:
         self.known(table, {"match", "pattern"}, "error_text.")
-        match = cast(
-            ErrorMatch,
-            self.choice(table.get("match", "exact"), ERROR_MATCHES, "error_text.match"),
+        match: ErrorMatch = self.choice(
+            table.get("match", "exact"), ERROR_MATCHES, "error_text.match"
         )
         pattern = table.get("pattern")
         if match != "regex":
@@ -174,8 +175,8 @@ class Keys:
         return value
 
 
-def section(data: Mapping[str, Any], name: str, where: Keys) -> dict[str, Any]:
+def section(data: Mapping[str, Any], name: str, where: Keys) -> JSONObject:
     value = data.get(name, {})
-    if not isinstance(value, dict):
+    if not is_object(value):
         raise ProfileError(f"{where.path}: [{name}] must be a table")
-    return cast(dict[str, Any], value)
+    return value

@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from conformance.profiles.builtin import BUILT_IN, built_in_profiles
 from conformance.profiles.keys import Keys, ProfileError, section
 from conformance.profiles.model import (
     CAPABILITIES,
     DEFAULT_PROFILE,
+    SEND_WITHS,
     TURN_FINDS,
     Capability,
     DoneRule,
@@ -29,6 +30,7 @@ from conformance.profiles.model import (
     SendWith,
     TurnFind,
 )
+from guardrail.json_shapes import is_array
 
 MAX_SIDE_CALL_RULES = 32
 _SECTIONS = {"name", "selectors", "input", "done", "setup", "setup_once", "session",
@@ -82,10 +84,10 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
     sel = replace(
         base.selectors, **{k: where.text(v, f"selectors.{k}") for k, v in selectors.items()}
     )
-    send_with = where.choice(
-        sending.get("send_with", "click"), ("click", "enter"), "input.send_with"
+    send_with: SendWith = where.choice(
+        sending.get("send_with", "click"), SEND_WITHS, "input.send_with"
     )
-    find = where.choice(turn.get("find", base.turn_find), TURN_FINDS, "turn.find")
+    find: TurnFind = where.choice(turn.get("find", base.turn_find), TURN_FINDS, "turn.find")
     rule = DoneRule(
         attribute=where.optional_text(done.get("attribute", base.done.attribute), "done.attribute"),
         streaming_value=where.text(
@@ -118,21 +120,20 @@ def _build(data: Mapping[str, Any], path: Path) -> Profile:
         if re.compile(frame).groups < 1:
             raise ProfileError(f"{path}: log.turn_id_frame needs a group (...) for the turn id")
     side_calls = calls.get("side_calls", [])
-    if not isinstance(side_calls, list) or len(cast(list[Any], side_calls)) > MAX_SIDE_CALL_RULES:
+    if not is_array(side_calls) or len(side_calls) > MAX_SIDE_CALL_RULES:
         raise ProfileError(
             f"{path}: model_calls.side_calls must be a list of at most {MAX_SIDE_CALL_RULES}"
             " regular expressions"
         )
     rules = tuple(
-        where.text(rule, f"model_calls.side_calls[{i}]")
-        for i, rule in enumerate(cast(list[Any], side_calls))
+        where.text(rule, f"model_calls.side_calls[{i}]") for i, rule in enumerate(side_calls)
     )
     return Profile(
         name=where.text(data.get("name", path.stem), "name"),
         selectors=sel,
-        send_with=cast(SendWith, send_with),
+        send_with=send_with,
         done=rule,
-        turn_find=cast(TurnFind, find),
+        turn_find=find,
         setup=steps,
         setup_once=once,
         storage_state=storage,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 SendWith = Literal["click", "enter"]
+SEND_WITHS: tuple[SendWith, ...] = ("click", "enter")
 TurnFind = Literal["after-question", "last", "count"]
 TURN_FINDS: tuple[TurnFind, ...] = ("after-question", "last", "count")
 """How the kit finds a turn's assistant message (`[turn] find`), the default first."""

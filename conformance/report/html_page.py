@@ -15,6 +15,7 @@ Deliberate choices:
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import os
@@ -22,11 +23,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
 from urllib.parse import quote
 
 from conformance.oracle.clauses import BY_ID
 from conformance.report.evidence import TURNS_FILE
+from guardrail.json_shapes import JSONObject, objects
 
 BLANKS = re.compile(r"[ \t]*\n\s*")
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -56,7 +57,7 @@ class Failure:
     verdict: str  # failed | not judged | stale baseline
     message: str
     folder: Path | None = None  # its evidence folder, if it left one
-    turns: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    turns: list[JSONObject] = field(default_factory=list[JSONObject])
 
 
 def read_evidence(failure: Failure, artifacts: Path, folder_name: str) -> Failure:
@@ -64,13 +65,10 @@ def read_evidence(failure: Failure, artifacts: Path, folder_name: str) -> Failur
     folder = artifacts / folder_name
     if not folder.is_dir():
         return failure
-    turns: list[dict[str, Any]] = []
-    try:
+    loaded: object = None
+    with contextlib.suppress(OSError, ValueError):  # no turns, or none readable: no plays
         loaded = json.loads((folder / TURNS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        loaded = []
-    if isinstance(loaded, list):
-        turns = [cast(dict[str, Any], t) for t in cast(list[Any], loaded) if isinstance(t, dict)]
+    turns = objects(loaded)
     return replace(failure, folder=folder, turns=turns)
 
 
@@ -133,7 +131,7 @@ def _failure(number: int, failure: Failure, report_dir: Path) -> list[str]:
     return out
 
 
-def _turn(turn: dict[str, Any], folder: Path | None) -> list[str]:
+def _turn(turn: JSONObject, folder: Path | None) -> list[str]:
     esc = html.escape
     expected = turn.get("expected")
     wanted = "(the mock states no outcome)" if expected is None else str(expected)
@@ -149,11 +147,13 @@ def _turn(turn: dict[str, Any], folder: Path | None) -> list[str]:
         f"<tbody><tr><td><pre>{esc(wanted)}</pre></td><td><pre>{esc(showed)}</pre></td></tr>"
         "</tbody></table>",
     ]
-    for sighting in cast(list[dict[str, Any]], turn.get("sighted") or []):
+    for sighting in objects(turn.get("sighted")):
         text, around = str(sighting.get("text", "")), str(sighting.get("around", ""))
+        at_ms = sighting.get("at_ms")
         out.append(
             f"<p>The page showed <code>{esc(text)}</code>"
-            f" {float(sighting.get('at_ms') or 0):.0f} ms after its document started:</p>"
+            f" {float(at_ms) if isinstance(at_ms, int | float) else 0:.0f} ms after its document"
+            " started:</p>"
         )
         out.append(f"<pre>{_marked(around, text)}</pre>")
     shot = turn.get("screenshot")

@@ -1,5 +1,6 @@
-"""The kit's imports: it knows only the mock's client and the reference stack, in no cycle,
-and its rooms (sub-packages) stand on each other in layers.
+"""The kit's imports: it knows only the mock's client, the JSON vocabulary every package reads
+untrusted JSON with (guardrail/json_shapes.py) and the reference stack, in no cycle, and its
+rooms (sub-packages) stand on each other in layers.
 
 Read from the source (every import statement, those under TYPE_CHECKING and inside
 functions included), so a type-only cycle counts as much as one that runs.
@@ -75,10 +76,12 @@ def test_the_kit_is_read_with_its_rooms():
 
 
 @pytest.mark.parametrize("name", sorted(kit_modules()))
-def test_the_kit_imports_only_the_mocks_client_outside_the_reference_stack(name: str):
+def test_the_kit_imports_only_the_mocks_client_and_the_json_vocabulary_outside_the_reference_stack(
+    name: str,
+):
     project = {m for m in kit_modules()[name] if m.split(".")[0] in PROJECT}
     others = {m for m in project if not m.startswith("conformance")}
-    allowed = {"mock_llm.client"}
+    allowed = {"mock_llm.client", "guardrail.json_shapes"}
     if name == REFERENCE:
         others = {m for m in others if m.split(".")[0] not in ("app", "mock_llm")}
     assert others <= allowed, f"{name} imports {sorted(others - allowed)}"
