@@ -31,6 +31,8 @@ from functools import partial
 
 from servekit.json_codec import dumps
 
+from .deadlines import POLL_S
+
 CLEAN_ANSWER = "Backups run nightly at 02:00."
 MiB = 1 << 20
 _NAME = re.compile(rb"\[\[hostile:([a-z0-9-]+)\]\]")
@@ -185,7 +187,8 @@ def serve_hostile_upstream(scripts: Mapping[str, Script]) -> Generator[HostileUp
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    poll = {"poll_interval": POLL_S}  # how soon shutdown() is seen (0.5 s by default)
+    thread = threading.Thread(target=server.serve_forever, kwargs=poll, daemon=True)
     thread.start()
     upstream.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
