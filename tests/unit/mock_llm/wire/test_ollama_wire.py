@@ -6,13 +6,12 @@ import json
 
 import ollama
 
-from mock_llm import builtin_flows
 from mock_llm.flows.model import ErrorEventFault, HttpFault, MalformedFault, Step, ToolCall
 from mock_llm.play.response_plan import RequestShape, ResponsePlan, plan_response
 from mock_llm.wire.ollama import chat_lines, chat_response, tool_calls
 
 from ....support.cases import check_each
-from ...conftest import MESSAGES, META, sent
+from ...conftest import MESSAGES, META, built_in_answers, sent
 
 
 def ollama_plan(step: Step, *, stream: bool = True) -> ResponsePlan:
@@ -78,12 +77,7 @@ def test_every_built_in_flow_streams_and_answers_whole_alike_as_the_client_reads
         assert lines[-1].eval_count == whole.eval_count
         assert (whole.eval_count or 0) > 0
 
-    steps = [
-        (f"{name}-{index + 1}", step)
-        for name, flow in sorted(builtin_flows().items())
-        for index, step in enumerate(flow.steps)
-        if step.fault is None
-    ]
+    steps = built_in_answers()
     assert check_each(steps, check) == len(steps) > 0
 
 

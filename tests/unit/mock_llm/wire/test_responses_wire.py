@@ -12,7 +12,6 @@ import pydantic
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from mock_llm import builtin_flows
 from mock_llm.flows.chunking import split
 from mock_llm.flows.model import (
     Chunking,
@@ -30,7 +29,7 @@ from mock_llm.wire import openai as openai_wire
 from mock_llm.wire.responses import failure_events, response, stream_events
 
 from ....support.cases import check_each
-from ...conftest import CALL, FULL, MESSAGES, META, plan, sent, typed_events
+from ...conftest import CALL, FULL, MESSAGES, META, built_in_answers, plan, sent, typed_events
 
 EVENTS = pydantic.TypeAdapter[ResponseStreamEvent](ResponseStreamEvent)
 
@@ -242,12 +241,7 @@ def test_every_built_in_flow_plays_as_events_the_sdk_accepts_saying_what_the_ste
         assert [(i.name, i.arguments) for i in whole.output if i.type == "function_call"] == calls
         assert whole.status == ("incomplete" if cut_short else "completed")
 
-    steps = [
-        (f"{name}-{index + 1}", step)
-        for name, flow in sorted(builtin_flows().items())
-        for index, step in enumerate(flow.steps)
-        if step.fault is None
-    ]
+    steps = built_in_answers()
     assert check_each(steps, check) == len(steps) > 0
 
 
