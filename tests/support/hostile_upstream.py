@@ -114,6 +114,11 @@ def many_choices(count: int = 10_000) -> Iterator[bytes]:
     yield from clean_stream()
 
 
+LONG_COMMENT = b": " + b"z" * 1020 + b"\n\n"
+"""An SSE comment line of 1 KiB: a bomb of these inflates as far with a seventieth of the
+lines to read."""
+
+
 def gzip_bomb(block: bytes = b": keep-alive\n\n", blocks: int | None = None) -> Iterator[bytes]:
     """A gzip stream of `block` repeated, in blocks of 1 MiB decoded (`blocks` of them;
     None: for ever), each flushed: a few kilobytes on the wire for every megabyte."""

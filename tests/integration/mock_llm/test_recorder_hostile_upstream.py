@@ -38,11 +38,13 @@ from ...support.deadlines import DEADLINE_S
 from ...support.hostile_upstream import (
     CLEAN_ANSWER,
     INVALID_SHOWN,
+    LONG_COMMENT,
     SPLIT_TEXT,
     HostileUpstream,
     MiB,
     Script,
     ending,
+    gzip_bomb,
     long_line,
     many_choices,
     serve_hostile_upstream,
@@ -54,6 +56,8 @@ SCRIPTS = {
     **ending(2 * SMALL_CHUNKS, (SMALL_BYTES >> 20) + 1),
     "long-line": Script(partial(long_line, total=DEFAULT_MAX_LINE_BYTES + MiB // 2)),
     "many-choices": Script(partial(many_choices, count=1000)),
+    # comment lines of 1 KiB, not 14 bytes: as many bytes, a seventieth of the lines to read
+    "gzip-bomb": Script(partial(gzip_bomb, LONG_COMMENT, (SMALL_BYTES >> 20) + 1), gzip=True),
 }
 SKIPPED = {
     "long-line": f"an event-stream line is longer than {DEFAULT_MAX_LINE_BYTES} bytes",
