@@ -1,7 +1,10 @@
 """The guard proxy's memory in front of a hostile model server (issue 27), case by case.
 
 A raw upstream in this process (asyncio, loopback) plays each hostile case at full size; the
-guard proxy runs as a subprocess in front of it (`python -m guard`). Its baseline RSS is
+guard proxy runs as a subprocess in front of it (`python -m guard`). The cases are played on
+chat completions, and the opener with no end marker on every guarded streamed route too
+(the Responses API, the Messages API, Ollama's /api/chat: the volume behind
+tests/unit/guard/test_hostile_replies.py). Its baseline RSS is
 read after clean streams; before each case its peak is reset (`/proc/PID/clear_refs`), and
 after it the peak (`VmHWM`) is read, while a clean stream runs alongside the hostile one.
 A row passes when the peak stays within the case's stated bound (plus `SLACK_BYTES`) of the
@@ -34,6 +37,7 @@ from verdicts import report, verdict
 from guard.reply import MAX_TEXTS
 from guard.upstream import MAX_ANSWER_BYTES
 from servekit.sse import DEFAULT_MAX_LINE_BYTES
+from tests.support.guarded_wires import CHAT, MESSAGES, OLLAMA, RESPONSES, WIRES, Wire
 
 MIB = 1024 * 1024
 SLACK_BYTES = 16 * MIB
@@ -63,8 +67,8 @@ def text(content: str, index: int = 0) -> bytes:
     return chunk_event({"content": content}, index)
 
 
-def sse_head(*headers: str) -> bytes:
-    lines = ["HTTP/1.1 200 OK", "content-type: text/event-stream", *headers]
+def sse_head(*headers: str, content_type: str = "text/event-stream") -> bytes:
+    lines = ["HTTP/1.1 200 OK", f"content-type: {content_type}", *headers]
     return ("\r\n".join([*lines, "transfer-encoding: chunked", "connection: close"])).encode() + (
         b"\r\n\r\n"
     )
@@ -96,6 +100,19 @@ def invalid_utf8() -> Iterator[bytes]:
     yield from (split[:cut], split[cut:] + CLOSING)
 
 
+def unended_span_on(wire: Wire) -> Callable[[], Iterator[bytes]]:
+    """`unended_span` in another route's stream format."""
+
+    def body() -> Iterator[bytes]:
+        yield wire.opening + wire.text("<|tool_call_start|>", 0)
+        piece = wire.text("[read(path='/homelab/backup-notes.md')] " * 100, 0)
+        for _ in range(HOSTILE_BYTES // len(piece)):
+            yield piece
+        yield wire.closing
+
+    return body
+
+
 def many_choices() -> Iterator[bytes]:
     yield OPENING
     for index in range(10_000):
@@ -124,6 +141,7 @@ class Case:
     promise: str  # what the client must get
     headers: tuple[str, ...] = ()
     chunked: bool = True  # else one body with no transfer coding (the bomb's bytes)
+    wire: Wire = CHAT  # the route it is played on (tests/support/guarded_wires.py)
 
 
 TOO_MANY = f"a reply with more than {MAX_TEXTS} choices or parts"
@@ -166,6 +184,17 @@ CASES = (
         DEFAULT_MAX_LINE_BYTES,
         f"in-band error: {LINE}",
     ),
+    *(
+        Case(
+            f"opener, 50 MB with no end ({wire.name})",
+            unended_span_on(wire),
+            "held text: an end marker's prefix; first_span 200 chars",
+            0,
+            f"the one recovery: {CLEAN!r}",
+            wire=wire,
+        )
+        for wire in (RESPONSES, MESSAGES, OLLAMA)
+    ),
 )
 BY_MARK = {f"{CASE_MARK}{n}]]": c for n, c in enumerate(CASES)}
 
@@ -182,12 +211,17 @@ async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 length = int(value)
         body = await reader.readexactly(length)
         case = next((c for mark, c in BY_MARK.items() if mark.encode() in body), None)
+        wire = next((w for w in WIRES if head.startswith(f"POST {w.path} ".encode())), CHAT)
         if not head.startswith(b"POST"):
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+        elif (case is None or RECOVERY_MARK in body) and wire is not CHAT:
+            clean = [wire.opening + wire.text(CLEAN, 0) + wire.closing]
+            await write_chunked(writer, sse_head(content_type=wire.content_type), iter(clean))
         elif case is None or RECOVERY_MARK in body:
             await write_chunked(writer, sse_head(), clean_stream())
         elif case.chunked:
-            await write_chunked(writer, sse_head(*case.headers), case.body())
+            head_out = sse_head(*case.headers, content_type=case.wire.content_type)
+            await write_chunked(writer, head_out, case.body())
         else:
             writer.write(sse_head(*case.headers).replace(b"transfer-encoding: chunked\r\n", b""))
             for piece in case.body():
@@ -250,8 +284,9 @@ class Target:
 
     name: str
     start: Callable[[str, Path], contextlib.AbstractAsyncContextManager[RunningServer]]
-    ask: Callable[[httpx.AsyncClient, RunningServer, str], Awaitable[Got]]
+    ask: Callable[[httpx.AsyncClient, RunningServer, str, Wire], Awaitable[Got]]
     kept: Callable[[Case, Got], tuple[bool, str]]
+    wires: tuple[Wire, ...] = (CHAT,)  # the routes it serves: a case on another is not its
 
 
 def guard_server(
@@ -260,9 +295,10 @@ def guard_server(
     return serving(lambda port: module_spec("guard", port, "--upstream", upstream), folder)
 
 
-async def ask_guard(client: httpx.AsyncClient, server: RunningServer, question: str) -> Got:
-    body = {"model": "m", "messages": [{"role": "user", "content": question}], "stream": True}
-    got = await client.post(f"{server.base_url}/v1/chat/completions", json=body)
+async def ask_guard(
+    client: httpx.AsyncClient, server: RunningServer, question: str, wire: Wire
+) -> Got:
+    got = await client.post(f"{server.base_url}{wire.path}", json=wire.asks(question))
     return Got(got.status_code, got.content)
 
 
@@ -283,6 +319,10 @@ def chat_outcome(got: Got) -> str:
 
 
 def guard_kept(case: Case, got: Got) -> tuple[bool, str]:
+    if case.wire is not CHAT:  # the opener on another route: its recovery's text, no error
+        error = case.wire.error_of(got.body) if got.status == 200 else got.body.decode()[:100]
+        outcome = repr(case.wire.text_of(got.body)) if error is None else f"error: {error}"
+        return outcome == repr(CLEAN), outcome
     outcome = chat_outcome(got)
     if case.body is gzip_bomb:
         return got.status == 502 and "Content-Encoding gzip" in outcome, outcome
@@ -295,17 +335,21 @@ def guard_kept(case: Case, got: Got) -> tuple[bool, str]:
     return LINE in outcome, outcome
 
 
-GUARD = Target("guard proxy", guard_server, ask_guard, guard_kept)
+GUARD = Target("guard proxy", guard_server, ask_guard, guard_kept, WIRES)
 TARGETS = (GUARD,)
 
 # --- measuring --------------------------------------------------------------------------------
 
 
 async def one(
-    client: httpx.AsyncClient, target: Target, server: RunningServer, question: str
+    client: httpx.AsyncClient,
+    target: Target,
+    server: RunningServer,
+    question: str,
+    wire: Wire = CHAT,
 ) -> Got:
     async with asyncio.timeout(REQUEST_GUARD_S):
-        return await target.ask(client, server, question)
+        return await target.ask(client, server, question, wire)
 
 
 async def rows(target: Target, upstream: str, folder: Path) -> list[str]:
@@ -316,9 +360,11 @@ async def rows(target: Target, upstream: str, folder: Path) -> list[str]:
             await one(client, target, server, "a clean question")
         baseline = memory(pid)["VmRSS"]
         for number, case in enumerate(CASES):
+            if case.wire not in target.wires:
+                continue
             reset_peak(pid)
             hostile, clean = await asyncio.gather(
-                one(client, target, server, f"{CASE_MARK}{number}]]"),
+                one(client, target, server, f"{CASE_MARK}{number}]]", case.wire),
                 one(client, target, server, "a clean question alongside"),
             )
             peak = memory(pid)["VmHWM"]

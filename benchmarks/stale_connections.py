@@ -3,9 +3,12 @@
 Serves the mock under uvicorn with a short keep-alive, sends bursts of concurrent streamed
 completions after idle gaps just around it, and counts the requests each client loses: an
 old-settings aiohttp baseline, the guard proxy, and the app's model client (with and
-without a long idle time). Targets: the proxy and the app's client lose none. A baseline
-that loses none says NO VERDICT (the race was not met); a missed target exits 1.
-Loopback only, bounded (about 2.5 minutes). See docs/benchmarks.md.
+without a long idle time); then bursts spread over every route of the guard proxy and of
+the recorder (chat completions, the Responses API, the Messages API and Ollama's /api/chat,
+each streamed and whole, and a passed-on GET). Targets: the proxy, the app's client and
+the recorder lose none, on any route. A baseline that loses none says NO VERDICT (the race
+was not met); a missed target exits 1. Loopback only, bounded (about 4 minutes). See
+docs/benchmarks.md.
 
     uv run python benchmarks/stale_connections.py
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import sys
@@ -22,10 +26,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from servers import REPO_ROOT, RunningServer, ServerSpec, guard_spec, serving
-from turns import QUESTION, Keys, chat_body, chat_streams
+from turns import QUESTION, Keys, Turn, chat_body, chat_streams, post_request, stream_one
 from verdicts import report, verdict
 
 from app.errors import LLMError
@@ -35,12 +40,14 @@ from servekit.pool import POOL_IDLE_S
 
 REQUEST_GUARD_S = 60.0  # a hang guard per request, not a timing claim
 AIOHTTP_IDLE_S = 15.0  # aiohttp's default keep-alive of an idle pooled connection
-CLIENTS = ("baseline", "guard", "app", "app-retry-only")
+CLIENTS = ("baseline", "guard", "app", "app-retry-only", "guard-routes", "recorder-routes")
 TITLES = {
     "baseline": "plain aiohttp session (old: 15 s idle, no retry)",
     "guard": f"guard proxy ({POOL_IDLE_S:g} s idle + retry)",
     "app": f"app's model client ({POOL_IDLE_S:g} s idle + retry)",
     "app-retry-only": "app's model client, 15 s idle (retry alone)",
+    "guard-routes": "guard proxy, every route",
+    "recorder-routes": "recorder, every route",
 }
 
 Burst = Callable[[int], Awaitable[int]]  # sends N requests at once; how many were lost
@@ -120,6 +127,116 @@ def app_burst(client: UpstreamClient, keys: Keys) -> Burst:
     return burst
 
 
+# --- every route of the guard proxy and of the recorder ------------------------------------------
+
+
+def _json(body: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _last(body: bytes, separator: bytes) -> bytes:
+    """The last non-blank event (or line) of a streamed body."""
+    parts = [part for part in body.split(separator) if part.strip()]
+    return parts[-1] if parts else b""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route a burst spreads over: its request (a body made with a fresh mock KEY, or
+    None for a GET) and whether what came back is the whole answer."""
+
+    name: str
+    path: str
+    body: Callable[[Keys], dict[str, Any]] | None
+    whole: Callable[[bytes], bool]
+
+
+def _question(keys: Keys) -> str:
+    return f"{QUESTION} {keys.trigger('clean')}"
+
+
+def _messages(keys: Keys) -> list[dict[str, str]]:
+    return [{"role": "user", "content": _question(keys)}]
+
+
+ROUTES = (
+    Route("chat, streamed", "/v1/chat/completions", lambda k: chat_body(k, "clean"),
+          lambda b: b.rstrip().endswith(b"data: [DONE]")),
+    Route("chat, whole", "/v1/chat/completions",
+          lambda k: {"model": "m", "stream": False, "messages": _messages(k)},
+          lambda b: _json(b).get("object") == "chat.completion"),
+    Route("responses, streamed", "/v1/responses",
+          lambda k: {"model": "m", "stream": True, "input": _question(k)},
+          lambda b: b"response.completed" in _last(b, b"\n\n")),
+    Route("responses, whole", "/v1/responses",
+          lambda k: {"model": "m", "input": _question(k)},
+          lambda b: _json(b).get("status") == "completed"),
+    Route("messages, streamed", "/v1/messages",
+          lambda k: {"model": "m", "max_tokens": 64, "stream": True, "messages": _messages(k)},
+          lambda b: b"message_stop" in _last(b, b"\n\n")),
+    Route("messages, whole", "/v1/messages",
+          lambda k: {"model": "m", "max_tokens": 64, "messages": _messages(k)},
+          lambda b: _json(b).get("type") == "message"),
+    Route("ollama, streamed", "/api/chat", lambda k: {"model": "m", "messages": _messages(k)},
+          lambda b: _json(_last(b, b"\n")).get("done") is True),
+    Route("ollama, whole", "/api/chat",
+          lambda k: {"model": "m", "stream": False, "messages": _messages(k)},
+          lambda b: _json(b).get("done") is True),
+    Route("passed on (GET /v1/models)", "/v1/models", None,
+          lambda b: _json(b).get("object") == "list"),
+)  # fmt: skip
+
+
+def get_request(port: int, path: str) -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+
+
+def lost(route: Route, turn: Turn) -> bool:
+    return turn.error is not None or turn.status != 200 or not route.whole(b"".join(turn.body))
+
+
+@dataclass
+class RouteLosses:
+    """What a client that spreads its bursts over ROUTES lost on each route."""
+
+    lost: dict[str, int] = field(default_factory=lambda: {r.name: 0 for r in ROUTES})
+    sent: dict[str, int] = field(default_factory=lambda: {r.name: 0 for r in ROUTES})
+
+
+def routes_burst(server: RunningServer, keys: Keys, losses: RouteLosses) -> Burst:
+    """N requests at once, spread in turn over ROUTES, each on a connection of its own to
+    `server` (so only the server's own upstream pool meets the keep-alive boundary)."""
+
+    async def one(route: Route) -> bool:
+        request = (
+            get_request(server.port, route.path)
+            if route.body is None
+            else post_request(server.port, route.path, route.body(keys))
+        )
+        turn = await stream_one(server.port, request, b"")
+        failed = lost(route, turn)
+        losses.sent[route.name] += 1
+        losses.lost[route.name] += failed
+        return failed
+
+    async def burst(n: int) -> int:
+        routes = [ROUTES[i % len(ROUTES)] for i in range(n)]
+        return sum(await asyncio.gather(*(one(route) for route in routes)))
+
+    return burst
+
+
+def recorder_spec(upstream: RunningServer, out: Path, port: int) -> ServerSpec:
+    """`python -m mock_llm record --upstream UPSTREAM/v1 --out OUT` from the checkout."""
+    argv = [sys.executable, "-m", "mock_llm", "record", "--upstream", f"{upstream.base_url}/v1",
+            "--out", str(out), "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    return ServerSpec("mock_llm-record", argv, dict(os.environ), REPO_ROOT, "/v1/models")
+
+
 # --- the run ----------------------------------------------------------------------------------
 
 
@@ -129,6 +246,7 @@ class Sweep:
 
     lost: dict[float, int] = field(default_factory=dict[float, int])
     retried: int | None = None  # stale requests sent again (the app's client, where known)
+    routes: RouteLosses | None = None  # by route, for a client that spreads over ROUTES
 
 
 async def sweep(burst: Burst, size: int, gaps: Sequence[float]) -> Sweep:
@@ -146,9 +264,11 @@ async def one_keep_alive(
     keys = Keys()
     gaps = [round(keep_alive_s + offset, 3) for offset in args.offsets]
     sweeps: dict[str, Sweep] = {}
+    recording = folder / f"recording-{keep_alive_s}.yaml"
     async with (
         serving(lambda port: mock_spec(keep_alive_s, port), folder) as mock,
         serving(lambda port: guard_spec(mock, port), folder) as guard,
+        serving(lambda port: recorder_spec(mock, recording, port), folder) as recorder,
     ):
         connector = aiohttp.TCPConnector(limit=0)  # the old guard's and app's session
         async with aiohttp.ClientSession(connector=connector) as session:
@@ -159,6 +279,10 @@ async def one_keep_alive(
             async with UpstreamClient(config) as client:
                 sweeps[name] = await sweep(app_burst(client, keys), args.burst, gaps)
                 sweeps[name].retried = client.pool.retried
+        for name, server in (("guard-routes", guard), ("recorder-routes", recorder)):
+            losses = RouteLosses()
+            sweeps[name] = await sweep(routes_burst(server, keys, losses), args.burst, gaps)
+            sweeps[name].routes = losses
     return sweeps
 
 
@@ -206,6 +330,21 @@ async def run(args: argparse.Namespace) -> list[str]:
         f"The app's client sent {retried['app']} requests again on a fresh connection"
         f" ({retried['app-retry-only']} with the 15 s idle time); every one was answered.",
         "",
+        "Requests lost by route, over every burst (the fill bursts included): lost of sent.",
+        "",
+        "| route | " + " | ".join(TITLES[c] for c in ("guard-routes", "recorder-routes")) + " |",
+        "|---|---:|---:|",
+    ]
+    for route in ROUTES:
+        cells = []
+        for client in ("guard-routes", "recorder-routes"):
+            by_route = [s[client].routes for s in results.values()]
+            sent = sum(r.sent[route.name] for r in by_route if r is not None)
+            gone = sum(r.lost[route.name] for r in by_route if r is not None)
+            cells.append(f"{gone} of {sent}")
+        lines.append(f"| {route.name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
         verdict(totals["guard"] == 0, f"the guard proxy lost {totals['guard']} of {requests}"),
         verdict(totals["app"] == 0, f"the app's model client lost {totals['app']} of {requests}"),
         verdict(
@@ -213,6 +352,7 @@ async def run(args: argparse.Namespace) -> list[str]:
             f"with aiohttp's 15 s idle time the retry alone lost {totals['app-retry-only']}"
             f" of {requests}",
         ),
+        *(route_verdict(results, client) for client in ("guard-routes", "recorder-routes")),
         (
             f"PASS: the race was met: the baseline lost {totals['baseline']} of {requests}"
             f" ({met} of {bursts} bursts lost some)"
@@ -221,6 +361,15 @@ async def run(args: argparse.Namespace) -> list[str]:
         ),
     ]
     return lines
+
+
+def route_verdict(results: dict[int, dict[str, Sweep]], client: str) -> str:
+    """Nothing lost on any route, over every burst of the client (its fill bursts too)."""
+    by_route = [r for sweeps in results.values() if (r := sweeps[client].routes) is not None]
+    gone = sum(sum(r.lost.values()) for r in by_route)
+    sent = sum(sum(r.sent.values()) for r in by_route)
+    who = {"guard-routes": "the guard proxy", "recorder-routes": "the recorder"}[client]
+    return verdict(gone == 0, f"{who} lost {gone} of {sent} spread over {len(ROUTES)} routes")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,11 @@ the reproduction blob of a failure. Tests take the profile's example count; a te
 needs more scales it (`settings().max_examples`) rather than fixing a number. Pytest's
 header names the profile in use; `--hypothesis-profile NAME` still overrides the choice.
 
+Every httpx client (the tests' own, the official SDKs', the recorder's) builds a TLS context
+with the CA bundle as it is made, tens of milliseconds of CPU each, though a test only ever
+speaks plain HTTP on loopback: about 1,400 of them cost the integration suite over a minute.
+Here the clients of a process share one context per set of arguments (`shared_ssl_contexts`).
+
 The `key` fixture names a test's turn on the mock (`[[mock:FLOW#KEY]]`), which isolates it
 from every other test on the same server. It is derived from the test's node id, not drawn at
 random: unique within a run, the same in every run, so a journal or log line read in a failed
@@ -24,9 +29,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+import ssl
+from collections.abc import Callable, Mapping
+from typing import Any
 
+import httpx
 import pytest
+from httpx._transports import default as httpx_transports
 from hypothesis import HealthCheck, settings
 
 pytest_plugins = [
@@ -57,6 +66,29 @@ def chosen_profile(environ: Mapping[str, str]) -> str:
 for _name, _profile in PROFILES.items():
     settings.register_profile(_name, _profile)
 settings.load_profile(chosen_profile(os.environ))
+
+
+def shared_ssl_contexts(
+    create: Callable[..., ssl.SSLContext],
+) -> Callable[..., ssl.SSLContext]:
+    """`create` (httpx's `create_ssl_context`), made once per set of arguments."""
+    made: dict[tuple[Any, ...], ssl.SSLContext] = {}
+
+    def shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl.SSLContext:
+        key = (verify, cert, trust_env)
+        try:
+            return made[key]
+        except KeyError:
+            made[key] = create(verify=verify, cert=cert, trust_env=trust_env)
+            return made[key]
+        except TypeError:  # arguments that are no key (a list for `cert`): not shared
+            return create(verify=verify, cert=cert, trust_env=trust_env)
+
+    return shared
+
+
+# The transports call the name they imported: that is the one to replace.
+httpx_transports.create_ssl_context = shared_ssl_contexts(httpx.create_ssl_context)  # pyright: ignore[reportPrivateImportUsage]
 
 
 def pytest_report_header() -> str:

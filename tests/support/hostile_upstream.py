@@ -31,6 +31,8 @@ from functools import partial
 
 from servekit.json_codec import dumps
 
+from .deadlines import POLL_S
+
 CLEAN_ANSWER = "Backups run nightly at 02:00."
 MiB = 1 << 20
 _NAME = re.compile(rb"\[\[hostile:([a-z0-9-]+)\]\]")
@@ -112,6 +114,11 @@ def many_choices(count: int = 10_000) -> Iterator[bytes]:
     yield from clean_stream()
 
 
+LONG_COMMENT = b": " + b"z" * 1020 + b"\n\n"
+"""An SSE comment line of 1 KiB: a bomb of these inflates as far with a seventieth of the
+lines to read."""
+
+
 def gzip_bomb(block: bytes = b": keep-alive\n\n", blocks: int | None = None) -> Iterator[bytes]:
     """A gzip stream of `block` repeated, in blocks of 1 MiB decoded (`blocks` of them;
     None: for ever), each flushed: a few kilobytes on the wire for every megabyte."""
@@ -185,7 +192,8 @@ def serve_hostile_upstream(scripts: Mapping[str, Script]) -> Generator[HostileUp
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    poll = {"poll_interval": POLL_S}  # how soon shutdown() is seen (0.5 s by default)
+    thread = threading.Thread(target=server.serve_forever, kwargs=poll, daemon=True)
     thread.start()
     upstream.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:

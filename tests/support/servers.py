@@ -23,6 +23,8 @@ from guard.server import GuardSettings
 from guard.server import create_app as create_guard
 from servekit.in_thread import serve_in_thread
 
+from .deadlines import POLL_S
+
 TEST_FLOWS = Path(__file__).parents[1] / "fixtures" / "flows.yaml"
 
 
@@ -138,7 +140,10 @@ def writing_upstream(answer: Callable[[bytes], Iterable[bytes]]) -> Generator[st
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # serve_forever looks for shutdown() every poll_interval (0.5 s by default, which each
+    # test's upstream took to stop)
+    poll = {"poll_interval": POLL_S}
+    thread = threading.Thread(target=server.serve_forever, kwargs=poll, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

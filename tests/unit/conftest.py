@@ -13,6 +13,7 @@ from pydantic import TypeAdapter
 
 import app
 from app.rag.index import NotesIndex
+from mock_llm import builtin_flows
 from mock_llm.flows.model import Step, ToolCall
 from mock_llm.play.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
 from mock_llm.wire import openai as openai_wire
@@ -22,6 +23,16 @@ MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups r
 CALL = ToolCall("read", '{"path": "/homelab/backups.md"}')
 FULL = Step(content="Backups run nightly.", reasoning="They ask about backups.", tool_calls=(CALL,))
 """A step with reasoning, content and a tool call: every part a format writes."""
+
+
+def built_in_answers() -> list[tuple[str, Step]]:
+    """Every step of every built-in flow that answers (no fault), named `FLOW-N`."""
+    return [
+        (f"{name}-{index + 1}", step)
+        for name, flow in sorted(builtin_flows().items())
+        for index, step in enumerate(flow.steps)
+        if step.fault is None
+    ]
 
 
 def plan(

@@ -10,11 +10,14 @@ line-break character at all, and the turn has exactly one well-formed `chat turn
 The carriers: the user's question, the model's answer and thinking, the arguments and name
 of a tool call, the markup the guardrail strips (its warning quotes the span, the one place
 model text enters the log), the model service's error message (HTTP 400) and a mid-stream
-error event, and the names of notes (listed, grepped and read by the model's tools).
+error event, and the names of notes (listed, grepped and read by the model's tools). Each
+carrier with each text is one turn of one test, the turns one after another: the lines each
+turn added are checked as it ends, and a failure names the carrier and the text.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -28,6 +31,7 @@ import pytest
 from guardrail.policy import strip_warning
 from mock_llm import build_settings, serve_mock
 
+from ...support.cases import check_each_async
 from ...support.deadlines import DEADLINE_S
 from ...support.hostile_text import HOSTILE_TEXT
 from ...support.log_lines import LOG_LINE, TURN_LINE
@@ -143,11 +147,10 @@ def log_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LogApp]:
             yield LogApp(url, settings.log_file)
 
 
-async def turn_id_of(app: LogApp, message: str) -> str:
+async def turn_id_of(client: httpx.AsyncClient, message: str) -> str:
     """Ask, read the whole answer (the turn's log line is written before it ends), and give
     the turn's id."""
-    async with httpx.AsyncClient(base_url=app.url, timeout=DEADLINE_S) as client:
-        response = await client.post("/api/chat", json={"message": message})
+    response = await client.post("/api/chat", json={"message": message})
     assert response.status_code == 200, response.text
     return response.headers["x-turn-id"]
 
@@ -158,25 +161,41 @@ def question(carrier: Carrier, text: str, trigger: str) -> str:
     return f"When do backups run? {trigger}"
 
 
-@pytest.mark.parametrize("text_id", list(HOSTILE_TEXT))
-@pytest.mark.parametrize("carrier", CARRIERS)
-async def test_hostile_text_leaves_one_clean_log_line_per_turn(
-    log_app: LogApp, carrier: Carrier, text_id: str, key: str
-):
-    trigger = f"[[mock:{flow_name(carrier, text_id)}#{key}]]"
-    turn_id = await turn_id_of(log_app, question(carrier, HOSTILE_TEXT[text_id], trigger))
-
-    text = log_app.log_file.read_text(encoding="utf-8")
+def assert_clean(text: str) -> list[str]:
+    """`text` (lines of the log) is whole lines of the log's own shapes, split the same at LF
+    as by `str.splitlines`, with no unsafe character; its lines."""
     lines = text.split("\n")
     assert lines.pop() == "", "the log does not end with a line break"
     assert text.splitlines() == lines, "a line break other than LF in the log"
     assert [line for line in lines if not LOG_LINE.fullmatch(line)] == []
     assert sorted({f"U+{ord(c):04X}" for c in UNSAFE.findall(text)}) == []
-    turn = re.compile(TURN_LINE.format(turn=turn_id))
-    assert len([line for line in lines if turn.fullmatch(line)]) == 1
-    assert len([line for line in lines if f" turn={turn_id} mode=" in line]) == 1
-    if carrier == "stripped-markup":
-        # The text did reach the log, escaped: the strip warning quotes the span on one line.
-        span = markup(HOSTILE_TEXT[text_id])
-        warning = strip_warning(len(span), 1, span)
-        assert len([line for line in lines if line.endswith(f" WARNING {warning}")]) == 1
+    return lines
+
+
+async def test_hostile_text_leaves_one_clean_log_line_per_turn(log_app: LogApp, key: str):
+    cases: list[tuple[str, tuple[int, Carrier, str]]] = [
+        (f"{carrier}-{text_id}", (number, carrier, text_id))
+        for number, (carrier, text_id) in enumerate(itertools.product(CARRIERS, HOSTILE_TEXT))
+    ]
+    written = 0  # how much of the log the turns before this one wrote
+    async with httpx.AsyncClient(base_url=log_app.url, timeout=DEADLINE_S) as client:
+
+        async def one_clean_line(case: tuple[int, Carrier, str]) -> None:
+            nonlocal written
+            number, carrier, text_id = case
+            trigger = f"[[mock:{flow_name(carrier, text_id)}#{key}-{number}]]"
+            turn_id = await turn_id_of(client, question(carrier, HOSTILE_TEXT[text_id], trigger))
+            log = log_app.log_file.read_text(encoding="utf-8")
+            text, written = log[written:], len(log)
+            lines = assert_clean(text)
+            turn = re.compile(TURN_LINE.format(turn=turn_id))
+            assert len([line for line in lines if turn.fullmatch(line)]) == 1
+            assert len([line for line in lines if f" turn={turn_id} mode=" in line]) == 1
+            if carrier == "stripped-markup":
+                # The text did reach the log, escaped: the strip warning quotes the span.
+                span = markup(HOSTILE_TEXT[text_id])
+                warning = strip_warning(len(span), 1, span)
+                assert len([line for line in lines if line.endswith(f" WARNING {warning}")]) == 1
+
+        assert await check_each_async(cases, one_clean_line) == len(CARRIERS) * len(HOSTILE_TEXT)
+    assert_clean(log_app.log_file.read_text(encoding="utf-8"))  # the whole log, once more

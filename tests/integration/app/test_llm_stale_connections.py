@@ -32,7 +32,7 @@ from ...support.servers import app_settings, serve_app
 from ...support.sse import ask
 from ...support.stale_upstream import ANSWER, StaleUpstream, serve_stale_upstream
 
-BURSTS, BURST = 20, 50
+BURSTS, BURST = 2, 10  # the second burst reuses what the first pooled
 MESSAGES: list[ChatMessage] = [{"role": "user", "content": "When do backups run?"}]
 
 
@@ -116,7 +116,7 @@ async def test_bursts_that_reuse_the_pool_lose_no_request_and_wait_for_nothing(
             assert all(answered(items) for items, _ in results)
 
     assert upstream.answered == BURSTS * BURST  # each answered once: none sent twice
-    assert upstream.dropped == client.pool.retried >= BURSTS // 2 - 1
+    assert upstream.dropped == client.pool.retried >= 1  # reused, dropped, sent again
     assert sleeps.delays == []
     assert client.idle()
 

@@ -2,12 +2,14 @@
 as the client: `messages.create(stream=True)`, the `messages.stream()` helper with
 `get_final_message()`, and a whole `messages.create`.
 
-Every built-in flow whose first step answers is one turn through the proxy: a flow with an
-`expect` block and no tool call in that step gets exactly what the block says (the text
-shown, the recovery: two upstream requests, the second with the correction in `system` and
-no tools; the malformed-reply error, which the SDK raises; the stripped count in the proxy's
-log line); a tool-call flow shows its round's filtered text and its tool uses as they came.
-Clean streams go out byte for byte; faults pass through or end in Anthropic's error event."""
+One built-in flow of each outcome class (played_flows.SAMPLED; every flow is replayed
+through the route's guard in tests/unit/guard/test_guard_messages.py) is one turn through
+the proxy: a flow with an `expect` block and no tool call in that step gets exactly what the
+block says (the text shown, the recovery: two upstream requests, the second with the
+correction in `system` and no tools; the malformed-reply error, which the SDK raises; the
+stripped count in the proxy's log line); a tool-call flow shows its round's filtered text
+and its tool uses as they came. Clean streams go out byte for byte; faults pass through or
+end in Anthropic's error event."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from ...support.servers import chunked_answer, scripted_upstream, serve_guard
 from ...support.sse import lines_until
 from ..conftest import claude_for
 from ..helpers.pass_through import assert_passed_on_as_is
-from ..helpers.played_flows import FLOWS, PLAYED, assert_guarded_turn, shown_for
+from ..helpers.played_flows import FLOWS, SAMPLED, assert_guarded_turn, shown_for
 from ..helpers.recovery import (
     MARKUP,
     RECOVERY_CUT,
@@ -80,7 +82,7 @@ def create(**extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("mode", ["stream", "helper", "whole"])
-@pytest.mark.parametrize("name", PLAYED)
+@pytest.mark.parametrize("name", SAMPLED)
 async def test_each_flow_reaches_the_client_as_its_expect_block_says(
     claude: anthropic.AsyncAnthropic,
     http: httpx.AsyncClient,

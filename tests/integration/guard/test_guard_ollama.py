@@ -1,7 +1,8 @@
 """The guard proxy's Ollama front door, with the mock as the upstream and the official
 ollama client as the client.
 
-Every built-in flow whose first step answers (played_flows.PLAYED) is one turn through the
+One built-in flow of each outcome class (played_flows.SAMPLED; every flow is replayed through
+the route's guard, both APIs, in tests/unit/guard/test_guard_ollama.py) is one turn through the
 proxy's /api/chat, streamed and whole: a flow with an `expect` block reaches the client as
 that block says (the text shown, the recovery with its corrected request, the malformed
 reply error, the stripped count in the proxy's log; a tool round is answered as a client
@@ -46,7 +47,7 @@ from ...support.ports import refusing_port
 from ...support.processes import guard_process
 from ...support.servers import serve_guard
 from ..helpers.pass_through import assert_passed_on_as_is
-from ..helpers.played_flows import FLOWS, PLAYED
+from ..helpers.played_flows import FLOWS, SAMPLED
 from ..helpers.recovery import (
     RECOVERY_CUT,
     RECOVERY_FAULTS,
@@ -143,7 +144,7 @@ def logged(caplog: pytest.LogCaptureFixture, route: str = "ollama-chat") -> list
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
-@pytest.mark.parametrize("name", PLAYED)
+@pytest.mark.parametrize("name", SAMPLED)
 async def test_each_flow_reaches_the_ollama_client_as_its_expect_block_says(
     client: ollama.AsyncClient,
     direct: ollama.AsyncClient,
@@ -410,7 +411,7 @@ def generate_proxy_url(generate_upstream: str) -> Iterator[str]:
 
 GENERATE_FLOWS = sorted(
     name
-    for name in PLAYED
+    for name in SAMPLED
     if (flow := FLOWS[name]).expect is not None and not flow.steps[0].tool_calls
 )
 

@@ -2,11 +2,12 @@
 as the client: `responses.create(stream=True)`, the `responses.stream()` helper with
 `get_final_response()`, and a whole `responses.create`.
 
-Every built-in flow whose first step answers is one turn through the proxy: a flow with an
-`expect` block and no tool call in that step gets exactly what the block says (the text
-shown, the recovery: two upstream requests, the malformed-reply error, the stripped count in
-the proxy's log line); a tool-call flow shows its round's filtered text and its calls as
-they came. Clean streams go out byte for byte; faults pass through."""
+One built-in flow of each outcome class (played_flows.SAMPLED; every flow is replayed
+through the route's guard in tests/unit/guard/test_guard_responses.py) is one turn through
+the proxy: a flow with an `expect` block and no tool call in that step gets exactly what the
+block says (the text shown, the recovery: two upstream requests, the malformed-reply error,
+the stripped count in the proxy's log line); a tool-call flow shows its round's filtered
+text and its calls as they came. Clean streams go out byte for byte; faults pass through."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from ...support.servers import (
 from ...support.sse import lines_to_first_comment
 from ..conftest import sdk_for
 from ..helpers.pass_through import assert_passed_on_as_is
-from ..helpers.played_flows import FLOWS, PLAYED, assert_guarded_turn, shown_for
+from ..helpers.played_flows import FLOWS, SAMPLED, assert_guarded_turn, shown_for
 from ..helpers.recovery import (
     MARKUP,
     RECOVERY_CUT,
@@ -75,7 +76,7 @@ async def sdk(proxy_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
 
 
 @pytest.mark.parametrize("mode", ["stream", "helper", "whole"])
-@pytest.mark.parametrize("name", PLAYED)
+@pytest.mark.parametrize("name", SAMPLED)
 async def test_each_flow_reaches_the_client_as_its_expect_block_says(
     sdk: openai.AsyncOpenAI,
     http: httpx.AsyncClient,

@@ -3,12 +3,15 @@
 tests/support/stale_upstream.py answers each connection's first request and closes it on the first
 bytes of its second: every upstream request the proxy sends on a pooled connection meets
 the race a real server's keep-alive makes by chance. Through every guarded route, streamed
-and whole, and a passed-on request, bursts of concurrent requests (each burst after the
-one before has ended, so it reuses what that one pooled) lose nothing, no request is sent
-twice, and the retry is never a recovery. A fresh connection that is refused or dropped is
-still the route's 502, not retried, and the log line names its cause. The proxy keeps idle
-upstream connections for DEADLINE_S here, so reuse is certain; its own server keeps the
-test client's connections as long, so the client's hop never meets the race.
+and whole, and a passed-on request, two bursts of concurrent requests (the second after the
+first has ended, so it reuses what the first pooled, and the upstream drops those) lose
+nothing, no request is sent twice, and the retry is never a recovery. The race is certain,
+so two bursts prove it; the volume (bursts of 200 at a real server's keep-alive, every
+route) is `uv run python benchmarks/stale_connections.py`. A fresh connection that is
+refused or dropped is still the route's 502, not retried, and the log line names its cause.
+The proxy keeps idle upstream connections for DEADLINE_S here, so reuse is certain; its own
+server keeps the test client's connections as long, so the client's hop never meets the
+race.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from ...support.deadlines import DEADLINE_S
 from ...support.ports import refusing_port
 from ...support.stale_upstream import ANSWER, StaleUpstream, serve_stale_upstream
 
-BURSTS, BURST = 20, 50
+BURSTS, BURST = 2, 10  # the second burst reuses what the first pooled
 MESSAGES = [{"role": "user", "content": "When do backups run?"}]
 MARKUP = "<|tool_call_start|>[read(path='/homelab/backups.md')]<|tool_call_end|>"
 LINE = re.compile(r"guard: (\S+) status=(\d+)( error=\S+ reused=\S+)? stream=\S+ retries=(\d+) ")
@@ -193,7 +196,7 @@ async def test_bursts_through_each_route_lose_nothing_and_send_nothing_twice(
             assert texts == [ANSWER] * BURST
 
     assert upstream.answered == BURSTS * BURST  # each answered once: no request sent twice
-    assert upstream.dropped >= BURSTS // 2 - 1  # the proxy did reuse (every other burst)
+    assert upstream.dropped >= 1  # the proxy did reuse, and the upstream closed what it reused
     assert lines(guard_log) == [(route.log_name, 200, "", 0)] * (BURSTS * BURST)
 
 
@@ -211,7 +214,7 @@ async def test_bursts_of_passed_on_requests_lose_nothing(
             assert bodies == [{"object": "list", "data": []}] * BURST
 
     assert upstream.answered == BURSTS * BURST
-    assert upstream.dropped >= BURSTS // 2 - 1
+    assert upstream.dropped >= 1
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])

@@ -1,11 +1,16 @@
 """The built-in flows a wire-format test plays whole: those whose first step answers.
 
 Shared by the tests of each wire format (chat completions through the proxy, Ollama's API,
-the Responses API, Anthropic's Messages API, the LiteLLM guardrail), so that each is held to
-every such flow, not to a sample of them; `shown_for` and `requests_for` say what one turn
-of a flow through a guard gives its client, and `assert_guarded_turn` checks what every
-route's turn has in common. Each judges a family flow by MODEL, the model name the tests
-send, as the guard's default (`auto`) does (tests/support/families.py).
+the Responses API, Anthropic's Messages API, the LiteLLM guardrail). Over HTTP each plays
+SAMPLED: one flow of each outcome class (`outcome`: clean, look-alikes shown, stripped and
+shown, recovered once, the malformed-reply error, cut at its length, tool calls, thinking,
+a family's markup shown as another model's text...), read from the flows' own data, so a new
+kind of flow is sampled as soon as it is built in. Every flow is replayed through each
+route's pure code at the unit level (tests/unit/guard/, tests/unit/integrations/,
+tests/unit/mock_llm/wire/). `shown_for` and `requests_for` say what one turn of a flow
+through a guard gives its client, and `assert_guarded_turn` checks what every route's turn
+has in common. Each judges a family flow by MODEL, the model name the tests send, as the
+guard's default (`auto`) does (tests/support/families.py).
 """
 
 from __future__ import annotations
@@ -42,6 +47,40 @@ PLAYED = sorted(
 )
 """Every built-in flow whose first step answers (text, thinking, tool calls, length) in
 under LONG_S; `slow` is read in part, the faults have tests of their own."""
+
+
+def outcome(name: str) -> tuple[object, ...]:
+    """What kind of turn the flow's first step makes, through a guard and on the wire, as
+    its own data says: its expected error, recovery and stripping; whether a family's
+    markup is shown as text for MODEL; tool calls, thinking (with markup or not), the
+    finish; and whether its answer is markup-free bytes a guard passes on untouched."""
+    flow = FLOWS[name]
+    step = flow.steps[0]
+    expect = flow.expect_for(MODEL)
+    return (
+        None if expect is None else expect.error,
+        expect is not None and expect.recovery,
+        expect is not None and expect.stripped_chars > 0,
+        expect is not flow.expect,
+        bool(step.tool_calls),
+        bool(step.reasoning),
+        scrub(step.reasoning, DEFAULT_REGISTRY) != step.reasoning,
+        step.resolved_finish_reason,
+        "<" not in step.content,
+    )
+
+
+def sample(names: list[str]) -> list[str]:
+    """One flow of each outcome class among `names`: the first by name, a flow of no family
+    before a family's."""
+    chosen: dict[tuple[object, ...], str] = {}
+    for name in sorted(names, key=lambda n: (FLOWS[n].family is not None, n)):
+        chosen.setdefault(outcome(name), name)
+    return sorted(chosen.values())
+
+
+SAMPLED = sample(PLAYED)
+"""One flow of each outcome class of PLAYED: what a route plays over HTTP."""
 
 ONE_REQUEST_TURNS = sorted(
     name

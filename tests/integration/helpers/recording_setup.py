@@ -180,6 +180,11 @@ def again_key(key: str) -> str:
     return "r" + key[1:]
 
 
+def keys_for(key: str, flows: list[str]) -> dict[str, str]:
+    """A KEY per flow, each of `key`'s length, so one recording holds every flow's turn."""
+    return {flow: f"{key[:-2]}{n:02x}" for n, flow in enumerate(flows)}
+
+
 def ask(flow: str, key: str, stream: bool = True, **extra: Any) -> dict[str, Any]:
     messages = [{"role": "user", "content": f"When do backups run? [[mock:{flow}#{key}]]"}]
     return {"model": "lfm2-test", "messages": messages, "stream": stream, **extra}

@@ -3,9 +3,11 @@
 What LiteLLM's proxy does around a guardrail, done in-process: the request goes to the
 mock through litellm's own OpenAI client, its stream or completion goes through the hook,
 and the one recovery is a real second `litellm.acompletion` (no proxy here, so no router:
-the request carries the mock's address). Every built-in flow whose first answer has no tool
-call is one turn, and its `expect` block is what comes out, streamed and whole; the mock's
-journal shows the recovery request. LiteLLM's proxy itself: tests/thirdparty.
+the request carries the mock's address). One built-in flow of each outcome class whose first
+answer has no tool call (played_flows.sample; every flow goes through the filters, streamed
+and whole, in tests/unit/integrations/test_litellm_filter.py) is one turn, and its `expect`
+block is what comes out, streamed and whole; the mock's journal shows the recovery request.
+LiteLLM's proxy itself: tests/thirdparty.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ...support.deadlines import DEADLINE_S
 from ...support.families import hidden_canary
 from ...support.journal import settled_journal
 from ...support.litellm_chunks import THIRD_PARTY_WARNINGS
-from ..helpers.played_flows import FLOWS, ONE_REQUEST_TURNS
+from ..helpers.played_flows import FLOWS, ONE_REQUEST_TURNS, sample
 from ..helpers.recovery import SYSTEM, assert_chat_recovery
 
 pytestmark = THIRD_PARTY_WARNINGS
@@ -78,7 +80,7 @@ async def whole(data: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
-@pytest.mark.parametrize("name", ONE_REQUEST_TURNS)
+@pytest.mark.parametrize("name", sample(ONE_REQUEST_TURNS))
 async def test_each_flow_comes_out_of_the_hook_as_its_expect_block_says(
     mock_url: str, http: httpx.AsyncClient, key: str, name: str, stream: bool
 ):

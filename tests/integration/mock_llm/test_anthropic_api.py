@@ -1,6 +1,8 @@
-"""The mock's Messages API (`POST /v1/messages`) through the official anthropic SDK: the same
-flows as on chat completions, streamed (`messages.create(stream=True)`, the
-`messages.stream` helper) and whole, and every fault kind in the Messages API's shapes."""
+"""The mock's Messages API (`POST /v1/messages`) through the official anthropic SDK: one flow
+of each outcome class (played_flows.SAMPLED; every built-in flow is read with the SDK's
+models in tests/unit/mock_llm/wire/test_anthropic_wire.py), streamed
+(`messages.create(stream=True)`, the `messages.stream` helper) and whole, and every fault
+kind in the Messages API's shapes."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from mock_llm.wire.anthropic import STOP_REASONS
 from ...support.deadlines import DEADLINE_S
 from ...support.journal import settled_journal
 from ..conftest import claude_for
-from ..helpers.played_flows import FLOWS, PLAYED
+from ..helpers.played_flows import FLOWS, SAMPLED
 
 MAX_TOKENS = 1024
 TOOLS: list[Any] = [{"name": "read", "input_schema": {"type": "object"}}]
@@ -145,7 +147,7 @@ async def whole(claude: anthropic.AsyncAnthropic, flow: str, key: str, **extra: 
     )
 
 
-@pytest.mark.parametrize("flow", PLAYED)
+@pytest.mark.parametrize("flow", SAMPLED)
 async def test_a_flow_plays_alike_streamed_through_the_helper_and_whole(
     claude: anthropic.AsyncAnthropic, key: str, flow: str
 ):

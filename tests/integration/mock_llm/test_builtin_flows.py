@@ -1,7 +1,8 @@
 """Every built-in flow, every step (and one request past the last), streamed and not.
 
 The expectations are derived from each flow's own definition, so this file is an executable
-statement that the wire replays every step exactly, whatever flows are added later.
+statement that the wire replays every step exactly, whatever flows are added later. Each
+test plays every flow in turn (a KEY each) and names every flow that fails.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import json
 from dataclasses import asdict
 
 import httpx
-import pytest
 
 from mock_llm import builtin_flows
 from mock_llm.flows.model import (
@@ -23,6 +23,7 @@ from mock_llm.flows.model import (
     Step,
 )
 
+from ...support.cases import check_each_async
 from ...support.journal import settled_journal
 from ...support.sse import chat_body, read_sse
 
@@ -53,8 +54,16 @@ def streamed_tool_calls(chunks: list[dict]) -> list[tuple[str, str]]:
     return [(name, args) for name, args in (calls[i] for i in sorted(calls))]
 
 
-@pytest.mark.parametrize("name", sorted(FLOWS))
-async def test_streamed_flow_replays_every_step(http: httpx.AsyncClient, key: str, name: str):
+async def test_each_streamed_flow_replays_every_step(http: httpx.AsyncClient, key: str):
+    names = sorted(FLOWS)
+    checked = await check_each_async(
+        ((name, name) for name in names),
+        lambda name: streamed_flow_replays_every_step(http, f"{key}-{name}", name),
+    )
+    assert checked == len(names)
+
+
+async def streamed_flow_replays_every_step(http: httpx.AsyncClient, key: str, name: str):
     flow = FLOWS[name]
     for request_number in range(1, len(flow.steps) + 2):
         step = flow.step_for(request_number - 1)
@@ -102,10 +111,15 @@ QUICK = sorted(
 )
 
 
-@pytest.mark.parametrize("name", QUICK)
-async def test_non_streamed_flow_answers_every_step_whole(
-    http: httpx.AsyncClient, key: str, name: str
-):
+async def test_each_non_streamed_flow_answers_every_step_whole(http: httpx.AsyncClient, key: str):
+    checked = await check_each_async(
+        ((name, name) for name in QUICK),
+        lambda name: non_streamed_flow_answers_every_step_whole(http, f"{key}-{name}", name),
+    )
+    assert checked == len(QUICK)
+
+
+async def non_streamed_flow_answers_every_step_whole(http: httpx.AsyncClient, key: str, name: str):
     flow = FLOWS[name]
     for index, step in enumerate(flow.steps):
         response = await http.post(

@@ -1,8 +1,9 @@
 """The mock's Gemini API (`/v1beta/models/{model}:generateContent` and
-`:streamGenerateContent`, also under `/v1/`) through the official google-genai client: the
-same flows as on the other formats, streamed and whole, every fault kind as the client
-raises it, and the request read as the other formats' are (the journal, turns, side calls,
-extract steps, refusals in Google's error shape).
+`:streamGenerateContent`, also under `/v1/`) through the official google-genai client: one
+flow of each outcome class (played_flows.SAMPLED; every built-in flow is read with the
+client's model in tests/unit/mock_llm/wire/test_gemini_wire.py), streamed and whole, every
+fault kind as the client raises it, and the request read as the other formats' are (the
+journal, turns, side calls, extract steps, refusals in Google's error shape).
 
 google-genai streams with `alt=sse`. The default framing (no `alt`), one JSON array
 written element by element, is read here with raw httpx by `JsonArrayReader`, the way
@@ -33,7 +34,7 @@ from mock_llm.server.answers import MAX_ERROR_MESSAGE_CHARS
 from ...support.deadlines import DEADLINE_S
 from ...support.journal import settled_journal
 from ...support.servers import TEST_FLOWS
-from ..helpers.played_flows import FLOWS, PLAYED
+from ..helpers.played_flows import FLOWS, SAMPLED
 
 pytestmark = pytest.mark.filterwarnings(
     # google-genai's aiohttp transport subclasses aiohttp.ClientSession, which aiohttp
@@ -175,7 +176,7 @@ async def whole(aio: Any, flow: str, key: str) -> types.GenerateContentResponse:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("flow", PLAYED)
+@pytest.mark.parametrize("flow", SAMPLED)
 async def test_a_flow_plays_alike_streamed_and_whole(
     mock_url: str, key: str, flow: str, backend: Backend
 ):
@@ -597,7 +598,7 @@ async def sse_elements(http: httpx.AsyncClient, flow: str, key: str) -> list[dic
     ]
 
 
-@pytest.mark.parametrize("flow", PLAYED)
+@pytest.mark.parametrize("flow", SAMPLED)
 async def test_the_default_stream_is_a_json_array_with_the_sse_streams_chunks(
     http: httpx.AsyncClient, key: str, flow: str
 ):

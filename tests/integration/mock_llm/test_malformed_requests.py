@@ -1,11 +1,12 @@
 """Every malformed request to either server gets a 4xx that says what is wrong (issue 12).
 
 One matrix over both real servers (uvicorn on free loopback ports), sent byte for byte over
-a raw socket, since most of these requests are ones a well-behaved client cannot send. For
-each case: the status is the expected 4xx (never a 5xx), the body says what is wrong in
-words and stays short whatever the request held (never an echo of unbounded input), and
-then the server is still healthy: the same keep-alive connection answers `GET /healthz`
-where the server kept it open, and a new connection does in every case.
+a raw socket, since most of these requests are ones a well-behaved client cannot send, each
+case checked in turn by one test that names every case that fails. For each case: the
+status is the expected 4xx (never a 5xx), the body says what is wrong in words and stays
+short whatever the request held (never an echo of unbounded input), and then the server is
+still healthy: the same keep-alive connection answers `GET /healthz` where the server kept
+it open, and a new connection does in every case.
 
 Some cases live elsewhere and are not repeated here: headers over 32 KiB (431), bodies over
 the cap (413) and bodies shorter than their Content-Length (408) in test_request_limits.py;
@@ -42,15 +43,16 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
 from mock_llm import serve_mock
 
+from ...support.cases import check_each
 from ...support.deadlines import DEADLINE_S
 from ..conftest import AppUnderTest
 
 Server = Literal["app", "mock"]
+SERVERS: tuple[Server, ...] = ("app", "mock")
 MAX_ERROR_BODY = 2_000
 """No refusal may be longer than this, whatever the request held (the cases send up to 60 KB)."""
 UVICORN_400 = "Invalid HTTP request received."
@@ -449,7 +451,13 @@ def urls(notes_app: AppUnderTest, mock_url: str) -> dict[Server, str]:
 
 
 def assert_healthy(url: str) -> None:
-    assert httpx.get(f"{url}/healthz", timeout=DEADLINE_S).status_code == 200
+    """A new connection is answered: `GET /healthz` is 200."""
+    conn = Connection(url)
+    try:
+        conn.send(HEALTHZ)
+        assert conn.answer().status == 200
+    finally:
+        conn.close()
 
 
 def assert_says(answer: Answer, says: str) -> None:
@@ -460,38 +468,45 @@ def assert_says(answer: Answer, says: str) -> None:
     assert says in json.dumps(decoded, ensure_ascii=False), answer.text[:500]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_a_malformed_request_gets_a_4xx_in_words_and_the_connection_still_serves(
-    urls: dict[Server, str], case: Case
+def test_each_malformed_request_gets_a_4xx_in_words_and_the_connection_still_serves(
+    urls: dict[Server, str],
 ):
-    conn = Connection(urls[case.server])
-    try:
-        conn.send(case.raw)
-        answer = conn.answer()
-        assert answer.status == case.status, answer.text[:500]
-        assert_says(answer, case.says)
-        if not answer.closes:
-            conn.send(HEALTHZ)
-            assert conn.answer().status == 200
-    finally:
-        conn.close()
-    assert_healthy(urls[case.server])
+    def refused_in_words(case: Case) -> None:
+        conn = Connection(urls[case.server])
+        try:
+            conn.send(case.raw)
+            answer = conn.answer()
+            assert answer.status == case.status, answer.text[:500]
+            assert_says(answer, case.says)
+            if not answer.closes:
+                conn.send(HEALTHZ)
+                assert conn.answer().status == 200
+        finally:
+            conn.close()
+        assert_healthy(urls[case.server])
+
+    assert check_each(((case.id, case) for case in CASES), refused_in_words) == len(CASES)
 
 
-@pytest.mark.parametrize("server", ["app", "mock"])
-@pytest.mark.parametrize(("name", "raw"), CLOSING_CASES, ids=[n for n, _ in CLOSING_CASES])
 def test_bytes_the_http_parser_refuses_get_a_400_and_a_closed_connection(
-    urls: dict[Server, str], server: Server, name: str, raw: bytes
+    urls: dict[Server, str],
 ):
-    conn = Connection(urls[server])
-    try:
-        conn.send(raw)
-        answer = conn.answer()
-        assert (answer.status, answer.text) == (400, UVICORN_400)
-        assert answer.closes
-    finally:
-        conn.close()
-    assert_healthy(urls[server])
+    def refused_and_closed(case: tuple[Server, bytes]) -> None:
+        server, raw = case
+        conn = Connection(urls[server])
+        try:
+            conn.send(raw)
+            answer = conn.answer()
+            assert (answer.status, answer.text) == (400, UVICORN_400)
+            assert answer.closes
+        finally:
+            conn.close()
+        assert_healthy(urls[server])
+
+    cases: list[tuple[str, tuple[Server, bytes]]] = [
+        (f"{server}-{name}", (server, raw)) for server in SERVERS for name, raw in CLOSING_CASES
+    ]
+    assert check_each(cases, refused_and_closed) == 2 * len(CLOSING_CASES)
 
 
 @pytest.mark.parametrize("server", ["app", "mock"])

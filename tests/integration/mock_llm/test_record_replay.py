@@ -4,7 +4,9 @@ The upstream is the real mock, wrapped in a tee that keeps every byte it sends a
 header it receives; the recorder runs in-process on a free port in front of it. A client
 (raw httpx, or the openai SDK) must get from the recorder exactly what the mock sent, and
 a second mock loaded with the recording (`--replay-pacing none`) must send the same chunks,
-in the same order, with the same failures.
+in the same order, with the same failures. The streams and the faults each go into one
+recording, replayed by one mock, each flow checked and named; every built-in stream is
+recorded and replayed by the reader itself in tests/unit/mock_llm/record/test_recording.py.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mock_llm.record.recorder import RecorderSettings, Upstream, serve_recorder
 from mock_llm.record.redaction import REDACTED, Redactor, compile_patterns
 from mock_llm.server.runner import serve_mock
 
+from ...support.cases import check_each_async
 from ...support.deadlines import DEADLINE_S, POLL_S
 from ...support.ports import refusing_port
 from ..conftest import sdk_for
@@ -37,6 +40,7 @@ from ..helpers.recording_setup import (
     ask,
     assert_passed_through,
     counted,
+    keys_for,
     post,
     rec,
     upstream,
@@ -60,23 +64,26 @@ STREAMED = [
 ]
 
 
-@pytest.mark.parametrize("flow", STREAMED)
-async def test_a_stream_passes_through_unchanged_and_replays_chunk_by_chunk(
-    upstream: Upstreams, rec: Rec, key: str, flow: str
+async def test_each_stream_passes_through_unchanged_and_replays_chunk_by_chunk(
+    upstream: Upstreams, rec: Rec, key: str
 ):
-    original = await post(rec.url, ask(flow, key, stream_options={"include_usage": True}))
-    assert original.error is None
-    assert original.events[-1] == "[DONE]"
-    assert_passed_through(upstream, original)
-    recorded = await rec.saved()
-    assert list(recorded) == [flow]
-    step = recorded[flow].steps[0]
-    assert step.recorded  # its real chunk boundaries
+    keys = keys_for(key, STREAMED)
+    usage = {"stream_options": {"include_usage": True}}
+    originals = {flow: await post(rec.url, ask(flow, keys[flow], **usage)) for flow in STREAMED}
+    recorded = await rec.saved(len(STREAMED))
+    assert sorted(recorded) == sorted(STREAMED)
+
+    async def replays_the_same(flow: str) -> None:
+        original = originals[flow]
+        assert original.error is None
+        assert original.events[-1] == "[DONE]"
+        assert_passed_through(upstream, original)
+        assert recorded[flow].steps[0].recorded  # its real chunk boundaries
+        again = await post(replay, ask(flow, again_key(keys[flow]), **usage))
+        assert again.chunks == original.chunks
+
     with serve_mock(build_settings((rec.out,), replay_pacing=0.0)) as replay:
-        again = await post(
-            replay, ask(flow, again_key(key), stream_options={"include_usage": True})
-        )
-    assert again.chunks == original.chunks
+        await check_each_async(((flow, flow) for flow in STREAMED), replays_the_same)
 
 
 async def test_the_openai_sdk_reads_the_same_chunks_through_the_recorder_and_the_replay(
@@ -159,26 +166,33 @@ FAULTS = [
 ]
 
 
-@pytest.mark.parametrize(("flow", "kind", "mode"), FAULTS, ids=[f for f, _, _ in FAULTS])
-async def test_a_failure_is_recorded_as_its_fault_and_replays_as_the_same_failure(
-    upstream: Upstreams, rec: Rec, key: str, flow: str, kind: type, mode: str | None
+async def test_each_failure_is_recorded_as_its_fault_and_replays_as_the_same_failure(
+    upstream: Upstreams, rec: Rec, key: str
 ):
-    original = await post(rec.url, ask(flow, key))
-    assert_passed_through(upstream, original)
-    recorded = await rec.saved()
-    step = recorded[flow].steps[0]
-    assert isinstance(step.fault, kind)
-    if isinstance(step.fault, CutFault):
-        assert step.fault.mode == mode
-        assert isinstance(original.error, httpx.RemoteProtocolError) == (mode == "abort")
+    flows = [flow for flow, _, _ in FAULTS]
+    keys = keys_for(key, flows)
+    originals = {flow: await post(rec.url, ask(flow, keys[flow])) for flow in flows}
+    recorded = await rec.saved(len(flows))
+
+    async def replays_the_same(fault: tuple[str, type, str | None]) -> None:
+        flow, kind, mode = fault
+        original = originals[flow]
+        assert_passed_through(upstream, original)
+        step = recorded[flow].steps[0]
+        assert isinstance(step.fault, kind)
+        if isinstance(step.fault, CutFault):
+            assert step.fault.mode == mode
+            assert isinstance(original.error, httpx.RemoteProtocolError) == (mode == "abort")
+        again = await post(replay, ask(flow, again_key(keys[flow])))
+        assert again.status == original.status
+        assert again.chunks == original.chunks
+        assert type(again.error) is type(original.error)
+        if isinstance(step.fault, HttpFault):
+            assert json.loads(again.body) == json.loads(original.body)
+            assert again.headers.get("retry-after") == original.headers.get("retry-after")
+
     with serve_mock(build_settings((rec.out,), replay_pacing=0.0)) as replay:
-        again = await post(replay, ask(flow, again_key(key)))
-    assert again.status == original.status
-    assert again.chunks == original.chunks
-    assert type(again.error) is type(original.error)
-    if isinstance(step.fault, HttpFault):
-        assert json.loads(again.body) == json.loads(original.body)
-        assert again.headers.get("retry-after") == original.headers.get("retry-after")
+        await check_each_async(((fault[0], fault) for fault in FAULTS), replays_the_same)
 
 
 async def test_an_http_fault_keeps_its_retry_after(rec: Rec, key: str):

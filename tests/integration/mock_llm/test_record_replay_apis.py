@@ -7,6 +7,11 @@ client that gives up mid-answer leaves it unrecorded, by design). A replay must 
 the mock sent for the original flow, in the format it was recorded from and in the other
 two (a step is format-neutral), ids and timestamps aside: from Ollama, whose tool calls
 come whole, with each call's arguments in one piece.
+
+Over HTTP, one flow of each outcome class is recorded (played_flows.SAMPLED), and each
+fault kind; every built-in step is recorded from each format and replayed in every format
+by the readers themselves in tests/unit/mock_llm/record/test_recording_formats.py. The
+exchanges of one test go into one recording, replayed by one mock, each checked and named.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ from mock_llm.record.recorder import Recorder, RecorderSettings, Upstream, recor
 from mock_llm.server.runner import serve_mock
 from servekit.in_thread import serve_in_thread
 
+from ...support.cases import check_each_async
 from ...support.deadlines import DEADLINE_S
 from ..conftest import sdk_for
-from ..helpers.played_flows import FLOWS, PLAYED
+from ..helpers.played_flows import FLOWS, SAMPLED
 from ..helpers.recording_setup import (
     SECRET_KEY,
     Raw,
@@ -41,6 +47,7 @@ from ..helpers.recording_setup import (
     Upstreams,
     assert_passed_through,
     counted,
+    keys_for,
     post,
     rec,
     upstream,
@@ -131,19 +138,19 @@ def whole_arguments(api: Api, items: list[Any]) -> list[Any]:
 
 
 async def replayed_everywhere(
-    upstream: Upstreams, recording: Path, source: Api, flow: str, key: str
+    upstream: Upstreams, replay: str, source: Api, flow: str, key: str
 ) -> None:
-    """The recording replays in every format as the mock plays the flow there."""
-    with serve_mock(build_settings((recording,), replay_pacing=0.0)) as replay:
-        for tag, api in zip("xyz", FORMATS, strict=True):
-            original = await played(upstream.url, api, flow, turn_key(key, tag + "o"))
-            again = await played(replay, api, flow, turn_key(key, tag + "r"))
-            assert again.status == original.status, api
-            want, got = frames(api, original.body), frames(api, again.body)
-            if source == "ollama" and api != "ollama":
-                want, got = whole_arguments(api, want), whole_arguments(api, got)
-            assert got == want, api
-            assert type(again.error) is type(original.error), api
+    """The mock at `replay` plays its recording of `flow` in every format as the upstream
+    mock plays the flow there."""
+    for tag, api in zip("xyz", FORMATS, strict=True):
+        original = await played(upstream.url, api, flow, turn_key(key, tag + "o"))
+        again = await played(replay, api, flow, turn_key(key, tag + "r"))
+        assert again.status == original.status, api
+        want, got = frames(api, original.body), frames(api, again.body)
+        if source == "ollama" and api != "ollama":
+            want, got = whole_arguments(api, want), whole_arguments(api, got)
+        assert got == want, api
+        assert type(again.error) is type(original.error), api
 
 
 async def record_with_client(url: str, api: Api, flow: str, key: str) -> None:
@@ -163,16 +170,22 @@ async def record_with_client(url: str, api: Api, flow: str, key: str) -> None:
 
 
 @pytest.mark.parametrize("source", RECORDED)
-@pytest.mark.parametrize("flow", PLAYED)
-async def test_an_answer_recorded_from_an_official_client_replays_the_same_in_every_format(
-    upstream: Upstreams, rec: Rec, key: str, source: Api, flow: str
+async def test_answers_recorded_from_an_official_client_replay_the_same_in_every_format(
+    upstream: Upstreams, rec: Rec, key: str, source: Api
 ):
-    await record_with_client(rec.url, source, flow, key)
-    recorded = await rec.saved()
-    assert list(recorded) == [flow]
-    step = recorded[flow].steps[0]
-    assert step.recorded or not (step.content or step.reasoning or step.tool_calls)
-    await replayed_everywhere(upstream, rec.out, source, flow, key)
+    keys = keys_for(key, SAMPLED)
+    for flow in SAMPLED:
+        await record_with_client(rec.url, source, flow, keys[flow])
+    recorded = await rec.saved(len(SAMPLED))
+    assert sorted(recorded) == SAMPLED
+
+    async def replays_the_same(flow: str) -> None:
+        step = recorded[flow].steps[0]
+        assert step.recorded or not (step.content or step.reasoning or step.tool_calls)
+        await replayed_everywhere(upstream, replay, source, flow, keys[flow])
+
+    with serve_mock(build_settings((rec.out,), replay_pacing=0.0)) as replay:
+        await check_each_async(((flow, flow) for flow in SAMPLED), replays_the_same)
 
 
 FAULTS = [
@@ -189,20 +202,27 @@ FAULTS = [
 
 
 @pytest.mark.parametrize("source", RECORDED)
-@pytest.mark.parametrize(("flow", "kind"), FAULTS, ids=[f for f, _ in FAULTS])
-async def test_a_failure_passes_through_is_recorded_as_its_fault_and_replays_the_same(
-    upstream: Upstreams, rec: Rec, key: str, source: Api, flow: str, kind: type
+async def test_each_failure_passes_through_is_recorded_as_its_fault_and_replays_the_same(
+    upstream: Upstreams, rec: Rec, key: str, source: Api
 ):
-    original = await played(rec.url, source, flow, key)
-    assert_passed_through(upstream, original)
-    step = (await rec.saved())[flow].steps[0]
-    assert isinstance(step.fault, kind)
+    flows = [flow for flow, _ in FAULTS]
+    keys = keys_for(key, flows)
+    originals = {flow: await played(rec.url, source, flow, keys[flow]) for flow in flows}
+    recorded = await rec.saved(len(flows))
+
+    async def replays_the_same(case: tuple[str, type]) -> None:
+        flow, kind = case
+        original = originals[flow]
+        assert_passed_through(upstream, original)
+        assert isinstance(recorded[flow].steps[0].fault, kind)
+        again = await played(replay, source, flow, turn_key(keys[flow], "r"))
+        assert again.status == original.status
+        assert frames(source, again.body) == frames(source, original.body)
+        assert type(again.error) is type(original.error)
+        assert again.headers.get("retry-after") == original.headers.get("retry-after")
+
     with serve_mock(build_settings((rec.out,), replay_pacing=0.0)) as replay:
-        again = await played(replay, source, flow, turn_key(key, "r"))
-    assert again.status == original.status
-    assert frames(source, again.body) == frames(source, original.body)
-    assert type(again.error) is type(original.error)
-    assert again.headers.get("retry-after") == original.headers.get("retry-after")
+        await check_each_async(((flow, (flow, kind)) for flow, kind in FAULTS), replays_the_same)
 
 
 async def test_a_silence_is_recorded_as_the_gap_before_the_next_chunk(rec: Rec, key: str):

@@ -5,8 +5,11 @@ as they came. What it records is bounded: an answer past a bound (a line over 8 
 than `max_recorded_chunks` pieces, more than `max_recorded_bytes` decoded, a gzip bomb
 whether the client asked for gzip or not) is passed on unrecorded, its log line saying
 why; what it can read (invalid UTF-8 as U+FFFD, a split character, choice 0 of 10,000) is
-recorded. A normal exchange beside a hostile one is recorded as if alone. The chunk bound is
-made small here; benchmarks/hostile_clients.py measures the defaults' memory.
+recorded. A normal exchange beside a hostile one is recorded as if alone. The chunk and body
+bounds are made small here, and each answer only as big as its case needs (a line just past
+the 8 MiB line bound, a bomb just past the body bound, 1,000 choices: tests/unit/mock_llm/
+record/test_recording_formats.py reads 10,000); benchmarks/hostile_clients.py plays them at
+full size (a 50 MB line, a 1 GiB bomb, 10,000 choices) and measures the defaults' memory.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -21,7 +25,6 @@ import pytest
 
 from mock_llm.flows.model import Step
 from mock_llm.record.recorder import (
-    MAX_RECORDED_BODY_BYTES,
     NOT_UTF8,
     Recorder,
     RecorderSettings,
@@ -35,18 +38,31 @@ from ...support.deadlines import DEADLINE_S
 from ...support.hostile_upstream import (
     CLEAN_ANSWER,
     INVALID_SHOWN,
+    LONG_COMMENT,
     SPLIT_TEXT,
     HostileUpstream,
+    MiB,
+    Script,
     ending,
+    gzip_bomb,
+    long_line,
+    many_choices,
     serve_hostile_upstream,
 )
 
 SMALL_CHUNKS = 1000
-SCRIPTS = ending(2 * SMALL_CHUNKS, 2 * MAX_RECORDED_BODY_BYTES >> 20)
+SMALL_BYTES = DEFAULT_MAX_LINE_BYTES + MiB  # so a long line meets the line bound first
+SCRIPTS = {
+    **ending(2 * SMALL_CHUNKS, (SMALL_BYTES >> 20) + 1),
+    "long-line": Script(partial(long_line, total=DEFAULT_MAX_LINE_BYTES + MiB // 2)),
+    "many-choices": Script(partial(many_choices, count=1000)),
+    # comment lines of 1 KiB, not 14 bytes: as many bytes, a seventieth of the lines to read
+    "gzip-bomb": Script(partial(gzip_bomb, LONG_COMMENT, (SMALL_BYTES >> 20) + 1), gzip=True),
+}
 SKIPPED = {
     "long-line": f"an event-stream line is longer than {DEFAULT_MAX_LINE_BYTES} bytes",
     "opener": f"the answer has more than {SMALL_CHUNKS} chunks",
-    "gzip-bomb": f"the answer is longer than {MAX_RECORDED_BODY_BYTES} bytes",
+    "gzip-bomb": f"the answer is longer than {SMALL_BYTES} bytes",
 }
 RECORDED = {
     "invalid-utf8": INVALID_SHOWN,
@@ -73,6 +89,7 @@ def served(upstream: HostileUpstream, tmp_path: Path) -> Iterator[Served]:
         Upstream.parse(f"{upstream.url}/v1"),
         tmp_path / "recording.yaml",
         log=log.append,
+        max_recorded_bytes=SMALL_BYTES,
         max_recorded_chunks=SMALL_CHUNKS,
     )
     recorder = Recorder(settings)

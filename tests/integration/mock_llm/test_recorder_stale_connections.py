@@ -26,7 +26,7 @@ from servekit.in_thread import serve_in_thread
 from ...support.deadlines import DEADLINE_S
 from ...support.stale_upstream import ANSWER, StaleUpstream, serve_stale_upstream
 
-BURSTS, BURST = 10, 50  # httpx costs several times aiohttp's CPU a request
+BURSTS, BURST = 2, 10  # the second burst reuses what the first pooled
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "When do backups run?"}]}
 
 
@@ -72,7 +72,7 @@ async def test_bursts_of_passed_on_posts_lose_nothing_and_send_nothing_twice(
             assert bodies == [{"object": "list", "data": []}] * BURST
 
     assert upstream.answered == BURSTS * BURST
-    assert upstream.dropped == proxy.pool.retried >= BURSTS // 2 - 1
+    assert upstream.dropped == proxy.pool.retried >= 1  # reused, dropped, sent again
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])

@@ -1,6 +1,8 @@
-"""The mock's Responses API (`POST /v1/responses`) through the official openai SDK: the same
-flows as on chat completions, streamed (`responses.create(stream=True)`, the
-`responses.stream` helper) and whole, and every fault kind in the Responses API's shapes."""
+"""The mock's Responses API (`POST /v1/responses`) through the official openai SDK: one flow
+of each outcome class (played_flows.SAMPLED; every built-in flow is read with the SDK's
+models in tests/unit/mock_llm/wire/test_responses_wire.py), streamed
+(`responses.create(stream=True)`, the `responses.stream` helper) and whole, and every fault
+kind in the Responses API's shapes."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 
 from ...support.deadlines import DEADLINE_S
 from ...support.journal import settled_journal
-from ..helpers.played_flows import FLOWS, PLAYED
+from ..helpers.played_flows import FLOWS, SAMPLED
 
 NO_FINAL_RESPONSE = r"Didn't receive a `response\.completed` event"
 """What the SDK's stream helper raises when a stream ends without `response.completed`."""
@@ -90,7 +92,7 @@ async def streamed(sdk: openai.AsyncOpenAI, flow: str, key: str, **extra: Any) -
     return result
 
 
-@pytest.mark.parametrize("flow", PLAYED)
+@pytest.mark.parametrize("flow", SAMPLED)
 async def test_a_flow_plays_alike_streamed_through_the_helper_and_whole(
     sdk: openai.AsyncOpenAI, key: str, flow: str
 ):
@@ -152,8 +154,8 @@ async def test_a_flow_plays_alike_streamed_through_the_helper_and_whole(
         assert comparable(helper_final) == comparable(whole)
 
 
-def test_the_played_flows_cover_text_thinking_tool_calls_and_length():
-    steps = [FLOWS[name].steps[0] for name in PLAYED]
+def test_the_sampled_flows_cover_text_thinking_tool_calls_and_length():
+    steps = [FLOWS[name].steps[0] for name in SAMPLED]
     assert any(s.content and not s.reasoning and not s.tool_calls for s in steps)
     assert any(s.reasoning for s in steps)
     assert any(len(s.tool_calls) > 1 for s in steps)

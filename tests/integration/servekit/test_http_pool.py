@@ -24,7 +24,7 @@ from ...support.deadlines import DEADLINE_S
 from ...support.ports import refusing_port
 from ...support.stale_upstream import ANSWER, StaleUpstream, serve_stale_upstream
 
-BURSTS, BURST = 20, 50
+BURSTS, BURST = 2, 10  # the second burst reuses what the first pooled
 CHAT = "/v1/chat/completions"
 
 
@@ -106,7 +106,7 @@ async def test_bursts_that_reuse_the_pool_lose_no_request_and_send_none_twice(
             assert texts == [ANSWER] * BURST
 
     assert upstream.answered == BURSTS * BURST  # each request answered once
-    assert upstream.dropped == pool.retried >= BURSTS // 2 - 1  # every other burst at least
+    assert upstream.dropped == pool.retried >= 1  # the second burst reused, was dropped, sent again
     assert pool.idle()
 
 
@@ -193,16 +193,15 @@ async def test_httpx_requests_on_connections_the_server_closes_are_answered_on_f
 async def test_httpx_bursts_that_reuse_the_pool_lose_no_request(
     upstream: StaleUpstream, httpx_pool: HttpxPool
 ):
-    bursts = BURSTS // 2  # httpx's pool costs about ten times aiohttp's CPU a request
     async with asyncio.timeout(DEADLINE_S):
-        for _ in range(bursts):
+        for _ in range(BURSTS):
             texts = await asyncio.gather(
                 *(answered_httpx(httpx_pool, upstream.url + CHAT) for _ in range(BURST))
             )
             assert texts == [ANSWER] * BURST
 
-    assert upstream.answered == bursts * BURST
-    assert upstream.dropped == httpx_pool.retried >= bursts // 2 - 1
+    assert upstream.answered == BURSTS * BURST
+    assert upstream.dropped == httpx_pool.retried >= 1
 
 
 async def test_httpx_a_fresh_connection_the_server_drops_is_not_retried(

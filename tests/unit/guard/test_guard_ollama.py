@@ -31,6 +31,7 @@ from servekit.sse import LineTooLong
 from ...support.families import hidden_canary
 from ...support.ollama_generate import as_generate_line
 from ..helpers.scaffolding import cut_anywhere
+from .test_guard_responses import ANSWERED
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 CALL = f"{START}[read(path='/homelab/x.md')]{END}"
@@ -196,6 +197,13 @@ def test_the_client_sees_the_filtered_text_at_any_chunking(
     assert guard.stripped_chars == len(text) - len(scrub(text, DEFAULT_REGISTRY))
 
 
+def mock_lines(name: str, api: OllamaApi, step_index: int = 0) -> list[bytes]:
+    """The mock's own Ollama lines of the flow's step (as /api/generate lines for that API)."""
+    frames = ollama_wire.chat_lines(FLOWS[name].steps[step_index], CompletionMeta("c", 0, "m"), [])
+    raws = [raw for _, raw in frames]
+    return raws if api is CHAT else [as_generate_line(raw) for raw in raws]
+
+
 @pytest.mark.parametrize(
     ("name", "api"),
     [
@@ -211,13 +219,10 @@ def test_each_flows_first_answer_shows_what_its_expect_block_says(name: str, api
     flow = FLOWS[name]
     expect = flow.expect_for("m")  # judged under auto's registry for the model asked for
     assert expect is not None
-    meta = CompletionMeta("c", 0, "m")
     registry = registry_for("m")
 
     def lines_of(step_index: int) -> list[bytes]:
-        frames = ollama_wire.chat_lines(flow.steps[step_index], meta, [])
-        raws = [raw for _, raw in frames]
-        return raws if api is CHAT else [as_generate_line(raw) for raw in raws]
+        return mock_lines(name, api, step_index)
 
     first = OllamaStreamGuard(registry, api=api)
     out = play(first, lines_of(0))
@@ -239,6 +244,23 @@ def test_each_flows_first_answer_shows_what_its_expect_block_says(name: str, api
         assert stripped == expect.stripped_chars
     if canary := hidden_canary(flow, "m"):
         assert canary not in b"".join(out).decode()
+
+
+@pytest.mark.parametrize(
+    ("name", "api"),
+    [
+        pytest.param(name, api, id=f"{name}-{api.name}")
+        for name in ANSWERED
+        if FLOWS[name].expect is None
+        for api in ((CHAT,) if FLOWS[name].steps[0].tool_calls else (CHAT, GENERATE))
+    ],
+)
+def test_each_flow_without_an_expect_block_goes_out_as_the_mock_sent_it(name: str, api: OllamaApi):
+    """No markup in its answer (test_flow_expectations.py): line for line, nothing stripped."""
+    lines = mock_lines(name, api)
+    guard = OllamaStreamGuard(registry_for("m"), api=api)
+    assert play(guard, lines) == lines
+    assert (guard.recovering, guard.stripped_chars) == (False, 0)
 
 
 # --- what is never filtered ---------------------------------------------------------------------

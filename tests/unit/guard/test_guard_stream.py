@@ -5,16 +5,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from guard.completion import CompletionGuard
 from guard.stream import StreamGuard, sse
+from guardrail.model_profiles import registry_for
 from guardrail.policy import scrub
 from guardrail.registries import DEFAULT_REGISTRY
+from mock_llm.play.response_plan import RequestShape, ResponsePlan, plan_response
 from servekit.openai_chunks import DONE_EVENT
 
+from ...support.families import hidden_canary
+from ..conftest import sent_body, sent_events
 from ..helpers.scaffolding import cut_anywhere
+from .test_guard_responses import ANSWERED, ASKED, FLOWS
+from .test_guard_responses import META as MOCK_META
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 CALL = f"{START}[read(path='/homelab/x.md')]{END}"
@@ -217,3 +224,59 @@ def test_a_changed_chunk_that_still_carries_usage_is_sent():
     )
     [sent] = StreamGuard(DEFAULT_REGISTRY, single_choice=False).chunk(payload)
     assert json.loads(sent.removeprefix(b"data: "))["usage"] == {"total": 3}
+
+
+# --- every built-in flow, as the mock sends it ---------------------------------------------------
+
+
+def mock_plan(name: str, step: int, *, stream: bool) -> ResponsePlan:
+    request = RequestShape(stream, False, ASKED, (), "openai")
+    return plan_response(FLOWS[name].steps[step], MOCK_META, "reasoning_content", request)
+
+
+def mock_stream(name: str, step: int = 0) -> list[str]:
+    """The `data:` payloads (but `[DONE]`) of the flow's step as the mock streams it."""
+    return [e for e in sent_events(mock_plan(name, step, stream=True)) if e != "[DONE]"]
+
+
+def mock_completion(name: str, step: int = 0) -> dict[str, Any]:
+    """The flow's step as the mock answers it whole."""
+    return sent_body(mock_plan(name, step, stream=False))
+
+
+@pytest.mark.parametrize("name", ANSWERED)
+def test_each_built_in_flow_as_the_mock_sends_it_shows_what_its_expect_block_says(name: str):
+    """Streamed (StreamGuard) and whole (CompletionGuard), with the recovery's step where
+    one is due, under `auto`'s registry for the model the mock names: the text the client
+    is left with, the recovery, the malformed-reply verdict, the stripped count."""
+    flow = FLOWS[name]
+    step = flow.steps[0]
+    registry = registry_for(MOCK_META.model)
+    expect = flow.expect_for(MOCK_META.model)
+    one_turn = expect is not None and not step.tool_calls  # a tool round ends a turn later
+    streamed = StreamGuard(registry)
+    out = play(streamed, mock_stream(name))
+    whole = CompletionGuard(registry)
+    answer = mock_completion(name)
+    whole.filter(answer)
+    recovers = expect is not None and expect.recovery
+    assert (out is None, whole.wants_recovery) == (recovers, recovers)
+    stripped = (streamed.stripped_chars, whole.stripped_chars)
+    if expect is not None and expect.recovery:
+        streamed = StreamGuard(registry, follows=streamed)
+        out = play(streamed, mock_stream(name, 1))
+        whole = CompletionGuard(registry, follows=whole)
+        answer = mock_completion(name, 1)
+        whole.filter(answer)
+        stripped = (stripped[0] + streamed.stripped_chars, stripped[1] + whole.stripped_chars)
+    assert out is not None
+    assert out[-1] == DONE_EVENT
+    malformed = expect is not None and expect.error == "malformed"
+    assert (streamed.malformed, whole.malformed) == (malformed, malformed)
+    shown = expect.shown if one_turn and expect is not None else scrub(step.content, registry)
+    texts = [content(out), answer["choices"][0]["message"]["content"] or ""]
+    assert texts == ["" if malformed else shown] * 2
+    if one_turn and expect is not None:
+        assert stripped == (expect.stripped_chars, expect.stripped_chars)
+    if canary := hidden_canary(flow, MOCK_META.model):
+        assert not any(canary in text for text in texts)

@@ -4,7 +4,8 @@ more texts than MAX_TEXTS stops being filtered with TooManyTexts; invalid UTF-8 
 U+FFFD.
 
 "Keeps nothing per chunk" is measured with tracemalloc: what the guard holds after a few
-thousand chunks of a span's inside is what it holds after ten times more.
+hundred chunks of a span's inside is what it holds after twenty times more. Megabytes of
+it, at the guard proxy's peak RSS: `uv run python benchmarks/hostile_upstream.py`.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from servekit.sse import SseEvent
 START = "<|tool_call_start|>"
 INSIDE = "[read(path='/homelab/a-very-long-argument.md', n=1)] and on and on "
 """A span's inside with no end marker, and `<` in none of it (the end marker's first char)."""
-WARM, LONG = 2_000, 20_000
-GROWTH_BYTES = 32 * 1024
-"""What twenty thousand more chunks may add to the guard: allocator noise, never a chunk's
-worth each (a string or a list slot per chunk would be hundreds of kilobytes)."""
+WARM, LONG = 200, 4_000
+GROWTH_BYTES = 16 * 1024
+"""What four thousand more chunks may add to the guard: allocator noise (tens of bytes when
+measured), never a chunk's worth each: a list slot per chunk would be 32 KB, a string per
+chunk hundreds of kilobytes."""
 
 
 def chat_chunk(text: str, index: int = 0) -> str:

@@ -9,6 +9,7 @@ from guardrail.patterns import Registry
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
 
+from ...support.cases import check_each
 from ..helpers.scaffolding import chunked, cut_at, run, strip
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
@@ -24,19 +25,26 @@ def test_span_in_one_chunk_is_stripped():
     assert (f.stripped_spans, f.first_span) == (1, SPAN)
 
 
-@pytest.mark.parametrize("offset", range(len(TEXT) + 1))
-def test_span_split_in_two_at_every_offset_is_stripped_the_same(offset: int):
-    out, f = run(cut_at(TEXT, offset))
-    assert out == EXPECTED
-    assert f.stripped_chars == len(SPAN)
+def test_span_split_in_two_at_every_offset_is_stripped_the_same():
+    def stripped(offset: int) -> None:
+        out, f = run(cut_at(TEXT, offset))
+        assert out == EXPECTED
+        assert f.stripped_chars == len(SPAN)
+
+    offsets = range(len(TEXT) + 1)
+    assert check_each(((f"offset {n}", n) for n in offsets), stripped) == len(offsets)
 
 
-@pytest.mark.parametrize("in_start", range(1, len(START)))
-@pytest.mark.parametrize("in_end", range(1, len(END)))
-def test_span_split_inside_both_markers_is_stripped(in_start: int, in_end: int):
-    start_at = TEXT.index(START) + in_start
-    end_at = TEXT.index(END) + in_end
-    assert run(cut_at(TEXT, start_at, end_at))[0] == EXPECTED
+def test_span_split_inside_both_markers_is_stripped():
+    def stripped(cuts: tuple[int, int]) -> None:
+        assert run(cut_at(TEXT, *cuts))[0] == EXPECTED
+
+    cases = [
+        (f"start+{in_start} end+{in_end}", (TEXT.index(START) + in_start, TEXT.index(END) + in_end))
+        for in_start in range(1, len(START))
+        for in_end in range(1, len(END))
+    ]
+    assert check_each(cases, stripped) == (len(START) - 1) * (len(END) - 1)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 19, 64])
@@ -116,14 +124,20 @@ def _lookalike_cases() -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize(("text", "registry_name"), _lookalike_cases())
-@pytest.mark.parametrize("size", [1, 3, 1000])
-def test_lookalikes_are_never_stripped(text: str, registry_name: str, size: int):
-    registry: Registry = REGISTRIES[registry_name]
-    out, f = run(chunked(text, size), registry)
-    assert out == text
-    assert f.stripped_chars == 0
-    assert (f.stripped_spans, f.first_span) == (0, "")
+def test_lookalikes_are_never_stripped():
+    def shown_whole(case: tuple[str, Registry, int]) -> None:
+        text, registry, size = case
+        out, f = run(chunked(text, size), registry)
+        assert out == text
+        assert f.stripped_chars == 0
+        assert (f.stripped_spans, f.first_span) == (0, "")
+
+    cases = [
+        (f"{name}, {size}-char chunks: {text!r}", (text, REGISTRIES[name], size))
+        for text, name in _lookalike_cases()
+        for size in (1, 3, 1000)
+    ]
+    assert check_each(cases, shown_whole) == 3 * len(_lookalike_cases())
 
 
 @pytest.mark.parametrize(

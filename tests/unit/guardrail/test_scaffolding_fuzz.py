@@ -16,10 +16,11 @@ plain non-streaming reading of the contract (docs/contract.md, "The rules"):
 - counts (stripped characters, spans, the first span's preview) match the reference;
   a second flush returns '' and a feed after flush is an error.
 
-Example counts: the machine runs the profile's number of examples (runs of hypothesis's
-50 steps; a few seconds in CI, derandomized under the `ci` profile, so no run can turn red on
-an example an earlier run did not try). For a long run, set SG_FUZZ_EXAMPLES=N: N runs of
-LONG_RUN_STEPS steps each, with no per-test timeout:
+Example counts: an example here is a run of hypothesis's 50 steps, each checked whole, so
+the machine runs a tenth of the profile's number of examples (RUN_SHARE; 10 runs under `ci`,
+about a second, derandomized, so no run can turn red on an example an earlier run did not
+try). The gate needs the property, not the volume. For a long run, set SG_FUZZ_EXAMPLES=N: N
+runs of LONG_RUN_STEPS steps each, with no per-test timeout:
 
     SG_FUZZ_EXAMPLES=5000 SG_HYPOTHESIS_PROFILE=dev \
         uv run pytest tests/unit/guardrail/test_scaffolding_fuzz.py --hypothesis-show-statistics
@@ -53,6 +54,9 @@ from ..helpers.scaffolding import run
 
 FUZZ_ENV = "SG_FUZZ_EXAMPLES"
 LONG_RUN_STEPS = 100  # steps per run when FUZZ_ENV asks for a long run
+RUN_SHARE = 10
+"""The profile's examples per run of the machine: a run is 50 steps, each checked against the
+whole-text reference, so it costs what dozens of a plain property's examples do."""
 MAX_STREAM = 400  # a stream this long is flushed before the next feed: checks re-read it whole
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "filter_fuzz"
 
@@ -624,10 +628,11 @@ class FilterFuzz(RuleBasedStateMachine):
 
 
 def fuzz_settings(environ: Mapping[str, str]) -> settings:
-    """The profile's settings, or for FUZZ_ENV=N, N runs of LONG_RUN_STEPS steps."""
+    """A RUN_SHARE-th of the profile's examples, or for FUZZ_ENV=N, N runs of LONG_RUN_STEPS
+    steps."""
     raw = environ.get(FUZZ_ENV, "")
     if not raw:
-        return settings()
+        return settings(max_examples=max(1, settings().max_examples // RUN_SHARE))
     if not raw.isdigit() or int(raw) < 1:
         raise pytest.UsageError(f"{FUZZ_ENV}={raw!r}: a positive number of runs")
     return settings(max_examples=int(raw), stateful_step_count=LONG_RUN_STEPS)
@@ -676,7 +681,8 @@ def test_fuzz_examples_variable_raises_runs_and_steps():
 
 
 def test_without_the_variable_the_profile_decides_the_counts():
-    assert fuzz_settings({}).max_examples == settings().max_examples
+    assert fuzz_settings({}).max_examples == settings().max_examples // RUN_SHARE
+    assert fuzz_settings({}).stateful_step_count == settings().stateful_step_count
 
 
 def test_fuzz_examples_variable_must_be_a_positive_number():

@@ -107,6 +107,31 @@ def test_each_flows_first_answer_streams_as_its_expect_block_says(name: str, mod
         assert canary not in shown(out)
 
 
+@pytest.mark.parametrize("model", ["lfm2", EVERY_FAMILY], ids=["lfm2", "every-family"])
+@pytest.mark.parametrize("name", ANSWERED)
+def test_each_flows_turn_answered_whole_is_what_its_expect_block_says(name: str, model: str):
+    """The first answer as one completion, then the recovery's where one is due: the text
+    shown, the malformed-reply verdict and the stripped count of the whole turn."""
+    flow = FLOWS[name]
+    expect = flow.expect_for(model)
+    assert expect is not None
+    guard = CompletionFilter(registry_for(model))
+    whole = completion(flow.steps[0].content)
+    guard.filter(whole)
+    assert guard.wants_recovery == expect.recovery
+    stripped = guard.stripped_chars
+    if expect.recovery:
+        guard = CompletionFilter(registry_for(model), follows=guard)
+        whole = completion(flow.steps[1].content)
+        guard.filter(whole)
+        stripped += guard.stripped_chars
+    text = whole.choices[0].message.content or ""
+    assert guard.malformed == (expect.error == "malformed")
+    assert (text, stripped) == ("" if guard.malformed else expect.shown, expect.stripped_chars)
+    if canary := hidden_canary(flow, model):
+        assert canary not in text
+
+
 # --- chunk by chunk ----------------------------------------------------------------------------
 
 

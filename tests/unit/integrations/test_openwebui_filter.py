@@ -21,6 +21,7 @@ from guardrail.policy import MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
 from mock_llm import builtin_flows
 
+from ...support.cases import check_each
 from ...support.families import EVERY_FAMILY, hidden_canary
 from ..conftest import plan, sent_chunks
 from ..helpers.openwebui_driver import (
@@ -81,34 +82,43 @@ def test_the_flows_with_an_expect_block_are_all_played():
     assert {"scaffold-recover", "scaffold-repeat", "tool-with-scaffold", "clean"} <= set(EXPECTING)
 
 
-@pytest.mark.parametrize("model", ["lfm2-owui", EVERY_FAMILY], ids=["lfm2", "every-family"])
-@pytest.mark.parametrize("name", EXPECTING)
-def test_each_flow_shows_its_expected_text_or_the_malformed_copy(impl, name: str, model: str):
+def test_each_flow_shows_its_expected_text_or_the_malformed_copy(impl):
     """A filter cannot send the recovery request: where the expect block says one is due,
     the user reads the malformed-reply copy; otherwise exactly the text it states (for a
-    family flow, the one for `model`'s family: `auto` is the default), every round of the
-    turn (a tool round, then its answer) in the same message."""
-    flow = FLOWS[name]
-    expect = flow.expect_for(model)
-    assert expect is not None
-    rounds = 1 if expect.recovery else expect.requests
-    filter_ = impl.Filter()
-    events: list[dict[str, Any]] = []
-    for number in range(rounds):
-        sent = sent_chunks(plan(flow.step_for(number), include_usage=True))
-        events += play(filter_, sent, model=webui_model(model))
-    expected = MALFORMED_REPLY if expect.recovery else expect.shown
-    assert shown(events) == expected
-    if canary := hidden_canary(flow, model):
-        assert canary not in repr(without_content(events)) + shown(events)
+    family flow, the one for the model's family: `auto` is the default), every round of the
+    turn (a tool round, then its answer) in the same message. Each flow under a model of
+    LFM2 and one that names every family; a failure names both."""
+
+    def shows_it(case: tuple[str, str]) -> None:
+        name, model = case
+        flow = FLOWS[name]
+        expect = flow.expect_for(model)
+        assert expect is not None
+        rounds = 1 if expect.recovery else expect.requests
+        filter_ = impl.Filter()
+        events: list[dict[str, Any]] = []
+        for number in range(rounds):
+            sent = sent_chunks(plan(flow.step_for(number), include_usage=True))
+            events += play(filter_, sent, model=webui_model(model))
+        expected = MALFORMED_REPLY if expect.recovery else expect.shown
+        assert shown(events) == expected
+        if canary := hidden_canary(flow, model):
+            assert canary not in repr(without_content(events)) + shown(events)
+
+    models = {"lfm2": "lfm2-owui", "every-family": EVERY_FAMILY}
+    cases = [(f"{name} ({m})", (name, model)) for name in EXPECTING for m, model in models.items()]
+    assert check_each(cases, shows_it) == 2 * len(EXPECTING)
 
 
-@pytest.mark.parametrize("name", EXPECTING)
-def test_each_flow_keeps_every_field_but_the_content_as_the_mock_sent_it(impl, name: str):
+def test_each_flow_keeps_every_field_but_the_content_as_the_mock_sent_it(impl):
     """Reasoning (G9), tool calls (G12), roles, finishes and usage pass untouched."""
-    step = FLOWS[name].steps[0]
-    events = sent_chunks(plan(step, include_usage=True))
-    assert without_content(play(impl.Filter(), copy.deepcopy(events))) == without_content(events)
+
+    def untouched(name: str) -> None:
+        events = sent_chunks(plan(FLOWS[name].steps[0], include_usage=True))
+        kept = without_content(play(impl.Filter(), copy.deepcopy(events)))
+        assert kept == without_content(events)
+
+    assert check_each(((name, name) for name in EXPECTING), untouched) == len(EXPECTING)
 
 
 def test_thinking_with_markup_reaches_the_page_raw(impl):

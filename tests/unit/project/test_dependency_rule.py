@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
+from ...support.cases import check_each
 
 ROOT = Path(__file__).resolve().parents[3]
 OURS = frozenset(
@@ -56,16 +56,20 @@ def files(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
-@pytest.mark.parametrize(
-    "path",
-    [path for package in sorted(ALLOWED) for path in files(package)],
-    ids=lambda path: str(path.relative_to(ROOT)),
-)
-def test_a_package_imports_only_what_the_rule_allows(path: Path):
-    name = str(path.relative_to(ROOT))
-    package = path.relative_to(ROOT).parts[0]
-    allowed = ALLOWED[package] | ({"mock_llm"} if name in DEMO_WIRING else set())
-    assert imported_packages(path, package) - allowed == set()
+def named(paths: list[Path]) -> list[tuple[str, Path]]:
+    """Each file with its path in the checkout as its name (a failure names the file)."""
+    return [(str(path.relative_to(ROOT)), path) for path in paths]
+
+
+def test_each_package_imports_only_what_the_rule_allows():
+    def within_the_rule(path: Path) -> None:
+        name = str(path.relative_to(ROOT))
+        package = path.relative_to(ROOT).parts[0]
+        allowed = ALLOWED[package] | ({"mock_llm"} if name in DEMO_WIRING else set())
+        assert imported_packages(path, package) - allowed == set()
+
+    paths = [path for package in sorted(ALLOWED) for path in files(package)]
+    assert check_each(named(paths), within_the_rule) == len(paths) > 0
 
 
 def test_the_demo_wiring_is_where_the_app_embeds_the_mock():
@@ -116,14 +120,13 @@ def mock_subpackages(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize(
-    "path",
-    [path for layer in sorted(MOCK_LAYERS) for path in files(f"mock_llm/{layer}")],
-    ids=lambda path: str(path.relative_to(ROOT)),
-)
-def test_a_mock_sub_package_imports_only_the_layers_below_it(path: Path):
-    layer = path.parent.name
-    assert mock_subpackages(path) - {layer} - MOCK_LAYERS[layer] == set()
+def test_each_mock_sub_package_imports_only_the_layers_below_it():
+    def below_it(path: Path) -> None:
+        layer = path.parent.name
+        assert mock_subpackages(path) - {layer} - MOCK_LAYERS[layer] == set()
+
+    paths = [path for layer in sorted(MOCK_LAYERS) for path in files(f"mock_llm/{layer}")]
+    assert check_each(named(paths), below_it) == len(paths) > 0
 
 
 def test_the_mock_client_imports_only_the_flow_model_and_the_journal():

@@ -20,6 +20,8 @@ from mock_llm.flows.model import (
     StallFault,
 )
 
+from ....support.cases import check_each
+
 
 def parse(text: str) -> dict:
     return parse_flows(textwrap.dedent(text), source="flows.yaml")
@@ -107,132 +109,136 @@ def test_anchors_and_x_keys_are_allowed():
     assert flows["a"].steps[0].content == flows["b"].steps[0].content == "shared"
 
 
-@pytest.mark.parametrize(
-    ("text", "line", "problem"),
-    [
-        ("", None, "the file is empty"),
-        ("flows: [", 1, "not valid YAML"),
-        ("- a\n- b\n", 1, "the file must be a mapping"),
-        ("flow:\n  x: {}\n", 1, "unknown key 'flow'"),
-        ("flows: {}\n", 1, "'flows' is empty"),
-        ("flows:\n  bad name:\n    steps: [{content: x}]\n", 3, "may only use letters"),
-        ("flows:\n  f:\n    description: x\n", 3, "missing 'steps'"),
-        ("flows:\n  f:\n    steps: []\n", 3, "non-empty list"),
-        ("flows:\n  f:\n    steps:\n      - contnet: x\n", 4, "unknown key 'contnet'"),
-        (
-            "flows:\n  f:\n    steps:\n      - content: x\n        content: y\n",
-            5,
-            "duplicate key 'content'",
-        ),
-        ("flows:\n  f:\n    steps:\n      - content: 12\n", 4, "'content' must be a string"),
-        ("flows:\n  f:\n    steps:\n      - content: [a]\n", 4, "'content' must be a single value"),
-        (
-            "flows:\n  f:\n    steps:\n      - chunking: lines\n",
-            4,
-            "'chunking' must be whole, char, word",
-        ),
-        ("flows:\n  f:\n    steps:\n      - chunking: 0\n", 4, "'chunking' must be"),
-        (
-            "flows:\n  f:\n    steps:\n      - delay_ms: -1\n",
-            4,
-            "'delay_ms' must be a finite number >= 0",
-        ),
-        ("flows:\n  f:\n    steps:\n      - ttft_ms: .inf\n", 4, "finite number"),
-        ("flows:\n  f:\n    steps:\n      - delay_ms: true\n", 4, "'delay_ms' must be a number"),
-        (
-            "flows:\n  f:\n    steps:\n      - finish_reason: done\n",
-            4,
-            "'finish_reason' must be one of",
-        ),
-        (
-            "flows:\n  f:\n    steps:\n      - reasoning_field: thoughts\n",
-            4,
-            "'reasoning_field' must be one of",
-        ),
-        (
-            "flows:\n  f:\n    steps:\n      - tool_calls: {name: x}\n",
-            4,
-            "'tool_calls' must be a list",
-        ),
-        (
-            "flows:\n  f:\n    steps:\n      - tool_calls:\n          - name: x\n",
-            5,
-            "missing 'arguments'",
-        ),
-        (
-            "flows:\n  f:\n    steps:\n      - tool_calls:\n"
-            "          - {name: x, arguments: [1]}\n",
-            5,
-            "'arguments' must be a mapping or a JSON string",
-        ),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: explode}\n", 4, "'kind' must be one of"),
-        ("flows:\n  f:\n    steps:\n      - fault: {status: 500}\n", 4, "missing 'kind'"),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: http}\n", 4, "needs 'status'"),
-        (
-            "flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 200}\n",
-            4,
-            "'status' must be 400 to 599",
-        ),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 5.5}\n", 4, "whole number"),
-        (
-            "flows:\n  f:\n    steps:\n      - fault: {kind: cut, seconds: 1}\n",
-            4,
-            "unknown key 'seconds'",
-        ),
-        (
-            "flows:\n  f:\n    steps:\n      - fault: {kind: cut, after_chunks: -2}\n",
-            4,
-            "0 or more",
-        ),
-        (
-            "flows:\n  f:\n    steps:\n      - fault: {kind: cut, mode: later}\n",
-            4,
-            "'mode' must be one of",
-        ),
-        ("flows:\n  f:\n    steps:\n      - fault: {kind: stall}\n", 4, "needs 'seconds'"),
-        (
-            'flows:\n  f:\n    steps:\n      - fault: {kind: malformed, line: "a\\nb"}\n',
-            4,
-            "single line",
-        ),
-        ("flows:\n  f:\n    steps:\n      - fault: cut\n", 4, "'fault' must be a mapping"),
-        ("flows:\n  1: {steps: [{content: x}]}\n", 2, "keys must be strings"),
-        ("flows:\n  f:\n    ? [a, b]\n    : 1\n", 3, "keys must be strings, not a list"),
-        ("flows:\n  f: {steps: [{content: !!python/name:os.system x}]}\n", 2, "cannot read"),
-        ("flows:\n  f: {steps: [{delay_ms: !!int abc}]}\n", 2, "cannot read this value"),
-        ('flows:\n  f: {steps: [{content: "\\ud800"}]}\n', 2, "lone UTF-16 surrogate"),
-        ('flows:\n  f: {steps: [{content: "a\x00"}]}\n', 2, "#x0000 is not allowed"),
-        ("flows:\n  f: {steps: [{content: " + "[" * 5000 + "]" * 5000 + "}]}\n", None, "nests"),
-        (
-            "flows:\n  f:\n    steps:\n      - tool_calls:\n"
-            "          - {name: x, arguments: &a {k: [*a]}}\n",
-            5,
-            "'arguments' nests deeper than 100 levels",
-        ),
-        (
-            "flows:\n  f:\n    steps:\n      - tool_calls:\n"
-            "          - {name: x, arguments: {when: 2024-01-01}}\n",
-            5,
-            "'arguments' cannot be sent as JSON",
-        ),
-        ("flows:\n  f: {steps: [{extract: true, content: x}]}\n", 2, "drop 'content'"),
-        ("flows:\n  f: {steps: [{extract: yes please}]}\n", 2, "true or a mapping"),
-        ("flows:\n  f: {steps: [{extract: {sentences: 0}}]}\n", 2, "from 1 to 10, not 0"),
-        ("flows:\n  f: {steps: [{extract: {sentences: 11}}]}\n", 2, "from 1 to 10, not 11"),
-        ("flows:\n  f: {steps: [{extract: {top: 3}}]}\n", 2, "unknown key 'top'"),
-        ("flows:\n  f: {steps: [{extract: {fallback: 3}}]}\n", 2, "'fallback' must be a string"),
-        ("flows:\n  f: {steps: [{extract: {read: ''}}]}\n", 2, "'read' must name a tool"),
-        ("flows:\n  f: {steps: [{extract: {read: 7}}]}\n", 2, "'read' must be a string"),
-    ],
-)
-def test_invalid_flow_file_names_file_line_and_problem(text: str, line: int | None, problem: str):
-    with pytest.raises(FlowFileError) as caught:
-        parse_flows(text, source="flows.yaml")
-    error = caught.value
-    assert error.source == "flows.yaml"
-    assert error.line == line
-    assert problem in error.problem
-    assert str(error).startswith(f"flows.yaml:{line}: " if line else "flows.yaml: ")
+INVALID_FILES: list[tuple[str, int | None, str]] = [
+    ("", None, "the file is empty"),
+    ("flows: [", 1, "not valid YAML"),
+    ("- a\n- b\n", 1, "the file must be a mapping"),
+    ("flow:\n  x: {}\n", 1, "unknown key 'flow'"),
+    ("flows: {}\n", 1, "'flows' is empty"),
+    ("flows:\n  bad name:\n    steps: [{content: x}]\n", 3, "may only use letters"),
+    ("flows:\n  f:\n    description: x\n", 3, "missing 'steps'"),
+    ("flows:\n  f:\n    steps: []\n", 3, "non-empty list"),
+    ("flows:\n  f:\n    steps:\n      - contnet: x\n", 4, "unknown key 'contnet'"),
+    (
+        "flows:\n  f:\n    steps:\n      - content: x\n        content: y\n",
+        5,
+        "duplicate key 'content'",
+    ),
+    ("flows:\n  f:\n    steps:\n      - content: 12\n", 4, "'content' must be a string"),
+    ("flows:\n  f:\n    steps:\n      - content: [a]\n", 4, "'content' must be a single value"),
+    (
+        "flows:\n  f:\n    steps:\n      - chunking: lines\n",
+        4,
+        "'chunking' must be whole, char, word",
+    ),
+    ("flows:\n  f:\n    steps:\n      - chunking: 0\n", 4, "'chunking' must be"),
+    (
+        "flows:\n  f:\n    steps:\n      - delay_ms: -1\n",
+        4,
+        "'delay_ms' must be a finite number >= 0",
+    ),
+    ("flows:\n  f:\n    steps:\n      - ttft_ms: .inf\n", 4, "finite number"),
+    ("flows:\n  f:\n    steps:\n      - delay_ms: true\n", 4, "'delay_ms' must be a number"),
+    (
+        "flows:\n  f:\n    steps:\n      - finish_reason: done\n",
+        4,
+        "'finish_reason' must be one of",
+    ),
+    (
+        "flows:\n  f:\n    steps:\n      - reasoning_field: thoughts\n",
+        4,
+        "'reasoning_field' must be one of",
+    ),
+    (
+        "flows:\n  f:\n    steps:\n      - tool_calls: {name: x}\n",
+        4,
+        "'tool_calls' must be a list",
+    ),
+    (
+        "flows:\n  f:\n    steps:\n      - tool_calls:\n          - name: x\n",
+        5,
+        "missing 'arguments'",
+    ),
+    (
+        "flows:\n  f:\n    steps:\n      - tool_calls:\n          - {name: x, arguments: [1]}\n",
+        5,
+        "'arguments' must be a mapping or a JSON string",
+    ),
+    ("flows:\n  f:\n    steps:\n      - fault: {kind: explode}\n", 4, "'kind' must be one of"),
+    ("flows:\n  f:\n    steps:\n      - fault: {status: 500}\n", 4, "missing 'kind'"),
+    ("flows:\n  f:\n    steps:\n      - fault: {kind: http}\n", 4, "needs 'status'"),
+    (
+        "flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 200}\n",
+        4,
+        "'status' must be 400 to 599",
+    ),
+    ("flows:\n  f:\n    steps:\n      - fault: {kind: http, status: 5.5}\n", 4, "whole number"),
+    (
+        "flows:\n  f:\n    steps:\n      - fault: {kind: cut, seconds: 1}\n",
+        4,
+        "unknown key 'seconds'",
+    ),
+    (
+        "flows:\n  f:\n    steps:\n      - fault: {kind: cut, after_chunks: -2}\n",
+        4,
+        "0 or more",
+    ),
+    (
+        "flows:\n  f:\n    steps:\n      - fault: {kind: cut, mode: later}\n",
+        4,
+        "'mode' must be one of",
+    ),
+    ("flows:\n  f:\n    steps:\n      - fault: {kind: stall}\n", 4, "needs 'seconds'"),
+    (
+        'flows:\n  f:\n    steps:\n      - fault: {kind: malformed, line: "a\\nb"}\n',
+        4,
+        "single line",
+    ),
+    ("flows:\n  f:\n    steps:\n      - fault: cut\n", 4, "'fault' must be a mapping"),
+    ("flows:\n  1: {steps: [{content: x}]}\n", 2, "keys must be strings"),
+    ("flows:\n  f:\n    ? [a, b]\n    : 1\n", 3, "keys must be strings, not a list"),
+    ("flows:\n  f: {steps: [{content: !!python/name:os.system x}]}\n", 2, "cannot read"),
+    ("flows:\n  f: {steps: [{delay_ms: !!int abc}]}\n", 2, "cannot read this value"),
+    ('flows:\n  f: {steps: [{content: "\\ud800"}]}\n', 2, "lone UTF-16 surrogate"),
+    ('flows:\n  f: {steps: [{content: "a\x00"}]}\n', 2, "#x0000 is not allowed"),
+    ("flows:\n  f: {steps: [{content: " + "[" * 5000 + "]" * 5000 + "}]}\n", None, "nests"),
+    (
+        "flows:\n  f:\n    steps:\n      - tool_calls:\n"
+        "          - {name: x, arguments: &a {k: [*a]}}\n",
+        5,
+        "'arguments' nests deeper than 100 levels",
+    ),
+    (
+        "flows:\n  f:\n    steps:\n      - tool_calls:\n"
+        "          - {name: x, arguments: {when: 2024-01-01}}\n",
+        5,
+        "'arguments' cannot be sent as JSON",
+    ),
+    ("flows:\n  f: {steps: [{extract: true, content: x}]}\n", 2, "drop 'content'"),
+    ("flows:\n  f: {steps: [{extract: yes please}]}\n", 2, "true or a mapping"),
+    ("flows:\n  f: {steps: [{extract: {sentences: 0}}]}\n", 2, "from 1 to 10, not 0"),
+    ("flows:\n  f: {steps: [{extract: {sentences: 11}}]}\n", 2, "from 1 to 10, not 11"),
+    ("flows:\n  f: {steps: [{extract: {top: 3}}]}\n", 2, "unknown key 'top'"),
+    ("flows:\n  f: {steps: [{extract: {fallback: 3}}]}\n", 2, "'fallback' must be a string"),
+    ("flows:\n  f: {steps: [{extract: {read: ''}}]}\n", 2, "'read' must name a tool"),
+    ("flows:\n  f: {steps: [{extract: {read: 7}}]}\n", 2, "'read' must be a string"),
+]
+"""A flow file's text, the line its error names, and words of the problem it states."""
+
+
+def test_invalid_flow_file_names_file_line_and_problem():
+    def names_them(case: tuple[str, int | None, str]) -> None:
+        text, line, problem = case
+        with pytest.raises(FlowFileError) as caught:
+            parse_flows(text, source="flows.yaml")
+        error = caught.value
+        assert error.source == "flows.yaml"
+        assert error.line == line
+        assert problem in error.problem
+        assert str(error).startswith(f"flows.yaml:{line}: " if line else "flows.yaml: ")
+
+    cases = [(f"{n}: {case[2]!r}", case) for n, case in enumerate(INVALID_FILES)]
+    assert check_each(cases, names_them) == len(INVALID_FILES)
 
 
 def test_an_extract_step_reads_true_or_its_options():

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mock_llm import builtin_flows
@@ -182,8 +182,11 @@ FLOWS = st.builds(
 )
 
 
+@settings(max_examples=max(1, settings().max_examples // 4))
 @given(st.lists(FLOWS, min_size=1, max_size=3, unique_by=lambda f: f.name))
 def test_any_flow_round_trips_exactly(flows: list[Flow]):
+    """A quarter of the profile's examples: each writes up to three flows of up to three
+    steps as a file and reads it back, the work of dozens of a plain property's examples."""
     flows = [
         replace(flow, steps=tuple(replace(s, content="") if s.extract else s for s in flow.steps))
         for flow in flows

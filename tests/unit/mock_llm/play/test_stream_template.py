@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mock_llm.flows.catalog import builtin_flows
@@ -43,6 +43,8 @@ from mock_llm.play.response_plan import (
 )
 from mock_llm.play.stream_template import StreamTemplates
 from mock_llm.wire import openai as openai_wire
+
+from ....support.cases import check_each
 
 Format = Api | Literal["gemini-json-array"]
 """A wire format: an API, or Gemini's stream framing without `alt=sse` (one JSON array)."""
@@ -103,23 +105,29 @@ def timeline(plan: ResponsePlan) -> list[tuple[str, object]]:
     return out
 
 
-@pytest.mark.parametrize("include_usage", [False, True], ids=["no-usage", "usage"])
-@pytest.mark.parametrize("api", APIS)
-@pytest.mark.parametrize(("flow", "index", "step"), FLOW_STEPS, ids=lambda v: str(v)[:24])
-def test_every_flow_step_streams_byte_identical_from_its_template(
-    flow: str, index: int, step: Step, api: Format, include_usage: bool
-):
-    del flow, index  # in the test id
-    store = StreamTemplates()
-    request = shape(api, include_usage)
-    for field in dict.fromkeys((step.reasoning_field or "reasoning_content", "both")):
+def test_every_flow_step_streams_byte_identical_from_its_template_in_every_format():
+    """Each step of the built-in and fixture flows, in each format, served from its
+    template for each meta, with usage and the step's own reasoning field. Other fields,
+    usage off, and any step, meta and prompt: `test_any_stream_from_a_template_is_the_
+    reference_plan` below."""
+
+    def check(case: tuple[Step, Format]) -> None:
+        step, api = case
+        store, request = StreamTemplates(), shape(api, include_usage=True)
+        field = step.reasoning_field or "reasoning_content"
         for meta in METAS:
             assert served(store, step, meta, field, request) == plan_response(
                 step, meta, field, request
             )
-    if step.extract is None:  # every other step really is served from its template
-        assert store.refused == 0
-        assert store.hits == 2 * len(METAS) or store.hits == len(METAS)
+        if step.extract is None:  # every other step really is served from its template
+            assert (store.refused, store.hits) == (0, len(METAS))
+
+    cases: list[tuple[str, tuple[Step, Format]]] = [
+        (f"{flow}-{index + 1}-{api}", (step, api))
+        for flow, index, step in FLOW_STEPS
+        for api in APIS
+    ]
+    assert check_each(cases, check) == len(FLOW_STEPS) * len(APIS)
 
 
 def test_the_built_in_and_fixture_flows_are_all_covered():
@@ -315,18 +323,20 @@ def test_the_store_is_bounded_in_entries_least_recently_used_out_first():
 def test_the_store_is_bounded_in_bytes():
     store = StreamTemplates(max_bytes=64_000)
     request = shape("openai", False)
-    for n in range(40):
-        step = Step(content=f"{n} " + "y" * 200, chunking=Chunking("char"))
+    for n in range(40):  # each template about 7 kB: kept, and the oldest let go for it
+        step = Step(content=f"{n} " + "y" * 30, chunking=Chunking("char"))
         assert served(store, step, METAS[0], "reasoning_content", request) == plan_response(
             step, METAS[0], "reasoning_content", request
         )
-        assert store.bytes <= 64_000
-    huge = Step(content="z" * 50_000, chunking=Chunking("size", 7))
+        assert 0 < store.bytes <= 64_000
+    assert len(store) < 40
+    kept = (len(store), store.bytes)
+    huge = Step(content="z" * 2_000, chunking=Chunking("size", 7))
     for meta in METAS:  # too big to keep (over an eighth of the budget): still right
         assert served(store, huge, meta, "both", request) == plan_response(
             huge, meta, "both", request
         )
-    assert store.bytes <= 64_000
+    assert (len(store) - 1, store.bytes) == kept  # kept as "none", at no cost
 
 
 def test_requests_the_templates_do_not_serve_get_the_reference():
@@ -468,7 +478,6 @@ messages = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     step=st.one_of(authored_steps, recorded_steps()),
     first=metas,

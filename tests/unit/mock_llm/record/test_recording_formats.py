@@ -34,6 +34,7 @@ from mock_llm.record.recording import StreamParser, completion_step
 from mock_llm.record.recording_ollama import OllamaStreamParser, ollama_answer_step
 from mock_llm.record.recording_responses import ResponsesStreamParser, responses_answer_step
 
+from ....support.cases import check_each
 from ...conftest import MESSAGES, META, sent
 from .test_recording import DEEP, recorded_steps
 
@@ -49,6 +50,7 @@ WHOLE: dict[Api, Callable[[bytes], Step]] = {
     "responses": responses_answer_step,
 }
 RECORDED_FROM: list[Api] = ["ollama", "responses"]
+TARGETS: list[Api] = ["openai", "ollama", "responses"]
 
 
 def play(step: Step, api: Api, *, stream: bool = True) -> ResponsePlan:
@@ -86,36 +88,43 @@ STREAMED = [
     for i, step in enumerate(flow.steps)
     if not isinstance(step.fault, HttpFault)
 ]
-STREAMED_IDS = [f"{n}-{i + 1}" for n, i, _ in STREAMED]
 ANSWERING = [(n, i, s) for n, i, s in STREAMED if s.fault is None]
-ANSWERING_IDS = [f"{n}-{i + 1}" for n, i, _ in ANSWERING]
 
 
 # --- every built-in step, in every format -------------------------------------------------
 
 
-@pytest.mark.parametrize("api", RECORDED_FROM)
-@pytest.mark.parametrize(("name", "index", "step"), STREAMED, ids=STREAMED_IDS)
-def test_every_built_in_stream_recorded_replays_byte_for_byte_in_its_format(
-    api: Api, name: str, index: int, step: Step
-):
-    original = play(step, api)
-    recorded = read(api, every(sent(original), 7), broken=original.ending == "abort")
-    replayed = play(recorded, api)
-    assert sent(replayed) == sent(original)
-    assert replayed.ending == original.ending
-    assert step.content.startswith(recorded.content)  # all of it, unless cut short
+def cases(steps: list[tuple[str, int, Step]], *apis: Api) -> list[tuple[str, tuple[Step, Api]]]:
+    """Each step in each format, named `FLOW-STEP in API`."""
+    return [
+        (f"{name}-{index + 1} in {api}", (step, api)) for name, index, step in steps for api in apis
+    ]
 
 
-@pytest.mark.parametrize("api", RECORDED_FROM)
-@pytest.mark.parametrize(("name", "index", "step"), ANSWERING, ids=ANSWERING_IDS)
-def test_every_built_in_whole_answer_records_as_a_step_that_answers_the_same(
-    api: Api, name: str, index: int, step: Step
-):
-    original = play(step, api, stream=False)
-    recorded = WHOLE[api](sent(original))
-    assert recorded.recorded == ()
-    assert sent(play(recorded, api, stream=False)) == sent(original)
+def test_every_built_in_stream_recorded_replays_byte_for_byte_in_its_format():
+    def replays_the_same(case: tuple[Step, Api]) -> None:
+        step, api = case
+        original = play(step, api)
+        recorded = read(api, every(sent(original), 7), broken=original.ending == "abort")
+        replayed = play(recorded, api)
+        assert sent(replayed) == sent(original)
+        assert replayed.ending == original.ending
+        assert step.content.startswith(recorded.content)  # all of it, unless cut short
+
+    every_case = cases(STREAMED, *RECORDED_FROM)
+    assert check_each(every_case, replays_the_same) == len(every_case) > 0
+
+
+def test_every_built_in_whole_answer_records_as_a_step_that_answers_the_same():
+    def answers_the_same(case: tuple[Step, Api]) -> None:
+        step, api = case
+        original = play(step, api, stream=False)
+        recorded = WHOLE[api](sent(original))
+        assert recorded.recorded == ()
+        assert sent(play(recorded, api, stream=False)) == sent(original)
+
+    every_case = cases(ANSWERING, *RECORDED_FROM)
+    assert check_each(every_case, answers_the_same) == len(every_case) > 0
 
 
 def whole_arguments(step: Step) -> Step:
@@ -129,20 +138,23 @@ def whole_arguments(step: Step) -> Step:
     return replace(step, recorded=(*texts, *calls)) if step.recorded else step
 
 
-@pytest.mark.parametrize("target", ["openai", "ollama", "responses"])
-@pytest.mark.parametrize("source", RECORDED_FROM)
-@pytest.mark.parametrize(("name", "index", "step"), ANSWERING, ids=ANSWERING_IDS)
-def test_a_step_recorded_in_one_format_replays_in_every_format_as_the_original(
-    source: Api, target: Api, name: str, index: int, step: Step
-):
+def test_a_step_recorded_in_one_format_replays_in_every_format_as_the_original():
     """A recorded step is format-neutral: the same chunks, whatever it was recorded from.
     From Ollama a tool call's arguments come whole, so that is what every format replays."""
-    recorded = read(source, every(sent(play(step, source)), 5))
-    reference = read("responses", every(sent(play(step, "responses")), 5))  # streams all
-    if source == "ollama":
-        reference = whole_arguments(reference)
-    assert sent(play(recorded, target)) == sent(play(reference, target))
-    assert sent(play(recorded, target, stream=False)) == sent(play(step, target, stream=False))
+
+    def replays_everywhere(case: tuple[Step, Api]) -> None:
+        step, source = case
+        recorded = read(source, every(sent(play(step, source)), 5))
+        reference = read("responses", every(sent(play(step, "responses")), 5))  # streams all
+        if source == "ollama":
+            reference = whole_arguments(reference)
+        for target in TARGETS:
+            assert sent(play(recorded, target)) == sent(play(reference, target)), target
+            whole = sent(play(step, target, stream=False))
+            assert sent(play(recorded, target, stream=False)) == whole, target
+
+    every_case = cases(ANSWERING, *RECORDED_FROM)
+    assert check_each(every_case, replays_everywhere) == len(every_case) > 0
 
 
 def test_a_tool_call_recorded_from_ollama_replays_with_its_arguments_in_its_opening():

@@ -15,7 +15,6 @@ from anthropic.types import Message, RawMessageStreamEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm import builtin_flows
 from mock_llm.flows.chunking import split
 from mock_llm.flows.model import (
     Chunking,
@@ -31,10 +30,11 @@ from mock_llm.flows.model import (
 )
 from mock_llm.play.response_plan import Pause, ResponsePlan, Send
 from mock_llm.wire import openai as openai_wire
-from mock_llm.wire.anthropic import signature, stream_events
+from mock_llm.wire.anthropic import STOP_REASONS, signature, stream_events
 from servekit.error_bodies import anthropic_error_type as error_type
 
-from ...conftest import CALL, FULL, MESSAGES, META, plan, sent, typed_events
+from ....support.cases import check_each
+from ...conftest import CALL, FULL, MESSAGES, META, built_in_answers, plan, sent, typed_events
 
 EVENTS = pydantic.TypeAdapter[RawMessageStreamEvent](RawMessageStreamEvent)
 
@@ -292,12 +292,27 @@ def test_arguments_that_are_not_an_object_keep_their_recorded_pauses():
 
 
 def test_every_built_in_flow_plays_as_events_the_sdk_accepts_and_folds_to_its_message():
-    for flow in builtin_flows().values():
-        for step in flow.steps:
-            if step.fault is None and step.extract is None:
-                raw = sent(messages_plan(step))
-                assert types(parse(raw))[-1] == "message_stop"
-                assert accumulated(raw) == whole(step)
+    """Every answering step of every built-in flow: the stream folds (as the SDK's helper
+    folds it) to the whole answer, which says the step's text, thinking, tool uses and stop
+    reason (over HTTP, with the SDK's client: tests/integration/mock_llm/test_anthropic_api.py)."""
+
+    def check(step: Step) -> None:
+        raw = sent(messages_plan(step))
+        assert types(parse(raw))[-1] == "message_stop"
+        message = whole(step)
+        assert accumulated(raw) == message
+
+        def blocks(kind: str, field: str) -> list[Any]:
+            return [b[field] for b in message["content"] if b["type"] == kind]
+
+        assert "".join(blocks("text", "text")) == step.content
+        assert "".join(blocks("thinking", "thinking")) == step.reasoning
+        uses = list(zip(blocks("tool_use", "name"), blocks("tool_use", "input"), strict=True))
+        assert uses == [(c.name, json.loads(c.arguments)) for c in step.tool_calls]
+        assert message["stop_reason"] == STOP_REASONS[step.resolved_finish_reason]
+
+    steps = [(name, step) for name, step in built_in_answers() if step.extract is None]
+    assert check_each(steps, check) == len(steps) > 0
 
 
 # --- faults -----------------------------------------------------------------------------------

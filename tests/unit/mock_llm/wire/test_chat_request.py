@@ -124,7 +124,7 @@ def _depth_over_byte_by_byte(raw: bytes, limit: int) -> bool:
     return False
 
 
-@settings(max_examples=1000)
+@settings(max_examples=3 * settings().max_examples)
 @given(
     raw=st.lists(st.sampled_from([b"[", b"]", b"{", b"}", b'"', b"\\", b"a", b"\n", b"\xff"])).map(
         b"".join

@@ -13,7 +13,6 @@ from google.genai import types
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_llm import builtin_flows
 from mock_llm.flows.chunking import split
 from mock_llm.flows.model import (
     Chunking,
@@ -31,7 +30,8 @@ from mock_llm.play.response_plan import Pause, RequestShape, ResponsePlan, plan_
 from mock_llm.wire import gemini as gemini_wire
 from mock_llm.wire import openai as openai_wire
 
-from ...conftest import CALL, FULL, MESSAGES, META, sent
+from ....support.cases import check_each
+from ...conftest import CALL, FULL, MESSAGES, META, built_in_answers, sent
 
 FRAMINGS = [False, True]
 FRAMING_IDS = ["sse", "json-array"]
@@ -115,14 +115,33 @@ def test_both_framings_carry_the_same_chunks(json_array: bool):
 
 
 @pytest.mark.parametrize("json_array", FRAMINGS, ids=FRAMING_IDS)
-def test_every_built_in_flow_plays_as_chunks_the_sdk_accepts(json_array: bool):
-    for flow in builtin_flows().values():
-        for step in flow.steps:
-            if step.fault is None:
-                for chunk in chunks(step, json_array):
-                    types.GenerateContentResponse.model_validate(chunk)
-                whole = json.loads(sent(gemini_plan(step, stream=False)))
-                types.GenerateContentResponse.model_validate(whole)
+def test_every_built_in_flow_plays_as_chunks_the_sdk_accepts_saying_what_the_step_says(
+    json_array: bool,
+):
+    """Every answering step of every built-in flow, streamed and whole, each chunk accepted
+    by the client's model: its text, thoughts, calls and finish (over HTTP, with the
+    client: tests/integration/mock_llm/test_gemini_api.py)."""
+
+    def check(step: Step) -> None:
+        elements = chunks(step, json_array)
+        for chunk in elements:
+            types.GenerateContentResponse.model_validate(chunk)
+        whole = json.loads(sent(gemini_plan(step, stream=False)))
+        types.GenerateContentResponse.model_validate(whole)
+        if step.extract is not None:  # its text is made from the request's messages
+            return
+        said = [(c["name"], c.get("args", {})) for c in calls(elements)]
+        assert (joined(elements, False), joined(elements, True)) == (step.content, step.reasoning)
+        assert (joined([whole], False), joined([whole], True)) == (step.content, step.reasoning)
+        assert said == [(c["name"], c.get("args", {})) for c in calls([whole])]
+        assert said == [(c.name, json.loads(c.arguments)) for c in step.tool_calls]
+        finish = "MAX_TOKENS" if step.resolved_finish_reason == "length" else "STOP"
+        finishes = [chunk["candidates"][0].get("finishReason") for chunk in elements]
+        assert finishes == [None] * (len(elements) - 1) + [finish]
+        assert whole["candidates"][0]["finishReason"] == finish
+
+    steps = built_in_answers()
+    assert check_each(steps, check) == len(steps) > 0
 
 
 def test_thoughts_then_text_piece_by_piece_then_the_calls_whole_then_the_finish():

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import ollama
+
 from mock_llm.flows.model import ErrorEventFault, HttpFault, MalformedFault, Step, ToolCall
 from mock_llm.play.response_plan import RequestShape, ResponsePlan, plan_response
 from mock_llm.wire.ollama import chat_lines, chat_response, tool_calls
 
-from ...conftest import MESSAGES, META, sent
+from ....support.cases import check_each
+from ...conftest import MESSAGES, META, built_in_answers, sent
 
 
 def ollama_plan(step: Step, *, stream: bool = True) -> ResponsePlan:
@@ -39,6 +42,43 @@ def test_the_stream_and_the_whole_answer_say_the_same():
     assert {k: v for k, v in lines[-1].items() if k != "message"} == {
         k: v for k, v in whole.items() if k != "message"
     }
+
+
+def test_every_built_in_flow_streams_and_answers_whole_alike_as_the_client_reads_it():
+    """Every answering step of every built-in flow, read with the ollama client's own
+    models: the stream's text, thinking, tool calls, finish and counts are the whole
+    answer's and the step's (over HTTP: tests/integration/mock_llm/test_ollama_api.py)."""
+
+    def check(step: Step) -> None:
+        lines = [
+            ollama.ChatResponse.model_validate_json(line)
+            for line in sent(ollama_plan(step)).splitlines()
+        ]
+        whole = ollama.ChatResponse.model_validate_json(sent(ollama_plan(step, stream=False)))
+        if step.extract is not None:  # its text is made from the request's messages
+            return
+        calls = [
+            (c.function.name, dict(c.function.arguments)) for c in whole.message.tool_calls or []
+        ]
+        streamed_calls = [
+            (c.function.name, dict(c.function.arguments))
+            for line in lines
+            for c in line.message.tool_calls or []
+        ]
+        expected_calls = [(c.name, json.loads(c.arguments)) for c in step.tool_calls]
+        assert "".join(line.message.content or "" for line in lines) == whole.message.content
+        assert whole.message.content == step.content
+        assert "".join(line.message.thinking or "" for line in lines) == step.reasoning
+        assert (whole.message.thinking or "") == step.reasoning
+        assert streamed_calls == calls == expected_calls
+        assert [line.done for line in lines] == [False] * (len(lines) - 1) + [True]
+        reason = "length" if step.resolved_finish_reason == "length" else "stop"
+        assert lines[-1].done_reason == whole.done_reason == reason
+        assert lines[-1].eval_count == whole.eval_count
+        assert (whole.eval_count or 0) > 0
+
+    steps = built_in_answers()
+    assert check_each(steps, check) == len(steps) > 0
 
 
 def test_tool_call_arguments_go_as_an_object_and_bad_ones_as_an_empty_one():

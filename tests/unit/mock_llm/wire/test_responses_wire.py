@@ -12,7 +12,6 @@ import pydantic
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from mock_llm import builtin_flows
 from mock_llm.flows.chunking import split
 from mock_llm.flows.model import (
     Chunking,
@@ -29,7 +28,8 @@ from mock_llm.play.response_plan import Pause, ResponsePlan, Send
 from mock_llm.wire import openai as openai_wire
 from mock_llm.wire.responses import failure_events, response, stream_events
 
-from ...conftest import CALL, FULL, MESSAGES, META, plan, sent, typed_events
+from ....support.cases import check_each
+from ...conftest import CALL, FULL, MESSAGES, META, built_in_answers, plan, sent, typed_events
 
 EVENTS = pydantic.TypeAdapter[ResponseStreamEvent](ResponseStreamEvent)
 
@@ -216,13 +216,33 @@ def test_a_recorded_step_streams_its_recorded_chunks_after_their_gaps():
     assert (text, arguments) == (["Hel", "lo"], ['{"a": 1}'])
 
 
-def test_every_built_in_flow_plays_as_events_the_sdk_accepts():
-    for flow in builtin_flows().values():
-        for step in flow.steps:
-            if step.fault is None:
-                events = parse(sent(responses_plan(step)))
-                assert events[-1]["type"] in ("response.completed", "response.incomplete")
-                Response.model_validate(json.loads(sent(responses_plan(step, stream=False))))
+def test_every_built_in_flow_plays_as_events_the_sdk_accepts_saying_what_the_step_says():
+    """Every answering step of every built-in flow, streamed and whole, read with the SDK's
+    models: its text, reasoning, calls and finish (over HTTP, with the SDK's client:
+    tests/integration/mock_llm/test_responses_api.py)."""
+
+    def check(step: Step) -> None:
+        events = parse(sent(responses_plan(step)))
+        whole = Response.model_validate(json.loads(sent(responses_plan(step, stream=False))))
+        if step.extract is not None:  # its text is made from the request's messages
+            return
+        cut_short = step.resolved_finish_reason == "length"
+        calls = [(c.name, c.arguments) for c in step.tool_calls]
+
+        def deltas(kind: str) -> str:
+            return "".join(e["delta"] for e in events if e["type"] == f"response.{kind}.delta")
+
+        assert (deltas("output_text"), deltas("reasoning_text")) == (step.content, step.reasoning)
+        assert [e["sequence_number"] for e in events] == list(range(len(events)))
+        assert events[-1]["type"] == ("response.incomplete" if cut_short else "response.completed")
+        items = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+        assert [(i["name"], i["arguments"]) for i in items if i["type"] == "function_call"] == calls
+        assert whole.output_text == step.content
+        assert [(i.name, i.arguments) for i in whole.output if i.type == "function_call"] == calls
+        assert whole.status == ("incomplete" if cut_short else "completed")
+
+    steps = built_in_answers()
+    assert check_each(steps, check) == len(steps) > 0
 
 
 # --- faults -----------------------------------------------------------------------------------
