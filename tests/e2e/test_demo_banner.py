@@ -81,16 +81,16 @@ def test_an_example_clicked_again_replays_its_flow_from_the_start(chat: Page, st
 
 
 def test_with_a_real_model_no_banner_and_no_journal_links_show(
-    page: Page, stack: Stack, tmp_path: Path, key: str
+    tab: Page, stack: Stack, tmp_path: Path, key: str
 ):
     settings = app_settings(stack.mock_url, tmp_path)  # no embedded mock: a configured model
     assert settings.embedded_mock_url is None
     with serve_app(settings) as url:
-        page.goto(url + "/")
-        page.fill("[data-testid=chat-input]", f"When do backups run? [[mock:clean#{key}]]")
-        page.keyboard.press("Enter")
-        message = page.locator(ASSISTANT).first
+        tab.goto(url + "/")
+        tab.fill("[data-testid=chat-input]", f"When do backups run? [[mock:clean#{key}]]")
+        tab.keyboard.press("Enter")
+        message = tab.locator(ASSISTANT).first
         expect(message).to_have_attribute("data-state", "done")
-        expect(page.get_by_test_id("demo-banner")).to_be_hidden()
-        expect(page.get_by_test_id("demo-example")).to_have_count(0)
+        expect(tab.get_by_test_id("demo-banner")).to_be_hidden()
+        expect(tab.get_by_test_id("demo-example")).to_have_count(0)
         expect(message.get_by_test_id("turn-journal")).to_have_count(0)
