@@ -177,15 +177,3 @@ def test_an_upstream_message_is_shown_as_text_never_as_html(chat: Page):
     expect(upstream).to_have_text(f"The model service said: {hostile}")
     expect(upstream.locator("img, b")).to_have_count(0)
     assert chat.evaluate("window.__sg_xss") is None
-
-
-def test_error_frame_shows_the_error_state_and_the_page_stays_usable(
-    chat: Page, shots: Shots, key: str
-):
-    message = ask(chat, f"When do backups run? [[mock:drop-mid-stream#{key}]]")
-    expect(message).to_have_attribute("data-state", "error")
-    expect(message.get_by_test_id("chat-error")).to_be_visible()
-    expect(message.get_by_test_id("chat-error")).not_to_be_empty()
-    shots.take("error")
-    again = answered(chat, f"When do backups run? [[mock:clean#{key}x]]")
-    expect(again.get_by_test_id("answer")).to_contain_text("Backups run nightly")

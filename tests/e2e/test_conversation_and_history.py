@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Browser, Page, expect
 
-from .conftest import TIMEOUT_MS, Stack
-from .page_driver import ASSISTANT, answered, wait_ready
+from .conftest import TIMEOUT_MS, Shots
+from .page_driver import ASSISTANT, answered, ask
 
 BACKUPS = "When do backups run?"
 
@@ -97,17 +97,20 @@ def test_a_long_question_wraps_in_the_list_and_shows_in_full_on_focus(chat: Page
     assert full["height"] > clamped["height"]
 
 
-def test_the_conversation_is_not_restored_for_a_turn_that_failed(
-    chat: Page, stack: Stack, key: str
+def test_a_failed_turn_shows_its_error_leaves_the_page_usable_and_is_not_restored(
+    chat: Page, shots: Shots, key: str
 ):
-    answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
-    failed = chat.locator(ASSISTANT).nth(0)
-    expect(failed).to_have_attribute("data-state", "done")
-    wait_ready(chat)
-    chat.fill("[data-testid=chat-input]", f"{BACKUPS} [[mock:drop-mid-stream#{key}b]]")
-    chat.keyboard.press("Enter")
-    expect(chat.locator(ASSISTANT).nth(1)).to_have_attribute("data-state", "error")
+    failed = ask(chat, f"{BACKUPS} [[mock:drop-mid-stream#{key}a]]")
+    expect(failed).to_have_attribute("data-state", "error")
+    expect(failed.get_by_test_id("chat-error")).to_be_visible()
+    expect(failed.get_by_test_id("chat-error")).not_to_be_empty()
+    shots.take("error")
+
+    again = answered(chat, f"{BACKUPS} [[mock:clean#{key}b]]")
+    expect(again.get_by_test_id("answer")).to_contain_text("Backups run nightly")
 
     chat.reload()
 
-    expect(chat.locator(ASSISTANT)).to_have_count(1)  # only completed turns are stored
+    restored = chat.locator(ASSISTANT)
+    expect(restored, "only the completed turn is stored").to_have_count(1)
+    expect(restored.get_by_test_id("answer")).to_contain_text("Backups run nightly")
