@@ -19,7 +19,9 @@ def test_grounded_answer_streams_in_with_its_sources(chat: Page, shots: Shots, k
     expect(message.get_by_test_id("sources")).to_contain_text("/homelab/backups.md")
 
 
-def test_deflected_answer_has_no_sources(chat: Page, stack: Stack, key: str):
+def test_a_deflected_answer_has_no_sources_and_the_model_is_offered_no_tools(
+    chat: Page, stack: Stack, key: str
+):
     message = answered(chat, f"What is the capital of France? [[mock:clean#{key}]]")
     expect(message.get_by_test_id("answer")).not_to_be_empty()
     expect(message.get_by_test_id("sources")).to_be_hidden()
