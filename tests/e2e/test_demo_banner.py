@@ -8,6 +8,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from ..support.servers import app_settings, serve_app
+from .checks import Checks
 from .conftest import Stack
 from .page_driver import ASSISTANT, wait_ready
 
@@ -34,25 +35,23 @@ def click_example(chat: Page, label: str):
     return message
 
 
-def test_the_banner_offers_every_failure_example_and_the_journal(chat: Page, stack: Stack):
-    banner = chat.get_by_test_id("demo-banner")
-    expect(banner).to_be_visible()
-    expect(banner).to_contain_text("mock_llm")
-    buttons = chat.get_by_test_id("demo-example")
-    expect(buttons).to_have_text(list(EXAMPLES))
-    expect(chat.get_by_test_id("demo-journal")).to_have_attribute(
-        "href", f"{stack.mock_url}/_mock/requests"
-    )
-
-
-def test_every_example_plays_its_flow_and_links_the_turn_to_the_journal(chat: Page, stack: Stack):
-    """Each example in turn, on one page: the turn ends as its flow does in a guarded app,
-    the question carries the flow's trigger, no markup shows outside the thinking, and the
-    turn links to the mock's journal for its KEY, whose first request played the flow. The
-    failure names every example that did not."""
-    failures: dict[str, str] = {}
+def test_the_banner_offers_every_failure_example_and_each_plays_its_flow(chat: Page, stack: Stack):
+    """The banner names the mock and links its journal, and offers every example; each
+    example in turn, on this one page, plays: the turn ends as its flow does in a guarded
+    app, the question carries the flow's trigger, no markup shows outside the thinking,
+    and the turn links to the mock's journal for its KEY, whose first request played the
+    flow. The failure names the banner, or each example, that did not."""
+    checks = Checks()
+    with checks.check("the banner"):
+        banner = chat.get_by_test_id("demo-banner")
+        expect(banner).to_be_visible()
+        expect(banner).to_contain_text("mock_llm")
+        expect(chat.get_by_test_id("demo-example")).to_have_text(list(EXAMPLES))
+        expect(chat.get_by_test_id("demo-journal")).to_have_attribute(
+            "href", f"{stack.mock_url}/_mock/requests"
+        )
     for label, (flow, state) in EXAMPLES.items():
-        try:
+        with checks.check(label):
             message = click_example(chat, label)
             expect(message).to_have_attribute("data-state", state)
             expect(chat.get_by_test_id("message-user").last).to_contain_text(f"[[mock:{flow}#demo-")
@@ -66,9 +65,7 @@ def test_every_example_plays_its_flow_and_links_the_turn_to_the_journal(chat: Pa
                 message.get_by_test_id("thinking").text_content() or "", ""
             )
             assert "<|tool_call" not in shown, shown
-        except AssertionError as error:
-            failures[label] = " | ".join(str(error).splitlines()[:3])
-    assert failures == {}
+    checks.verify()
 
 
 def test_an_example_clicked_again_replays_its_flow_from_the_start(chat: Page, stack: Stack):
