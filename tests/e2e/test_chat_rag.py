@@ -136,14 +136,6 @@ def test_retry_notice_shows_while_the_app_waits(chat: Page, key: str):
     expect(message.locator(".retry")).to_be_hidden()
 
 
-def test_rejected_question_shows_the_servers_reason(chat: Page):
-    detail = {"detail": [{"msg": "Value error, the message is empty"}]}
-    chat.route("**/api/chat", lambda route: route.fulfill(status=422, json=detail))
-    message = ask(chat, "a question the server refuses")
-    expect(message).to_have_attribute("data-state", "error")
-    expect(message.get_by_test_id("chat-error")).to_have_text("Value error, the message is empty")
-
-
 def test_an_answer_cut_by_the_length_limit_says_so(chat: Page, key: str):
     cut = answered(chat, f"When do backups run? [[mock:length#{key}a]]")
     whole = answered(chat, f"When do backups run? [[mock:clean#{key}b]]")
@@ -152,30 +144,47 @@ def test_an_answer_cut_by_the_length_limit_says_so(chat: Page, key: str):
     expect(whole.get_by_test_id("answer-cut")).to_be_hidden()
 
 
-def test_an_upstream_rejection_shows_its_own_message_beside_the_apps(chat: Page, key: str):
-    message = ask(chat, f"When do backups run? [[mock:scafold-split#{key}]]")
-    expect(message).to_have_attribute("data-state", "error")
-    expect(message.get_by_test_id("chat-error")).to_have_text(
-        "The model service rejected the request (HTTP 400)."
-    )
-    expect(message.get_by_test_id("chat-error-upstream")).to_contain_text(
-        "The model service said: Unknown mock flow 'scafold-split'. Known flows: "
-    )
+def test_a_refused_turn_says_why_in_the_servers_words_and_the_model_services_as_text(
+    chat: Page, key: str
+):
+    """Three refusals on one page, each a named check: the model service's own message
+    beside the app's copy, the server's reason for a question it refused (HTTP 422), and
+    an upstream message that holds HTML, shown as text."""
+    checks = Checks()
+    with checks.check("the model service's message beside the app's copy"):
+        message = ask(chat, f"When do backups run? [[mock:scafold-split#{key}]]")
+        expect(message).to_have_attribute("data-state", "error")
+        expect(message.get_by_test_id("chat-error")).to_have_text(
+            "The model service rejected the request (HTTP 400)."
+        )
+        expect(message.get_by_test_id("chat-error-upstream")).to_contain_text(
+            "The model service said: Unknown mock flow 'scafold-split'. Known flows: "
+        )
 
+    with checks.check("the server's reason for a refused question"):
+        detail = {"detail": [{"msg": "Value error, the message is empty"}]}
+        chat.route("**/api/chat", lambda route: route.fulfill(status=422, json=detail))
+        message = ask(chat, "a question the server refuses")
+        expect(message).to_have_attribute("data-state", "error")
+        expect(message.get_by_test_id("chat-error")).to_have_text(
+            "Value error, the message is empty"
+        )
+    chat.unroute("**/api/chat")
 
-def test_an_upstream_message_is_shown_as_text_never_as_html(chat: Page):
-    hostile = '<img src=x onerror="window.__sg_xss=1"><b>bold</b>'
-    frames = [
-        {"type": "start", "turn": "t1", "mode": "deflected"},
-        {"type": "error", "turn": "t1", "detail": "Rejected.", "upstream": hostile},
-    ]
-    body = "".join(f"data: {json.dumps(frame)}\n\n" for frame in frames)
-    chat.route(
-        "**/api/chat",
-        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
-    )
-    message = ask(chat, "anything")
-    upstream = message.get_by_test_id("chat-error-upstream")
-    expect(upstream).to_have_text(f"The model service said: {hostile}")
-    expect(upstream.locator("img, b")).to_have_count(0)
-    assert chat.evaluate("window.__sg_xss") is None
+    with checks.check("an upstream message is shown as text, never as HTML"):
+        hostile = '<img src=x onerror="window.__sg_xss=1"><b>bold</b>'
+        frames = [
+            {"type": "start", "turn": "t1", "mode": "deflected"},
+            {"type": "error", "turn": "t1", "detail": "Rejected.", "upstream": hostile},
+        ]
+        body = "".join(f"data: {json.dumps(frame)}\n\n" for frame in frames)
+        chat.route(
+            "**/api/chat",
+            lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+        )
+        message = ask(chat, "anything")
+        upstream = message.get_by_test_id("chat-error-upstream")
+        expect(upstream).to_have_text(f"The model service said: {hostile}")
+        expect(upstream.locator("img, b")).to_have_count(0)
+        assert chat.evaluate("window.__sg_xss") is None
+    checks.verify()
