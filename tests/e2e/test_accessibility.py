@@ -5,42 +5,45 @@ from __future__ import annotations
 from axe_playwright_python.sync_playwright import Axe  # pyright: ignore[reportMissingTypeStubs]
 from playwright.sync_api import Page, expect
 
+from .checks import Checks
 from .conftest import SIZES
 from .page_driver import ASSISTANT, answered, ask
 
-
-def test_every_control_has_an_accessible_name(chat: Page):
-    expect(chat.get_by_role("textbox", name="Your question")).to_be_visible()
-    expect(chat.get_by_role("button", name="Send")).to_be_visible()
-    expect(chat.get_by_role("button", name="Stop")).to_be_disabled()
-
-
-def test_a_question_can_be_asked_from_the_keyboard_alone(chat: Page, key: str):
-    chat.locator("body").focus()
-    chat.keyboard.press("Tab")  # the skip link
-    chat.keyboard.press("Enter")
-    expect(chat.get_by_test_id("chat-input")).to_be_focused()
-    chat.keyboard.type(f"When do backups run? [[mock:clean#{key}]]")
-    chat.keyboard.press("Enter")
-    expect(chat.locator(ASSISTANT)).to_have_attribute("data-state", "done")
-    expect(chat.get_by_test_id("chat-input")).to_be_focused()
+RECORD_ANNOUNCEMENTS = """() => {
+    window.__announcements = [];
+    const region = document.querySelector('[data-testid=announcer]');
+    new MutationObserver(() => window.__announcements.push(region.textContent))
+        .observe(region, {childList: true, characterData: true, subtree: true});
+}"""
 
 
-def test_an_answer_is_announced_once_not_per_chunk(chat: Page, key: str):
-    chat.evaluate(
-        """() => {
-            window.__announcements = [];
-            const region = document.querySelector('[data-testid=announcer]');
-            new MutationObserver(() => window.__announcements.push(region.textContent))
-                .observe(region, {childList: true, characterData: true, subtree: true});
-        }"""
-    )
-    chat.fill("[data-testid=chat-input]", f"When do backups run? [[mock:clean#{key}]]")
-    chat.keyboard.press("Enter")
-    expect(chat.locator(ASSISTANT)).to_have_attribute("data-state", "done")
-    announcements = chat.evaluate("window.__announcements")
-    assert len(announcements) == 1
-    assert announcements[0].startswith("Answer:")
+def test_every_control_is_named_a_question_goes_from_the_keyboard_and_is_announced_once(
+    chat: Page, key: str
+):
+    """One turn, three named checks: the controls' accessible names; a question asked
+    from the keyboard alone (the skip link, typing, Enter), focus back in the box after
+    it; and its answer announced once, when complete, not per chunk."""
+    checks = Checks()
+    with checks.check("every control has an accessible name"):
+        expect(chat.get_by_role("textbox", name="Your question")).to_be_visible()
+        expect(chat.get_by_role("button", name="Send")).to_be_visible()
+        expect(chat.get_by_role("button", name="Stop")).to_be_disabled()
+    chat.evaluate(RECORD_ANNOUNCEMENTS)
+    with checks.check("a question can be asked from the keyboard alone"):
+        chat.locator("body").focus()
+        chat.keyboard.press("Tab")  # the skip link
+        chat.keyboard.press("Enter")
+        expect(chat.get_by_test_id("chat-input")).to_be_focused()
+        chat.keyboard.type(f"When do backups run? [[mock:clean#{key}]]")
+        chat.keyboard.press("Enter")
+        expect(chat.locator(ASSISTANT)).to_have_attribute("data-state", "done")
+        expect(chat.get_by_test_id("chat-input")).to_be_focused()
+    with checks.check("the answer is announced once, not per chunk"):
+        expect(chat.locator(ASSISTANT)).to_have_attribute("data-state", "done")
+        announcements = chat.evaluate("window.__announcements")
+        assert len(announcements) == 1, announcements
+        assert announcements[0].startswith("Answer:"), announcements
+    checks.verify()
 
 
 # --- axe-core audit ---------------------------------------------------------------------------
