@@ -34,8 +34,9 @@ def test_stop_ends_the_turn_and_the_mock_sees_the_disconnect(
 
 
 def test_hostile_html_links_and_images_render_inert_and_load_nothing(
-    chat: Page, stack: Stack, key: str
+    tab: Page, stack: Stack, key: str
 ):
+    """On a tab of its own, whose every dialog and request it watches."""
     dialogs: list[str] = []
     outside: list[str] = []
     app_origin = urlsplit(stack.app_url).netloc
@@ -48,9 +49,10 @@ def test_hostile_html_links_and_images_render_inert_and_load_nothing(
         if urlsplit(request.url).netloc != app_origin:
             outside.append(request.url)
 
-    chat.on("dialog", on_dialog)
-    chat.on("request", on_request)
-    answer = answered(chat, f"Show me the notes [[mock:xss#{key}]]").get_by_test_id("answer")
+    tab.on("dialog", on_dialog)
+    tab.on("request", on_request)
+    tab.goto(stack.app_url + "/")
+    answer = answered(tab, f"Show me the notes [[mock:xss#{key}]]").get_by_test_id("answer")
     checks = Checks()
     with checks.check("HTML shows as text, markdown still renders"):
         expect(answer).to_contain_text("<script>")  # shown as text, not run
@@ -67,7 +69,7 @@ def test_hostile_html_links_and_images_render_inert_and_load_nothing(
     # what has not run or been requested by now never will: no fixed wait for a late onerror.
     with checks.check("nothing ran, nothing left the app's origin"):
         assert answer.evaluate(LIVE_ATTRIBUTES) == []
-        assert chat.evaluate("window.__sg_xss") is None
+        assert tab.evaluate("window.__sg_xss") is None
         assert dialogs == []
         assert outside == []
     checks.verify()
