@@ -533,7 +533,8 @@ def escaped(page: Watched) -> dict[str, list[str]]:
 
 
 def assert_inert(page: Watched) -> None:
-    assert escaped(page) == {}
+    found = escaped(page)
+    assert found == {}, f"payloads not inert: {', '.join(found)}"
 
 
 # --- 1. the XSS matrix -------------------------------------------------------------------------
@@ -612,7 +613,7 @@ def test_every_hostile_payload_stays_inert(watched: Watched, source: Source, key
                 record(owner, finding)
         if shown is None:
             break
-    assert problems == {}
+    assert problems == {}, f"payloads not inert or not shown: {', '.join(problems)}"
 
 
 RENDER_ALONE_AND_TOGETHER = """async (texts) => {
