@@ -66,7 +66,7 @@ def test_the_view_follows_a_streaming_answer_unless_the_reader_scrolled_up(chat:
     the answer goes on growing."""
     fill_the_log(chat, key)
     log = chat.get_by_test_id("chat-log")
-    message = ask(chat, f"{BACKUPS} [[mock:slow#{key}]]")
+    message = ask(chat, f"{BACKUPS} [[mock:steady#{key}]]")
     answer = message.get_by_test_id("answer")
 
     chat.wait_for_function(
