@@ -2,10 +2,17 @@
 
 Playwright cannot download its browsers here, so it launches Debian's Chromium binary
 (`/usr/lib/chromium/chromium`; `/usr/bin/chromium` is a wrapper script); .ci/run installs
-the package when it is missing. A missing browser fails the run with a clear message,
-never a skip. Each test gets a fresh page; screenshots a test takes of the page's states
-(idle, streaming, error) are written to test-results/ only when that test fails. Every wait is
-on a page state (Playwright's auto-waiting `expect`) or a settled journal, under the shared
+the package when it is missing. A missing browser fails the run with a clear message, never
+a skip. A test gets the app's page loaded afresh (`chat`): the worker's one tab on the app,
+reloaded with a new conversation, as the conformance kit reloads its page per test
+(docs/benchmarks.md); a test that changes the tab itself (listeners, init scripts, other
+sites) opens a `tab` of its own. Both live in one browser context per worker: the page keeps
+a conversation in sessionStorage, which is per tab and cleared before each load, and nothing
+in cookies or localStorage, so a load isolates a test as a new context would. Measured: a
+context, its tab and the page loaded cost about 1 CPU-second, a tab on a warm context about
+0.6, a load in the same tab about 0.2. Screenshots a test takes of the page's states (idle,
+streaming, error) are written to test-results/ only when that test fails. Every wait is on a
+page state (Playwright's auto-waiting `expect`) or a settled journal, under the shared
 deadline; none is a fixed pause.
 """
 
@@ -19,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, ViewportSize, expect
+from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, expect
 
 from mock_llm import build_settings, serve_mock
 
@@ -98,11 +105,81 @@ def base_url(stack: Stack) -> str:
     return stack.app_url
 
 
+@pytest.fixture(scope="session")
+def shared_context(
+    browser: Browser, browser_context_args: dict[str, Any]
+) -> Iterator[BrowserContext]:
+    """The worker's one browser context, for the tabs its tests open."""
+    context = browser.new_context(**browser_context_args)
+    yield context
+    context.close()
+
+
 @pytest.fixture
-def chat(page: Page, stack: Stack) -> Page:
+def tab(shared_context: BrowserContext) -> Iterator[Page]:
+    """A new tab for this test; every tab the test opened is closed after it."""
+    before = set(shared_context.pages)
+    page = shared_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(stack.app_url + "/")
-    return page
+    yield page
+    for opened in set(shared_context.pages) - before:
+        opened.close()
+
+
+@dataclass
+class ChatTab:
+    """The worker's tab on the app, loaded afresh for each test that asks for `chat`."""
+
+    context: BrowserContext
+    url: str
+    page: Page | None = None
+
+    def fresh(self) -> Page:
+        """The tab with the app loaded anew and a new conversation, as a new tab has."""
+        if self.page is None:
+            self.page = self.context.new_page()
+            self.page.set_default_timeout(TIMEOUT_MS)
+        else:
+            self.page.evaluate("() => sessionStorage.clear()")
+        self.page.goto(self.url)
+        return self.page
+
+    def discard(self) -> None:
+        if self.page is not None:
+            self.page.close()
+            self.page = None
+
+
+@pytest.fixture(scope="session")
+def chat_tab(shared_context: BrowserContext, stack: Stack) -> ChatTab:
+    return ChatTab(shared_context, stack.app_url + "/")
+
+
+@pytest.fixture
+def chat(chat_tab: ChatTab, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """The app's page, loaded afresh: the worker's one tab, reloaded with a new conversation.
+
+    A load is what a test needs of a new page here: the page keeps its conversation in
+    sessionStorage (cleared first) and nothing else between loads. What the test set on
+    the tab itself is undone after it (routes, the screen size, the pointer); a test that
+    adds other handlers to the tab (`page.on`, init scripts) takes a `tab` of its own
+    instead. After a test that failed, the next one gets a new tab. (A new tab and its
+    load cost about 0.6 CPU-seconds, a load in the same tab about 0.2.)"""
+    page = chat_tab.fresh()
+    size = page.viewport_size
+    context = page.context
+    before = set(context.pages)
+    yield page
+    for opened in set(context.pages) - before:
+        opened.close()
+    report = getattr(request.node, "rep_call", None)
+    if report is None or report.failed:
+        chat_tab.discard()
+        return
+    page.unroute_all()
+    if page.viewport_size != size and size is not None:
+        page.set_viewport_size(size)
+    page.mouse.move(0, 0)  # no element of the next load starts under the pointer
 
 
 @dataclass

@@ -16,13 +16,19 @@ def test_tool_call_shows_as_a_chip_with_the_note_path(chat: Page, shots: Shots, 
     expect(message.get_by_test_id("sources")).to_contain_text("/homelab/backup-notes.md")
 
 
-def test_reading_a_note_sends_its_text_to_the_model(chat: Page, stack: Stack, key: str):
+def test_reading_a_note_sends_its_text_back_to_the_model_with_the_calls_id(
+    chat: Page, stack: Stack, key: str
+):
     message = answered(chat, f"How is DNS set up? [[mock:read-dns#{key}]]")
     expect(message.get_by_test_id("tool-call")).to_have_text("read /homelab/dns.md")
     _, second = stack.journal(key, count=2)
-    [result] = [m for m in second.body["messages"] if m["role"] == "tool"]
-    assert result["content"].startswith("# DNS")
-    assert "unbound" in result["content"]
+    assistant, tool = second.body["messages"][-2:]
+    assert assistant["role"] == "assistant"
+    [call] = assistant["tool_calls"]
+    assert call["function"] == {"name": "read", "arguments": '{"path": "/homelab/dns.md"}'}
+    assert tool == {"role": "tool", "tool_call_id": call["id"], "content": tool["content"]}
+    assert tool["content"].startswith("# DNS")
+    assert "unbound" in tool["content"]
 
 
 def test_a_path_outside_the_notes_is_refused(chat: Page, stack: Stack, key: str):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from playwright.sync_api import Browser, Page, expect
 
-from .conftest import TIMEOUT_MS, Stack
-from .page_driver import ASSISTANT, answered, wait_ready
+from .conftest import TIMEOUT_MS, Shots
+from .page_driver import ASSISTANT, answered, ask
 
 BACKUPS = "When do backups run?"
 
 
-def test_a_reload_brings_this_tabs_conversation_back_in_order(chat: Page, key: str):
+def test_a_reload_brings_this_tabs_conversation_back_in_order_and_a_new_question_comes_below(
+    chat: Page, key: str
+):
     answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
     answered(chat, f"Which notes mention restic? [[mock:read-dns#{key}b]]")
 
@@ -24,16 +26,11 @@ def test_a_reload_brings_this_tabs_conversation_back_in_order(chat: Page, key: s
     expect(messages.nth(1)).to_have_attribute("data-state", "done")
     expect(chat.get_by_test_id("message-user").nth(1)).to_contain_text("restic")
 
+    latest = answered(chat, f"{BACKUPS} [[mock:thinking#{key}c]]")
 
-def test_a_question_asked_after_a_reload_comes_below_the_restored_turns(chat: Page, key: str):
-    answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
-    chat.reload()
-
-    latest = answered(chat, f"{BACKUPS} [[mock:thinking#{key}b]]")
-
-    expect(chat.locator(ASSISTANT)).to_have_count(2)
+    expect(messages, "the new question's answer after the restored two").to_have_count(3)
     expect(latest.get_by_test_id("thinking")).to_be_visible()
-    expect(chat.locator(ASSISTANT).last.get_by_test_id("thinking")).to_be_visible()
+    expect(messages.last.get_by_test_id("thinking")).to_be_visible()
 
 
 def test_another_tab_starts_an_empty_conversation(chat: Page, browser: Browser, key: str):
@@ -46,11 +43,14 @@ def test_another_tab_starts_an_empty_conversation(chat: Page, browser: Browser, 
     other.close()
 
 
-def test_a_past_question_opens_with_its_answer_sources_tools_and_time(chat: Page, key: str):
+def test_a_past_question_opens_with_its_turn_closes_with_escape_and_can_be_asked_again(
+    chat: Page, key: str
+):
     question = f"How is DNS set up for the local zone? [[mock:read-dns#{key}]]"
     answered(chat, question)
+    item = chat.get_by_test_id("history").get_by_role("button", name=question)
 
-    chat.get_by_test_id("history").get_by_role("button", name=question).click()
+    item.click()
 
     dialog = chat.get_by_test_id("past-turn")
     expect(dialog).to_be_visible()
@@ -61,19 +61,12 @@ def test_a_past_question_opens_with_its_answer_sources_tools_and_time(chat: Page
     expect(dialog.get_by_test_id("past-turn-when")).to_contain_text("Asked ")
     expect(chat.locator(ASSISTANT)).to_have_count(1)  # the dialog's copy is not an answer
 
-
-def test_a_past_question_can_be_asked_again_and_the_dialog_closes_with_escape(chat: Page, key: str):
-    question = f"{BACKUPS} [[mock:clean#{key}]]"
-    answered(chat, question)
-    item = chat.get_by_test_id("history").get_by_role("button", name=question)
-
-    item.click()
     chat.keyboard.press("Escape")
-    expect(chat.get_by_test_id("past-turn")).to_be_hidden()
+    expect(dialog, "the dialog after Escape").to_be_hidden()
     item.click()
     chat.get_by_test_id("past-turn-ask-again").click()
 
-    expect(chat.get_by_test_id("past-turn")).to_be_hidden()
+    expect(dialog, "the dialog after Ask it again").to_be_hidden()
     expect(chat.get_by_test_id("chat-input")).to_have_value(question)
     expect(chat.get_by_test_id("chat-input")).to_be_focused()
 
@@ -97,17 +90,20 @@ def test_a_long_question_wraps_in_the_list_and_shows_in_full_on_focus(chat: Page
     assert full["height"] > clamped["height"]
 
 
-def test_the_conversation_is_not_restored_for_a_turn_that_failed(
-    chat: Page, stack: Stack, key: str
+def test_a_failed_turn_shows_its_error_leaves_the_page_usable_and_is_not_restored(
+    chat: Page, shots: Shots, key: str
 ):
-    answered(chat, f"{BACKUPS} [[mock:clean#{key}a]]")
-    failed = chat.locator(ASSISTANT).nth(0)
-    expect(failed).to_have_attribute("data-state", "done")
-    wait_ready(chat)
-    chat.fill("[data-testid=chat-input]", f"{BACKUPS} [[mock:drop-mid-stream#{key}b]]")
-    chat.keyboard.press("Enter")
-    expect(chat.locator(ASSISTANT).nth(1)).to_have_attribute("data-state", "error")
+    failed = ask(chat, f"{BACKUPS} [[mock:drop-mid-stream#{key}a]]")
+    expect(failed).to_have_attribute("data-state", "error")
+    expect(failed.get_by_test_id("chat-error")).to_be_visible()
+    expect(failed.get_by_test_id("chat-error")).not_to_be_empty()
+    shots.take("error")
+
+    again = answered(chat, f"{BACKUPS} [[mock:clean#{key}b]]")
+    expect(again.get_by_test_id("answer")).to_contain_text("Backups run nightly")
 
     chat.reload()
 
-    expect(chat.locator(ASSISTANT)).to_have_count(1)  # only completed turns are stored
+    restored = chat.locator(ASSISTANT)
+    expect(restored, "only the completed turn is stored").to_have_count(1)
+    expect(restored.get_by_test_id("answer")).to_contain_text("Backups run nightly")

@@ -4,20 +4,23 @@ Three matrices, on an app of this module's own (per xdist worker): the mock with
 module's flows and a notes folder written for it (notes whose text, and notes whose *names*,
 are payloads; tool results that are not notes).
 
-1. XSS: each payload of `PAYLOADS` is sent through each source of `SOURCES` (the answer, the
-   thinking text, a tool call's arguments, a tool's result, a note's text, a note's file
-   name, the user's own question, the model service's error message). "Inert" is judged
-   four ways after the turn: no element in the conversation, the question list or the
-   past-turn dialog is outside a small allowlist of tags or has an event handler, a source,
-   a style or a script URL (`LIVE`), no link targets anything but http(s) or mailto, the
-   page-wide flag every payload would set (`window.__pwned`) is unset, no dialog opened and
-   no request left the app's origin. Nothing is left in the DOM that could run later, so
-   what has not run by then never will: no fixed wait for a late `onerror`. The matrix runs
-   with the page's Content-Security-Policy bypassed, so the sanitizer alone is on trial and
-   the flag, dialog and request checks have teeth (`test_the_watchers_catch_a_live_payload`
-   proves they fire on a payload put in the page past the sanitizer). Every payload also
-   carries its id as text that must show where its source lands: a payload that never
-   reached the page cannot pass as inert.
+1. XSS: every payload of `PAYLOADS` is sent through each source of `SOURCES` (the answer,
+   the thinking text, a tool call's arguments, a tool's result, a note's text, a note's
+   file name, the user's own question, the model service's error message), all of them in
+   one turn where the source carries them all and in as few turns as it allows where its
+   way back to the page is narrow (`batches`). "Inert" is judged four ways after the turns:
+   no element in the conversation, the question list or the past-turn dialog is outside a
+   small allowlist of tags or has an event handler, a source, a style or a script URL
+   (`LIVE`), no link targets anything but http(s) or mailto, no payload's own page-wide
+   flag (`window.__pwned_<id>`) is set, no dialog opened and no request left the app's
+   origin. Each finding names its payload (`escaped`), so one payload that breaks out fails
+   its source by name. Nothing is left in the DOM that could run later, so what has not run
+   by then never will: no fixed wait for a late `onerror`. The matrix runs with the page's
+   Content-Security-Policy bypassed, so the sanitizer alone is on trial and the flag, dialog
+   and request checks have teeth (`test_the_watchers_catch_a_live_payload` proves they fire
+   on a payload put in the page past the sanitizer). Every payload also carries its id as
+   text that must show where its source lands: a payload that never reached the page
+   cannot pass as inert.
 2. Frames: upstream text that forges SSE frames (`hostile_flows.yaml`: blank lines,
    `event:`, CRLF, bare CR, U+2028, U+2029, NEL) in the answer, the thinking, tool calls, a
    note's name, the question, an upstream error and a mid-stream error event. The body the
@@ -31,8 +34,8 @@ are payloads; tool results that are not notes).
    chip's own "(refused)" label. (The log side is covered in depth, without a browser, by
    tests/integration/app/test_hostile_log.py.)
 
-The cases share one page per worker (a new one after a failed case), so the matrix costs a
-turn per case, not a browser start.
+The cases share one page per worker (a new one after a failed case), so a case costs its
+turns, not a browser start.
 """
 
 from __future__ import annotations
@@ -48,10 +51,13 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from playwright.sync_api import Browser, BrowserContext, Dialog, Locator, Page, Request, expect
+from playwright.sync_api import Error as PlaywrightError
 
+from app.errors import UPSTREAM_MESSAGE_CHARS, one_line
 from app.frames import Frame
 from guardrail.json_shapes import is_object
 from mock_llm import build_settings, serve_mock
+from mock_llm.flows.model import EXTRACT_SENTENCES_MAX
 
 from ..support.hostile_text import HOSTILE_TEXT
 from ..support.log_lines import LOG_LINE, TURN_LINE
@@ -66,71 +72,6 @@ BASE_WORD = "hxbase"
 
 # --- the payloads ------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class Payload:
-    """Hostile text. Each would set `window.__pwned` to its id, open a dialog or load
-    something from ATTACKER if it ever ran, and shows its id as text wherever it lands."""
-
-    id: str
-    text: str
-
-    @property
-    def word(self) -> str:
-        """A word unique to this payload, for a question to find its note by."""
-        return "hx" + re.sub(r"[^a-z0-9]", "", self.id)
-
-    @property
-    def file_name(self) -> str:
-        return f"{self.text}.md"
-
-
-def _payload(id: str, template: str) -> Payload:
-    flag = f"window.__pwned='{id}'"
-    return Payload(id, template.format(id=id, flag=flag, url=f"{ATTACKER}/{id}"))
-
-
-PAYLOADS = (
-    _payload("script-tag", "<script>{flag};alert('{id}')</script>"),
-    _payload("img-onerror", "<img src=x onerror=\"{flag};alert('{id}')\">"),
-    _payload("img-beacon", '<img src="{url}.png" onload="{flag}">'),
-    _payload("attribute-breakout", '"\' autofocus onfocus={flag} x="><img src=x onerror={flag}>'),
-    _payload("svg-onload", "<svg onload={flag}>"),
-    _payload(
-        "iframe-srcdoc", "<iframe srcdoc=\"<script>parent.__pwned='{id}'</script>\"></iframe>"
-    ),
-    _payload("details-ontoggle", "<details open ontoggle={flag}>"),
-    _payload("mxss-noscript", '<noscript><p title="</noscript><img src=x onerror={flag}>">'),
-    _payload("mxss-math-style", "<math><mtext><table><mglyph><style><img src=x onerror={flag}>"),
-    _payload("md-js-link", "[{id}](javascript:{flag})"),
-    _payload("md-js-obfuscated", "[{id}](JaVa&#x09;ScRiPt&colon;{flag})"),
-    _payload("md-js-autolink", "<javascript:{flag}>"),
-    _payload("md-js-reference", "[{id}][hx]\n\n[hx]: javascript:{flag}"),
-    _payload(
-        "md-data-link",
-        "[{id}](data:text/html;base64,PHNjcmlwdD5wYXJlbnQuX19wd25lZD0xPC9zY3JpcHQ+)",
-    ),
-    _payload("md-image-beacon", "![{id}]({url}.png)"),
-    _payload("md-title-breakout", '[{id}]({url} "t\\" onmouseover=\\"{flag}")'),
-    _payload("html-js-link", '<a href="javascript:{flag}">{id}</a>'),
-    _payload(
-        "css-inject",
-        '<style>@import url("{url}.css");body{{background:url("{url}.png")}}</style>'
-        '<div style="background:url({url}-attr)">{id}</div>',
-    ),
-    _payload("meta-refresh", '<meta http-equiv="refresh" content="0;url={url}">{id}'),
-    _payload("base-href", '<base href="{url}/">{id}'),
-    _payload(
-        "form-action",
-        '<form action="{url}"><button formaction="javascript:{flag}">{id}</button></form>',
-    ),
-)
-
-EVERYTHING = "\n\n".join(p.text for p in PAYLOADS)
-"""Every payload in one text, for the stored-turn views."""
-
-# --- the sources -------------------------------------------------------------------------------
-
 Source = Literal[
     "answer",
     "thinking",
@@ -142,6 +83,87 @@ Source = Literal[
     "upstream-error",
 ]
 SOURCES: tuple[Source, ...] = get_args(Source)
+
+WORD_TAGS: dict[Source, str] = {"note": "n", "tool-result": "r", "file-name": "f"}
+"""The sources whose text a question finds by a word, each with a letter of its own, so a
+question finds one source's texts and no other's."""
+
+
+@dataclass(frozen=True)
+class Payload:
+    """Hostile text. If it ever ran, it would set a flag of its own (`window.__pwned_<id>`)
+    to its id, open a dialog that says its id or load something from ATTACKER/<id>, and it
+    shows its id as text wherever it lands: payloads travel together, and whatever one of
+    them did, or failed to show, names it."""
+
+    id: str
+    text: str
+
+    def word(self, source: Source) -> str:
+        """A word unique to this payload's text in `source` (a note, a tool's result, a
+        note's name), for a question to find that text by."""
+        return f"hx{WORD_TAGS[source]}{re.sub(r'[^a-z0-9]', '', self.id)}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.text}.md"
+
+
+def _payload(id: str, template: str) -> Payload:
+    flag = f"__pwned_{id.replace('-', '_')}"
+    return Payload(
+        id,
+        template.format(id=id, flag=flag, set=f"window.{flag}='{id}'", url=f"{ATTACKER}/{id}"),
+    )
+
+
+PAYLOADS = (
+    _payload("script-tag", "<script>{set};alert('{id}')</script>"),
+    _payload("img-onerror", "<img src=x onerror=\"{set};alert('{id}')\">"),
+    _payload("img-beacon", '<img src="{url}.png" onload="{set}">'),
+    _payload("attribute-breakout", '"\' autofocus onfocus={set} x="><img src=x onerror={set}>'),
+    _payload("svg-onload", "<svg onload={set}>"),
+    _payload("iframe-srcdoc", "<iframe srcdoc=\"<script>parent.{flag}='{id}'</script>\"></iframe>"),
+    _payload("details-ontoggle", "<details open ontoggle={set}>"),
+    _payload("mxss-noscript", '<noscript><p title="</noscript><img src=x onerror={set}>">'),
+    _payload("mxss-math-style", "<math><mtext><table><mglyph><style><img src=x onerror={set}>"),
+    _payload("md-js-link", "[{id}](javascript:{set})"),
+    _payload("md-js-obfuscated", "[{id}](JaVa&#x09;ScRiPt&colon;{set})"),
+    _payload("md-js-autolink", "<javascript:{set}>"),
+    _payload("md-js-reference", "[{id}][hx]\n\n[hx]: javascript:{set}"),
+    _payload(
+        "md-data-link",
+        "[{id}](data:text/html;base64,PHNjcmlwdD5wYXJlbnQuX19wd25lZD0xPC9zY3JpcHQ+)",
+    ),
+    _payload("md-image-beacon", "![{id}]({url}.png)"),
+    _payload("md-title-breakout", '[{id}]({url} "t\\" onmouseover=\\"{set}")'),
+    _payload("html-js-link", '<a href="javascript:{set}">{id}</a>'),
+    _payload(
+        "css-inject",
+        '<style>@import url("{url}.css");body{{background:url("{url}.png")}}</style>'
+        '<div style="background:url({url}-attr)">{id}</div>',
+    ),
+    _payload("meta-refresh", '<meta http-equiv="refresh" content="0;url={url}">{id}'),
+    _payload("base-href", '<base href="{url}/">{id}'),
+    _payload(
+        "form-action",
+        '<form action="{url}"><button formaction="javascript:{set}">{id}</button></form>',
+    ),
+)
+
+
+def paragraphs(payloads: tuple[Payload, ...]) -> str:
+    """The payloads in one text, each a paragraph of its own."""
+    return "\n\n".join(p.text for p in payloads)
+
+
+EVERYTHING = paragraphs(PAYLOADS)
+"""Every payload in one text, for the stored-turn views."""
+
+CONTROL = _payload("control", '<img src="{url}.png" onerror="{set};alert(\'{id}\')">')
+"""The positive control's payload: put in the page past the sanitizer, it runs."""
+
+# --- the sources -------------------------------------------------------------------------------
 
 
 def fits(payload: Payload, source: Source) -> bool:
@@ -156,8 +178,59 @@ def fits(payload: Payload, source: Source) -> bool:
     )
 
 
-def flow_name(source: Source, payload: Payload) -> str:
-    return f"hx-{source}-{payload.id}"
+PER_TURN: dict[Source, int] = {"note": 5, "tool-result": 7}
+"""How many payloads one turn carries where the way back to the page is narrow: the app
+retrieves five notes for a question (app/rag/index.py), and the mock's answer quotes ten
+sentences at most (EXTRACT_SENTENCES_MAX), the base note's among them. Every other source
+carries them all at once, but for the model service's error message, cut to
+UPSTREAM_MESSAGE_CHARS (`batches`)."""
+
+
+def batches(source: Source) -> list[tuple[Payload, ...]]:
+    """The payloads that fit `source`, in order, in as few turns as the source allows."""
+    fitting = [p for p in PAYLOADS if fits(p, source)]
+    if source != "upstream-error":
+        size = PER_TURN.get(source, len(fitting))
+        return [tuple(fitting[start : start + size]) for start in range(0, len(fitting), size)]
+    packed: list[tuple[Payload, ...]] = [()]
+    for payload in fitting:
+        joined = one_line(error_message((*packed[-1], payload)), limit=len(EVERYTHING))
+        if packed[-1] and len(joined) > UPSTREAM_MESSAGE_CHARS:
+            packed.append(())
+        packed[-1] = (*packed[-1], payload)
+    return packed
+
+
+def error_message(batch: tuple[Payload, ...]) -> str:
+    return " ".join(p.text for p in batch)
+
+
+def flow_name(source: Source, turn: int) -> str:
+    return f"hx-{source}-{turn}"
+
+
+def batch_flow(source: Source, batch: tuple[Payload, ...]) -> dict[str, Any] | None:
+    """The mock's flow that carries `batch` by `source`; None where the payloads travel in
+    the notes or the question itself."""
+    if source == "answer":
+        return {"steps": [{"content": paragraphs(batch)}]}
+    if source == "thinking":
+        return {"steps": [{"reasoning": paragraphs(batch), "content": "Thought it through."}]}
+    if source == "tool-call":
+        greps = [{"name": "grep", "arguments": {"pattern": p.text}} for p in batch]
+        return {"steps": [{"tool_calls": greps}, {"content": "Searched the notes."}]}
+    if source in ("tool-result", "file-name"):
+        path = tool_result_path if source == "tool-result" else named_path
+        reads = [{"name": "read", "arguments": {"path": path(p)}} for p in batch]
+        return {"steps": [{"tool_calls": reads}, QUOTE_THE_CONTEXT]}
+    if source == "upstream-error":
+        fault = {"kind": "http", "status": 400, "message": error_message(batch)}
+        return {"steps": [{"fault": fault}]}
+    return None
+
+
+QUOTE_THE_CONTEXT = {"extract": {"sentences": EXTRACT_SENTENCES_MAX}}
+"""A step that answers with the sentences of the request's context the question names."""
 
 
 def payload_flows() -> dict[str, Any]:
@@ -165,7 +238,7 @@ def payload_flows() -> dict[str, Any]:
     flows: dict[str, Any] = {
         "hx-extract": {
             "description": "Answer from the request's context (the retrieved notes).",
-            "steps": [{"extract": {"sentences": 4}}],
+            "steps": [QUOTE_THE_CONTEXT],
         },
         "hx-answer-everything": {"steps": [{"content": EVERYTHING}]},
         "hx-forge-file-name": {
@@ -197,33 +270,11 @@ def payload_flows() -> dict[str, Any]:
             ]
         },
     }
-    for p in PAYLOADS:
-        flows[flow_name("answer", p)] = {"steps": [{"content": p.text}]}
-        flows[flow_name("thinking", p)] = {
-            "steps": [{"reasoning": p.text, "content": "Thought it through."}]
-        }
-        flows[flow_name("tool-call", p)] = {
-            "steps": [
-                {"tool_calls": [{"name": "grep", "arguments": {"pattern": p.text}}]},
-                {"content": "Searched the notes."},
-            ]
-        }
-        flows[flow_name("tool-result", p)] = {
-            "steps": [
-                {"tool_calls": [{"name": "read", "arguments": {"path": tool_result_path(p)}}]},
-                {"extract": {"sentences": 4}},
-            ]
-        }
-        flows[flow_name("upstream-error", p)] = {
-            "steps": [{"fault": {"kind": "http", "status": 400, "message": p.text}}]
-        }
-        if fits(p, "file-name"):
-            flows[flow_name("file-name", p)] = {
-                "steps": [
-                    {"tool_calls": [{"name": "read", "arguments": {"path": named_path(p)}}]},
-                    {"extract": {"sentences": 4}},
-                ]
-            }
+    for source in SOURCES:
+        for turn, batch in enumerate(batches(source)):
+            flow = batch_flow(source, batch)
+            if flow is not None:
+                flows[flow_name(source, turn)] = flow
     return {"flows": flows}
 
 
@@ -269,14 +320,14 @@ def write_notes(folder: Path) -> Path:
     )
     for p in PAYLOADS:
         (folder / f"{p.id}.md").write_text(
-            f"# {p.id}\n\nThe {p.word} note says: {p.text}\n", encoding="utf-8"
+            f"# {p.id}\n\nThe {p.word('note')} note says: {p.text}\n", encoding="utf-8"
         )
         (folder / "results" / f"{p.id}.txt").write_text(
-            f"The {p.word} result says: {p.text}\n", encoding="utf-8"
+            f"The {p.word('tool-result')} result says: {p.text}\n", encoding="utf-8"
         )
         if fits(p, "file-name"):
             (folder / "names" / p.file_name).write_text(
-                f"# Named\n\nThe {p.word} note is named after its payload.\n"
+                f"# Named\n\nThe {p.word('file-name')} note is named after its payload.\n"
             )
     for name in SEPARATED_NAMES.values():
         (folder / "names" / name).write_text(
@@ -310,7 +361,11 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     flows.write_text(json.dumps(payload_flows()), encoding="utf-8")
     with serve_mock(build_settings((TEST_FLOWS, HOSTILE_FLOWS, flows))) as mock_url:
         settings = replace(
-            app_settings(mock_url, root / "data", SG_NOTES_DIR=str(notes)),
+            # Grounded whenever a note is found: a question that names many payloads' notes
+            # is offered the tools as one that names a single note is.
+            app_settings(
+                mock_url, root / "data", SG_NOTES_DIR=str(notes), SG_GROUNDING_THRESHOLD="0"
+            ),
             embedded_mock_url=mock_url,  # the demo's page: its journal links are on trial too
         )
         with serve_app(settings) as app_url:
@@ -325,17 +380,20 @@ class Watched:
     """A page of the app with everything a live payload would do recorded."""
 
     page: Page
+    app_url: str
     dialogs: list[str] = field(default_factory=list[str])
     outside: list[str] = field(default_factory=list[str])
 
     def live(self) -> list[str]:
+        if not self.page.url.startswith(self.app_url):  # a payload took the page elsewhere
+            return [f"the page left the app for {self.page.url}"]
         return self.page.evaluate(LIVE)
 
 
 def open_watched(context: BrowserContext, app_url: str) -> Watched:
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    watched = Watched(page)
+    watched = Watched(page, app_url)
     origin = urlsplit(app_url).netloc
 
     def on_dialog(dialog: Dialog) -> None:
@@ -371,35 +429,47 @@ LIVE = """() => {
     ["history", new Set(["li", "button"])],
     ["announcer", new Set()],
   ];
+  // Each finding ends with the markup it is about, which names its payload.
+  const markup = (element) => element.outerHTML.slice(0, 300);
   for (const [testid, allowed] of roots) {
     const root = document.querySelector(`[data-testid=${testid}]`);
+    if (root === null) {
+      found.push(`no ${testid} in the page at ${location.href}`);  // a payload replaced it
+      continue;
+    }
     for (const element of root.querySelectorAll("*")) {
       const where = `<${element.localName}> in ${testid}`;
-      if (!allowed.has(element.localName)) found.push(where);
+      const report = (what) => found.push(`${where}${what}: ${markup(element)}`);
+      if (!allowed.has(element.localName)) report("");
       if (element.localName === "button" && element.closest("[data-testid=answer]")) {
-        found.push(`${where} (inside an answer)`);
+        report(" (inside an answer)");
       }
       for (const name of element.getAttributeNames()) {
         const value = element.getAttribute(name) ?? "";
-        if (name.startsWith("on") || LOADS.has(name)) found.push(`${where} has ${name}`);
+        if (name.startsWith("on") || LOADS.has(name)) report(` has ${name}`);
         if (/^(javascript|vbscript|data):/i.test(value.replace(/[\\x00-\\x20]+/g, ""))) {
-          found.push(`${where} has ${name}=${value}`);
+          report(` has ${name}=${value}`);
         }
       }
       if (element.localName === "a" && element.hasAttribute("href")
           && !SAFE_LINKS.has(new URL(element.href, location.href).protocol)) {
-        found.push(`${where} links to ${element.href}`);
+        report(` links to ${element.href}`);
       }
     }
   }
-  if (document.querySelector("base, meta[http-equiv], iframe, object, embed")) {
-    found.push("a <base>, <meta http-equiv>, <iframe>, <object> or <embed> in the document");
+  const loaders = document.querySelectorAll("base, meta[http-equiv], iframe, object, embed");
+  for (const element of loaders) {
+    found.push(`a <${element.localName}> in the document: ${markup(element)}`);
   }
-  const sheets = [...document.styleSheets].map((sheet) => sheet.href);
-  if (sheets.length !== 1 || !sheets[0].startsWith(`${location.origin}/static/`)) {
-    found.push(`style sheets ${JSON.stringify(sheets)}`);
+  const sheets = [...document.styleSheets];
+  if (sheets.length !== 1 || !(sheets[0].href ?? "").startsWith(`${location.origin}/static/`)) {
+    const described = sheets.map((sheet) => sheet.href ?? markup(sheet.ownerNode));
+    found.push(`style sheets ${JSON.stringify(described)}`);
   }
-  if ("__pwned" in window) found.push(`window.__pwned = ${String(window.__pwned)}`);
+  // Each payload's flag is its own (`window.__pwned_<id>`), set to its id.
+  for (const name of Object.keys(window).filter((key) => key.startsWith("__pwned"))) {
+    found.push(`window.${name} = ${String(window[name])}`);
+  }
   return found;
 }"""
 """What could run or load in the page: one line per finding, empty when all is inert."""
@@ -448,60 +518,122 @@ def watched(shared_page: SharedPage, request: pytest.FixtureRequest) -> Iterator
         shared_page.discard()  # a failed case must not fail the next one
 
 
+def escaped(page: Watched) -> dict[str, list[str]]:
+    """Whatever ran, rendered live or reached outside the app, under the id of each payload
+    it names ("?" for what names none): empty while every payload stays inert."""
+    findings = [
+        *page.live(),
+        *(f"dialog {dialog}" for dialog in page.dialogs),
+        *(f"request {url}" for url in page.outside),
+    ]
+    named: dict[str, list[str]] = {}
+    for finding in findings:
+        for owner in [p.id for p in (*PAYLOADS, CONTROL) if p.id in finding] or ["?"]:
+            named.setdefault(owner, []).append(finding)
+    return named
+
+
 def assert_inert(page: Watched) -> None:
-    assert page.live() == []
-    assert page.dialogs == []
-    assert page.outside == []
+    found = escaped(page)
+    assert found == {}, f"payloads not inert: {', '.join(found)}"
 
 
 # --- 1. the XSS matrix -------------------------------------------------------------------------
 
 
-def question_for(source: Source, payload: Payload, key: str) -> str:
-    trigger = f"[[mock:{flow_name(source, payload)}#{key}]]"
+def question_for(source: Source, turn: int, batch: tuple[Payload, ...], key: str) -> str:
     if source == "note":
-        return f"What does the {payload.word} note say? [[mock:hx-extract#{key}]]"
+        words = " ".join(p.word(source) for p in batch)
+        return f"What does the {words} note say? [[mock:hx-extract#{key}]]"
     if source == "question":
-        return f"{payload.text} {BASE_WORD} [[mock:clean#{key}]]"
-    return f"What does {BASE_WORD} say about {payload.word}? {trigger}"
+        return f"{paragraphs(batch)} {BASE_WORD} [[mock:clean#{key}]]"
+    words = " ".join(p.word(source) for p in batch) if source in WORD_TAGS else ""
+    about = f" about {words}" if words else ""
+    return f"What does {BASE_WORD} say{about}? [[mock:{flow_name(source, turn)}#{key}]]"
 
 
-def landed(page: Page, message: Locator, source: Source) -> list[Locator]:
+def landed(page: Page, message: Locator, source: Source) -> dict[str, Locator]:
     """Where a payload sent by `source` must show as text (proof it reached the page)."""
     if source == "thinking":
-        return [message.get_by_test_id("thinking")]
+        return {"thinking": message.get_by_test_id("thinking")}
     if source == "tool-call":
-        return [message.get_by_test_id("tool-call")]
+        return {"tool-call": message.get_by_test_id("tool-call")}
     if source == "file-name":
-        return [
-            message.get_by_test_id("tool-call"),
-            message.get_by_test_id("sources"),
-            message.get_by_test_id("answer"),
-        ]
+        return {name: message.get_by_test_id(name) for name in ("tool-call", "sources", "answer")}
     if source == "question":
-        return [page.get_by_test_id("message-user").last, page.get_by_test_id("history")]
+        return {
+            "message-user": page.get_by_test_id("message-user").last,
+            "history": page.get_by_test_id("history"),
+        }
     if source == "upstream-error":
-        return [message.get_by_test_id("chat-error-upstream")]
-    return [message.get_by_test_id("answer")]
+        return {"chat-error-upstream": message.get_by_test_id("chat-error-upstream")}
+    return {"answer": message.get_by_test_id("answer")}
 
 
-MATRIX = [
-    pytest.param(payload, source, id=f"{source}-{payload.id}")
-    for source in SOURCES
-    for payload in PAYLOADS
-    if fits(payload, source)
-]
+def shown_where_it_lands(
+    page: Page, source: Source, question: str, turn_key: str
+) -> dict[str, str]:
+    """Ask; the text of each place where the turn's payloads must show."""
+    message = settled(page, question)
+    if source == "question":  # the list is fetched again once the turn has ended
+        expect(page.get_by_test_id("history").get_by_role("button").first).to_contain_text(turn_key)
+    return {
+        name: "".join(place.all_text_contents())
+        for name, place in landed(page, message, source).items()
+    }
 
 
-@pytest.mark.parametrize(("payload", "source"), MATRIX)
-def test_a_hostile_payload_stays_inert(
-    watched: Watched, payload: Payload, source: Source, key: str
-):
-    page = watched.page
-    message = settled(page, question_for(source, payload, key))
-    for place in landed(page, message, source):
-        expect(place).to_contain_text(payload.id)
-    assert_inert(watched)
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_hostile_payload_stays_inert(watched: Watched, source: Source, key: str):
+    """Every payload that fits the source, in as few turns as the source allows: each shows
+    its id where the source lands, and none ran, rendered live or reached outside the app.
+    The page is judged after each turn (a later payload that takes the page away must not
+    hide what an earlier one did), and the failure lists, under each payload's id,
+    everything wrong with it."""
+    problems: dict[str, list[str]] = {}
+
+    def record(owner: str, problem: str) -> None:
+        if problem not in problems.setdefault(owner, []):
+            problems[owner].append(problem)
+
+    for turn, batch in enumerate(batches(source)):
+        turn_key = f"{key}t{turn}"
+        question = question_for(source, turn, batch, turn_key)
+        try:
+            shown = shown_where_it_lands(watched.page, source, question, turn_key)
+        except (AssertionError, PlaywrightError) as error:  # e.g. a payload took the page away
+            shown = None
+            for payload in batch:
+                record(payload.id, f"its turn broke off: {str(error).splitlines()[0]}")
+        for name, text in (shown or {}).items():
+            for payload in batch:
+                if payload.id not in text:
+                    record(payload.id, f"not shown in {name}")
+        for owner, findings in escaped(watched).items():
+            for finding in findings:
+                record(owner, finding)
+        if shown is None:
+            break
+    assert problems == {}, f"payloads not inert or not shown: {', '.join(problems)}"
+
+
+RENDER_ALONE_AND_TOGETHER = """async (texts) => {
+  const { renderMarkdown } = await import("/static/render.js");
+  const html = (text) => {
+    const box = document.createElement("div");
+    box.append(renderMarkdown(text));
+    return box.innerHTML;
+  };
+  return [texts.map(html), html(texts.join("\\n\\n"))];
+}"""
+
+
+def test_payloads_sent_together_render_as_each_renders_alone(watched: Watched):
+    """The matrix sends a source's payloads together, as the paragraphs of one text: the
+    page renders that text as each payload's own rendering, one after another, so no payload
+    is judged in a context another one opened."""
+    alone, together = watched.page.evaluate(RENDER_ALONE_AND_TOGETHER, [p.text for p in PAYLOADS])
+    assert together == "".join(alone)
 
 
 def test_a_stored_turn_with_every_payload_stays_inert_after_a_reload_and_in_the_dialog(
@@ -535,25 +667,25 @@ def test_a_stored_turn_with_every_payload_stays_inert_after_a_reload_and_in_the_
 
 def test_the_watchers_catch_a_live_payload(browser: Browser, hostile: Hostile):
     """Positive control: a payload put in the conversation past the sanitizer runs (the CSP
-    is bypassed), and each check of `assert_inert` sees it."""
+    is bypassed), and each check of `assert_inert` sees it, under the payload's id."""
     context = csp_bypassed(browser)
     try:
         watched = open_watched(context, hostile.app_url)
         page = watched.page
-        assert watched.live() == []
+        assert escaped(watched) == {}
         with page.expect_event("dialog"), page.expect_request(f"{ATTACKER}/control.png"):
             page.evaluate(
-                """(url) => document.querySelector("[data-testid=chat-log]").insertAdjacentHTML(
-                    "beforeend",
-                    `<img src="${url}" onerror="window.__pwned='control'; alert('control')">`)""",
-                f"{ATTACKER}/control.png",
+                """(html) => document.querySelector("[data-testid=chat-log]").insertAdjacentHTML(
+                    "beforeend", html)""",
+                CONTROL.text,
             )
         live = watched.live()
-        assert "<img> in chat-log" in live
-        assert "<img> in chat-log has onerror" in live
-        assert "window.__pwned = control" in live
+        assert "<img> in chat-log: " + CONTROL.text in live
+        assert "<img> in chat-log has onerror: " + CONTROL.text in live
+        assert "window.__pwned_control = control" in live
         assert watched.dialogs == ["alert: control"]
         assert watched.outside == [f"{ATTACKER}/control.png"]
+        assert list(escaped(watched)) == ["control"]
     finally:
         context.close()
 

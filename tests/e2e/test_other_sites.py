@@ -60,22 +60,22 @@ def port_of(url: str) -> int:
     return port
 
 
-def test_a_page_on_a_rebound_name_cannot_read_the_history(page: Page, stack: Stack, key: str):
+def test_a_page_on_a_rebound_name_cannot_read_the_history(tab: Page, stack: Stack, key: str):
     question = f"When do backups run? [[mock:clean#{key}]]"
     origin = f"http://127.0.0.1:{port_of(stack.app_url)}"
-    page.goto(f"{origin}/")  # a turn of the user's own, on the real page
-    page.evaluate(ASK, [f"{origin}/api/chat", question])
+    tab.goto(f"{origin}/")  # a turn of the user's own, on the real page
+    tab.evaluate(ASK, [f"{origin}/api/chat", question])
     rebound = f"http://rebound.test:{port_of(stack.app_url)}"
-    open_page_at(page, rebound)
-    read: dict[str, Any] = page.evaluate(READ_HISTORY, f"{rebound}/api/history")
+    open_page_at(tab, rebound)
+    read: dict[str, Any] = tab.evaluate(READ_HISTORY, f"{rebound}/api/history")
     assert read["status"] == 421, read
     assert question not in read["text"]
 
 
-def test_another_sites_page_cannot_run_a_turn(page: Page, stack: Stack, key: str):
+def test_another_sites_page_cannot_run_a_turn(tab: Page, stack: Stack, key: str):
     question = f"When do backups run? [[mock:clean#{key}]]"
-    open_page_at(page, "http://elsewhere.test:8123")
-    asked: dict[str, Any] = page.evaluate(ASK, [f"{stack.app_url}/api/chat", question])
+    open_page_at(tab, "http://elsewhere.test:8123")
+    asked: dict[str, Any] = tab.evaluate(ASK, [f"{stack.app_url}/api/chat", question])
     assert asked["status"] == 0, asked  # the browser refused to show the answer
     assert not [turn for turn in stack.history() if turn["question"] == question]
 
@@ -91,12 +91,12 @@ def app_allowing_tool(stack: Stack, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_an_allowed_origins_page_runs_a_turn_and_reads_the_answer(
-    page: Page, app_allowing_tool: str, key: str
+    tab: Page, app_allowing_tool: str, key: str
 ):
     question = f"When do backups run? [[mock:clean#{key}]]"
-    open_page_at(page, TOOL)
-    asked: dict[str, Any] = page.evaluate(ASK, [f"{app_allowing_tool}/api/chat", question])
+    open_page_at(tab, TOOL)
+    asked: dict[str, Any] = tab.evaluate(ASK, [f"{app_allowing_tool}/api/chat", question])
     assert asked["status"] == 200, asked
     assert '"type":"done"' in asked["text"].replace(" ", "")
-    read: dict[str, Any] = page.evaluate(READ_HISTORY, f"{app_allowing_tool}/api/history")
+    read: dict[str, Any] = tab.evaluate(READ_HISTORY, f"{app_allowing_tool}/api/history")
     assert question in read["text"]

@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 
 from conformance.browser.recording import DomRecording
 
-from .conftest import TIMEOUT_MS, Stack
+from .conftest import Stack
 from .page_driver import answered, ask
 
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
@@ -31,11 +31,10 @@ class Recorded:
 
 
 @pytest.fixture
-def recorded(page: Page, stack: Stack) -> Recorded:
-    page.set_default_timeout(TIMEOUT_MS)
-    recording = DomRecording(page)
-    page.goto(stack.app_url + "/")
-    return Recorded(page, recording)
+def recorded(tab: Page, stack: Stack) -> Recorded:
+    recording = DomRecording(tab)
+    tab.goto(stack.app_url + "/")
+    return Recorded(tab, recording)
 
 
 def prove_recorder_is_live(recorded: Recorded, must_have_seen: str) -> None:
