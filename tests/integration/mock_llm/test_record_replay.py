@@ -68,8 +68,10 @@ async def test_each_stream_passes_through_unchanged_and_replays_chunk_by_chunk(
     upstream: Upstreams, rec: Rec, key: str
 ):
     keys = keys_for(key, STREAMED)
-    usage = {"stream_options": {"include_usage": True}}
-    originals = {flow: await post(rec.url, ask(flow, keys[flow], **usage)) for flow in STREAMED}
+    usage = {"include_usage": True}
+    originals = {
+        flow: await post(rec.url, ask(flow, keys[flow], stream_options=usage)) for flow in STREAMED
+    }
     recorded = await rec.saved(len(STREAMED))
     assert sorted(recorded) == sorted(STREAMED)
 
@@ -79,7 +81,7 @@ async def test_each_stream_passes_through_unchanged_and_replays_chunk_by_chunk(
         assert original.events[-1] == "[DONE]"
         assert_passed_through(upstream, original)
         assert recorded[flow].steps[0].recorded  # its real chunk boundaries
-        again = await post(replay, ask(flow, again_key(keys[flow]), **usage))
+        again = await post(replay, ask(flow, again_key(keys[flow]), stream_options=usage))
         assert again.chunks == original.chunks
 
     with serve_mock(build_settings((rec.out,), replay_pacing=0.0)) as replay:
