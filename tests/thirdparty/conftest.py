@@ -1,10 +1,10 @@
 """Third-party layer: real programs a user runs (Open WebUI, LiteLLM's proxy), each from a
 pinned, isolated venv of its own (tests/thirdparty/venvs.py), against our mock and guard.
 
-validate.sh runs one test of it (the kit against Open WebUI behind the guard's Ollama
-route); the rest is run by hand, `uv run pytest tests/thirdparty -n 0` (docs/integrations.md
-gives each suite's time): the installs are large (Open WebUI with torch is about 2 GB) and a
-first run makes them (minutes). Every test here is marked `thirdparty`.
+Too slow for the gate (./validate.sh): `scripts/slow_suites.sh` runs all of it after the gate
+(CI does, through .ci/run), or by hand `uv run pytest tests/thirdparty -n 0`
+(docs/integrations.md gives each suite's time): the installs are large (Open WebUI with torch
+is about 2 GB) and a first run makes them (minutes). Every test here is marked `thirdparty`.
 """
 
 from __future__ import annotations
