@@ -21,6 +21,7 @@ import pytest
 from conformance.browser.chat import ChatPage
 from conformance.oracle.clauses import CORRECTION, FAMILY_FLOWS, LOOKALIKE_FLOWS, SCAFFOLD_FLOWS
 from conformance.oracle.judge import (
+    assert_ended_done,
     assert_logged_count,
     assert_malformed_reply,
     assert_never_shown,
@@ -174,7 +175,7 @@ def test_g12_a_round_with_a_real_tool_call_gets_no_recovery(
     needs(conformance_wired, "tools")
     play = conformance_play("tool-with-scaffold")
     view = play.view
-    assert view.state == "done", f"G12: the turn ended in the error state: {view.error!r}"
+    assert_ended_done(view, "tool-with-scaffold", "G12")
     for entry in play.requests():
         assert CORRECTION not in json.dumps(messages_of(entry), ensure_ascii=False), (
             "G12: a round that carried a real tool call was answered with a recovery request"
@@ -203,7 +204,7 @@ def test_g15_another_familys_markup_is_shown_whole(
     play, want, model = family_turn("G15", flow, conformance_play, conformance_wired)
     whole = want.for_model(model)
     view = play.view
-    assert view.state == "done", f"G15: flow {flow!r} ended in the error state: {view.error!r}"
+    assert_ended_done(view, flow, "G15")
     assert words(view.answer) == words(whole.shown), (
         f"G15: flow {flow!r}: text was swallowed; for model {model!r} this markup is text and"
         f" the page should show {whole.shown!r}, it showed {view.answer!r} (letters and"

@@ -24,7 +24,14 @@ from conformance.browser.recording import DomRecording
 from conformance.browser.scripts import script
 from conformance.browser.setup_steps import run_page_step
 from conformance.browser.turn_end import done_rule_text, error_of, mark_errors, wait_finished
-from conformance.browser.turn_message import TurnQuery, await_message, find, no_message, query_for
+from conformance.browser.turn_message import (
+    Found,
+    TurnQuery,
+    await_message,
+    find,
+    no_message,
+    query_for,
+)
 from conformance.profiles.model import Profile
 
 CLEAR_SESSION_STORAGE_JS = script("clear_session_storage")
@@ -40,6 +47,20 @@ class TurnView:
     error: str
     thinking: str
     turn_id: str | None  # the app's own id for the turn, from the response header, if any
+    has_message: bool = True  # False: the turn ended at an error outside any message, alone
+
+    def no_message_text(self) -> str:
+        """Why the turn has no answer, for a clause's message ('' when it has a message)."""
+        if self.has_message:
+            return ""
+        return (
+            f"the page showed no message: the turn ended at an error outside every message"
+            f" ({self.error!r}), and no assistant message came"
+        )
+
+
+class NoMessageAtError(AssertionError):
+    """The turn ended at an error outside every message, and the page showed no message."""
 
 
 class ChatPage:
@@ -92,48 +113,68 @@ class ChatPage:
 
     def send(self, question: str) -> Locator:
         """Type and send `question`; the turn's assistant message (attached, maybe streaming),
-        as a locator by its place among the page's messages (never a held element)."""
-        turn, index = self._send(question)
-        return self.page.locator(turn.message).nth(index)
+        as a locator by its place among the page's messages (never a held element).
+        NoMessageAtError when the turn ended at an outside error with no message."""
+        turn, found = self._send(question)
+        if not found.found:
+            raise NoMessageAtError(
+                f"the turn ended at an error outside every message ({found.error!r}), and the"
+                f" page showed no assistant message ({turn.message})"
+            )
+        return self.page.locator(turn.message).nth(found.index)
 
     def ask(self, question: str) -> TurnView:
+        """Type and send `question`, wait until its turn has finished, and read it."""
         ids_before = len(self._turn_ids)
-        turn, index = self._send(question)
-        self.wait_finished(self.page.locator(turn.message).nth(index))
-        turn_ids = self._turn_ids[ids_before:]
+        turn, sent = self._send(question)
+        if not sent.found:  # ended at an outside error: no message to wait on
+            turn_id = self._first_turn_id(ids_before)
+            return TurnView("error", "", sent.error, "", turn_id, has_message=False)
+        ended_at = self.wait_finished(self.page.locator(turn.message).nth(sent.index))
         found = find(self.page, turn)  # found again: the page may have redrawn it meanwhile
         message = self.page.locator(turn.message).nth(found.index) if found.found else None
-        return self.view(message, turn_ids[0] if turn_ids else None)
+        return self.view(message, self._first_turn_id(ids_before), ended_at)
 
-    def _send(self, question: str) -> tuple[TurnQuery, int]:
-        """Type and send `question`; the turn's query and its message's index once it shows
-        (QuestionNotSent, NoTurnMessage when it never does)."""
+    def _first_turn_id(self, ids_before: int) -> str | None:
+        """The app's id of the turn whose ids came after the first `ids_before`, if any."""
+        return next(iter(self._turn_ids[ids_before:]), None)
+
+    def _send(self, question: str) -> tuple[TurnQuery, Found]:
+        """Type and send `question`; the turn's query and the look that found its message,
+        or its error outside every message with no message (QuestionNotSent, NoTurnMessage
+        when neither ever shows)."""
         box = type_question(self.page, self.profile, question)
         # Counted once the box took the question: fill() waits until the box is enabled, and
         # a page that puts earlier turns back after a reload enables it once they are there.
         turn = query_for(self.page, self.profile, question)
         mark_errors(self.page, self.profile.selectors)
         send_typed(self.page, self.profile, box)
-        found = await_message(self.page, turn, self.timeout_ms)
-        if not found.found:
+        found = await_message(self.page, turn, self.timeout_ms, self._outside_error)
+        if not found.found and not found.error:
             waited = f"{self.timeout_ms / 1000:g} s"
             needle = turn.key or turn.question.strip()
             raise unsent(self.page, self.profile, needle, waited) or no_message(turn, found, waited)
-        return turn, found.index
+        return turn, found
 
-    def wait_finished(self, message: Locator) -> None:
-        """Wait until the turn of `message` has finished (turn_end.wait_finished)."""
-        wait_finished(self.page, self.profile, message, self.timeout_ms)
+    def _outside_error(self) -> str:
+        """The new turn's error outside every message ('' for none yet)."""
+        return error_of(self.page, self.profile.selectors, None)
+
+    def wait_finished(self, message: Locator) -> str:
+        """Wait until the turn of `message` has finished (turn_end.wait_finished); the error
+        that ended it ('' for the done rule)."""
+        return wait_finished(self.page, self.profile, message, self.timeout_ms)
 
     def done_rule_text(self) -> str:
         """The profile's done rule in words, for a message."""
         return done_rule_text(self.profile.done)
 
-    def view(self, message: Locator | None, turn_id: str | None) -> TurnView:
+    def view(self, message: Locator | None, turn_id: str | None, ended_at: str = "") -> TurnView:
         """What the turn showed; `message` None: the page no longer shows the turn's message
-        (its error may still show on the page)."""
+        (its error may still show on the page). `ended_at`: the error that ended the turn,
+        kept where the page took it away since (a toast that hides itself)."""
         selectors = self.profile.selectors
-        error_text = error_of(self.page, selectors, message)
+        error_text = error_of(self.page, selectors, message) or ended_at
         if message is None:
             return TurnView("error" if error_text else "done", "", error_text, "", turn_id)
         thinking = ""

@@ -44,7 +44,7 @@ def mark_errors(page: Page, selectors: Selectors) -> None:
     page.locator(selectors.error).evaluate_all(MARK_ERRORS_JS)
 
 
-def wait_finished(page: Page, profile: Profile, message: Locator, timeout_ms: float) -> None:
+def wait_finished(page: Page, profile: Profile, message: Locator, timeout_ms: float) -> str:
     """Wait until the turn of `message` has finished: by the profile's done rule, or
     its error showing (inside the message, or on the page outside every message).
 
@@ -56,10 +56,14 @@ def wait_finished(page: Page, profile: Profile, message: Locator, timeout_ms: fl
     the turn. Otherwise: the DOM quiet for `quiet_ms`. TurnNeverFinished when neither
     the rule nor the error fires within the page timeout. The message is looked up
     again at every look (a page that replaces its nodes as it streams leaves no old
-    element to watch).
+    element to watch). Returns the error that ended the turn ('' for the done rule): a
+    toast may be gone by the time the turn is read.
     """
     deadline = time.monotonic() + timeout_ms / 1000
-    while not (done_now(page, profile.done, message) or error_of(page, profile.selectors, message)):
+    while not done_now(page, profile.done, message):
+        error = error_of(page, profile.selectors, message)
+        if error:
+            return error
         if time.monotonic() >= deadline:
             raise TurnNeverFinished(
                 f"the turn never finished: neither the done rule ({done_rule_text(profile.done)})"
@@ -67,6 +71,7 @@ def wait_finished(page: Page, profile: Profile, message: Locator, timeout_ms: fl
                 f" {timeout_ms / 1000:g} s"
             )
         page.wait_for_timeout(POLL_MS)
+    return ""
 
 
 def done_rule_text(rule: DoneRule) -> str:

@@ -10,12 +10,16 @@ Deliberate choices:
 - No element is held across a turn: the message is found again by the rule at each step,
   and waited on through locators, which Playwright resolves afresh at every look (a page
   that replaces its nodes while it streams leaves the first element detached).
+- The wait for the message also ends at the turn's error outside every message (a toast,
+  a banner): a page may answer a failed turn with that alone and never add a message
+  (Gradio's `gr.Error`). The error is kept with the look, since a toast may go away soon.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +60,7 @@ class Found:
     index: int
     count: int
     shown: bool
+    error: str = ""  # the turn's error outside every message, when it came with no message
 
     @property
     def found(self) -> bool:
@@ -95,15 +100,22 @@ def find(page: Page, turn: TurnQuery) -> Found:
     return Found(int(found["index"]), found["count"], found["shown"])
 
 
-def await_message(page: Page, turn: TurnQuery, timeout_ms: float) -> Found:
-    """Wait until the turn's message shows, looking again at every DOM change; the look
-    that found it, or the last one once `timeout_ms` has passed."""
+def await_message(
+    page: Page, turn: TurnQuery, timeout_ms: float, outside_error: Callable[[], str]
+) -> Found:
+    """Wait until the turn's message shows, or `outside_error()` (the turn's error outside
+    every message) has text, looking again at every DOM change; the look that found either,
+    or the last one once `timeout_ms` has passed."""
     deadline = time.monotonic() + timeout_ms / 1000
     while True:
         try:
             found = find(page, turn)
             if found.found or time.monotonic() >= deadline:
                 return found
+            error = outside_error()
+            if error:  # the message may have come with it since: looked for once more
+                found = find(page, turn)
+                return found if found.found else Found(-1, found.count, found.shown, error)
             page.evaluate(NEXT_CHANGE_JS, LOOK_AGAIN_MS)
         except PlaywrightError as exc:  # a page that navigates as it sends: look again
             if "navigat" not in str(exc) or time.monotonic() >= deadline:

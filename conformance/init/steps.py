@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from conformance.browser.composer import held_text
+from conformance.browser.turn_message import find, query_for
 from conformance.init.flows import ANSWER, REASONING, new_key
 from conformance.init.probe import DISCOVER_JS, UNCHOSEN_CHOICE_JS, InitFailed, Probe
 from conformance.init.rules import done_rule, provisional, side_call_rules
@@ -20,6 +21,8 @@ from mock_llm.client import JournalRecord
 
 if TYPE_CHECKING:
     from playwright.sync_api import ElementHandle
+
+    from conformance.browser.chat import ChatPage
 
 
 def find_composer(probe: Probe) -> str:
@@ -171,22 +174,42 @@ def find_thinking_and_error(probe: Probe, found: Found) -> Found:
     thinking = None if thought is None else probe.js("within", handle, thought)
     if thinking is None:
         probe.notes["thinking"] = "the reasoning's text was not in the answer's message"
+    error, done = find_error(probe, chat, found)
+    return replace(found, thinking=thinking, error=error, done=done)
+
+
+def find_error(probe: Probe, chat: ChatPage, found: Found) -> tuple[str | None, FoundDone]:
+    """The error display's selector (None: none showed) and the done rule, made to end a
+    failed turn too, from a turn init's `scaffold-repeat` fails. The question is sent
+    without waiting for a message: a page may answer a failed turn with an error outside
+    every message (a toast) and no message at all."""
     key = new_key()
-    message = chat.send(question("scaffold-repeat", key))
+    text = question("scaffold-repeat", key)
+    turn = query_for(probe.page, chat.profile, text)
+    send(probe, found.input, text, key)
     try:  # not the done rule: a failed turn may end without what ends a good one
         shown = probe.until("", lambda: probe.handle("holding", MALFORMED_REPLY))
     except InitFailed:
-        shown = None
         probe.notes["error"] = (
             "a reply that was only markup, twice, showed no malformed-reply error (G3 fails"
             " until the page shows one)"
         )
+        settled(probe, key)
+        return None, found.done
     settled(probe, key)
-    error = None if shown is None else probe.js("general", shown)
+    mine = find(probe.page, turn)
+    message = (
+        probe.page.locator(turn.message).nth(mine.index).element_handle() if mine.found else None
+    )
+    if message is None:
+        probe.notes["error"] = "outside every message; a failed turn showed no message of its own"
+    elif not probe.js("inside", message, shown):
+        probe.notes["error"] = "outside every message"
     done = found.done
-    if shown is not None and done.kind == "appears" and done.selector_or_attribute:
-        done = also_on_error(probe, done, done.selector_or_attribute, message.element_handle())
-    return replace(found, thinking=thinking, error=error, done=done)
+    appears = done.selector_or_attribute if done.kind == "appears" else None
+    if message is not None and appears:
+        done = also_on_error(probe, done, appears, message)
+    return probe.js("general", shown), done
 
 
 def also_on_error(probe: Probe, done: FoundDone, appears: str, message: ElementHandle) -> FoundDone:

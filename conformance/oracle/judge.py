@@ -9,6 +9,8 @@ Deliberate choices:
 - Optional clauses skip, with the reason, where the profile does not declare the
   capability; a core clause never skips.
 - Shown text is compared with white space folded: a page's markup may break or indent it.
+- A turn that ended at an error outside every message with no message (a toast) is judged
+  by that error's text; a clause that needs the answer's text says the page showed none.
 """
 
 from __future__ import annotations
@@ -64,12 +66,20 @@ def shown_as_expected(play_flow: PlayFlow, target: Target, flow: str, clause: st
 
 def assert_done_showing(view: TurnView, want: Expected, flow: str, clause: str = "") -> None:
     """The turn ended done (not in the error state), showing what `want` says."""
-    where = f"{clause}: " if clause else ""
-    assert view.state == "done", f"{where}flow {flow!r} ended in the error state: {view.error!r}"
+    assert_ended_done(view, flow, clause)
     assert_shown(view, want, flow)
 
 
+def assert_ended_done(view: TurnView, flow: str, clause: str = "") -> None:
+    """The turn ended done, with a message: not in the error state."""
+    where = f"{clause}: " if clause else ""
+    assert view.has_message, f"{where}flow {flow!r}: {view.no_message_text()}"
+    assert view.state == "done", f"{where}flow {flow!r} ended in the error state: {view.error!r}"
+
+
 def assert_shown(view: TurnView, want: Expected, flow: str) -> None:
+    """The turn's message shows what `want` says (white space folded)."""
+    assert view.has_message, f"flow {flow!r}: {view.no_message_text()}"
     assert normalized(view.answer) == normalized(want.shown), (
         f"flow {flow!r}: the page showed {view.answer!r}, the contract wants {want.shown!r}"
     )

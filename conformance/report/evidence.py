@@ -4,7 +4,9 @@ In `<artifacts>/<test id>/`: `dom.txt` (everything the page ever showed, as reco
 `journal.json` (the mock's entries for the test's turns), `log.txt` (the app log's lines
 for those turns, when there is a log), `trace.zip` (the Playwright trace), and for a test
 judged on plays `turns.json` (each play's flow, the text the contract wants beside what
-the page showed, and the markers it showed, each with the recorded text around it) with
+the page showed, whether the turn had a message at all (`message`: false for a turn that
+ended at an error outside every message, alone), and the markers it showed, each with the
+recorded text around it) with
 `sighted-N.png`, the page as soon as play N showed its first marker (the HTML report
 shows them).
 """
@@ -76,6 +78,7 @@ def _turn(target: Target, play: Play, folder: Path, number: int) -> dict[str, ob
         "expected_error": want is not None and want.error,
         "shown": None if view is None else view.answer,
         "state": None if view is None else view.state,
+        "message": None if view is None else view.has_message,
         "error": play.error if view is None else view.error,
         "sighted": [
             {"text": s.text, "at_ms": round(s.at_ms, 1), "around": excerpt(play.recorded, s.text)}

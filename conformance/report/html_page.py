@@ -139,6 +139,8 @@ def _turn(turn: JSONObject, folder: Path | None) -> list[str]:
         wanted += "\n(then the malformed-reply error)"
     shown = turn.get("shown")
     showed = f"(no answer: {turn.get('error')})" if shown is None else str(shown)
+    if turn.get("message") is False:
+        showed = "(no message: the turn ended at an error outside every message)"
     if turn.get("state") == "error":
         showed += f"\n(error shown: {turn.get('error')})"
     out = [

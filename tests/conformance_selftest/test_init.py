@@ -26,6 +26,7 @@ from ..support.deadlines import DEADLINE_S
 from ..support.processes import child_env
 from .foreign import serve_foreign
 from .kit_runs import KIT_DEADLINE_S, ROOT, run_kit
+from .strangers import toast_error
 from .strangers.turn_serving import serve_stranger
 from .targets.base import BaseTarget
 
@@ -72,6 +73,23 @@ def test_inits_profile_passes_foreign_chat_getting_past_its_dialog_and_picker(tm
     assert 'click_if_visible = "button.fc-dismiss"' in text
     assert 'select = "select[name=\\"model\\"]"' in text
     assert 'side_calls = ["^Generate a concise title for this chat\\\\. "]' in text
+
+
+def test_inits_profile_for_a_page_whose_failed_turn_is_only_a_toast_names_the_toast(
+    tmp_path: Path,
+):
+    """Also pins a bug: init named the message by its state (`div[data-phase="finished"]`),
+    which no streaming message matches, so it never saw the answer stream nor the Stop."""
+    with (
+        serve_mock() as mock_url,
+        serve_stranger(toast_error.Hidden, mock_url, tmp_path / "page.log") as base,
+    ):
+        passes_with_profile(f"{base}/", mock_url, tmp_path)
+    profile = load_profile(tmp_path / "init.toml")
+    assert profile.selectors.error == '[data-testid="toast-text"]'
+    assert "a failed turn showed no message of its own" in (tmp_path / "init.toml").read_text(
+        encoding="utf-8"
+    )
 
 
 class NoTextBox(BaseTarget):

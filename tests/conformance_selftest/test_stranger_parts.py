@@ -30,9 +30,11 @@ from .strangers import (
     no_tools,
     prefixed_error,
     stop_stays_after_error,
+    toast_error,
     unmarked_error,
 )
 from .strangers.turn_serving import serve_stranger
+from .targets.base import BaseTarget
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S)]
 
@@ -47,13 +49,19 @@ def mock_url() -> Iterator[str]:
         yield url
 
 
-def kit_on(case: ModuleType, mock_url: str, tmp_path: Path, *extra: str,
-           profile: str | None = None) -> KitRun:  # fmt: skip
-    """Serve the case's target and run the kit against it with the case's profile (or
-    `profile`, TOML text)."""
+def kit_on(
+    case: ModuleType,
+    mock_url: str,
+    tmp_path: Path,
+    *extra: str,
+    profile: str | None = None,
+    target: type[BaseTarget] | None = None,
+) -> KitRun:
+    """Serve the case's target (or `target`) and run the kit against it with the case's
+    profile (or `profile`, TOML text)."""
     path = tmp_path / "profile.toml"
     path.write_text(case.TARGET_PROFILE if profile is None else profile, encoding="utf-8")
-    with serve_stranger(case.Target, mock_url, tmp_path / "app.log") as url:
+    with serve_stranger(target or case.Target, mock_url, tmp_path / "app.log") as url:
         return run_kit(url, mock_url, path, tmp_path / "kit", *extra, trace="off")
 
 
@@ -121,6 +129,18 @@ def test_a_turn_that_never_finishes_leaves_its_clauses_not_judged_with_one_cause
     with MockClient(mock_url, timeout=DEADLINE_S) as mock:
         turns = {e.key for e in mock.requests().requests if e.flow == "scaffold-recover"}
     assert len(turns) == 1, f"the stalled flow was played {len(turns)} times, not once"
+
+
+# --- a failed turn shown only as a toast outside the thread -----------------------------------
+
+
+def test_a_page_showing_a_failed_turn_only_as_a_toast_passes_every_clause_it_honours(
+    mock_url: str, tmp_path: Path
+) -> None:
+    run = kit_on(toast_error, mock_url, tmp_path, target=toast_error.Left)
+    assert [case.outcome for case in run.cases if case.clause == "G3"] == ["passed"], run.describe()
+    assert {case.outcome for case in run.cases} == {"passed", "skipped"}, run.describe()
+    assert run.returncode == 0, run.describe()
 
 
 # --- the error copy behind a framework's prefix -----------------------------------------------

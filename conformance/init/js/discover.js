@@ -143,10 +143,14 @@
     return [top, other];
   };
 
+  // Whether `el` is inside `outer`: an error display in the turn's message, or outside it.
+  const inside = (outer, el) => outer.contains(el);
+
   // A selector that finds `el` and may find its like elsewhere (no id): an error display.
   const general = (el) => own(el).filter((s) => !s.startsWith("#"))
     .find((selector) => (all(selector) ?? []).includes(el)) ?? null;
 
+  const STATE = /\[data-(?!testid=|test=|qa=|cy=)[\w-]+=/;
   // A selector for the turn's message: it finds `message`, not `user`, nothing around
   // `message`, and no other element holding text.
   const messageSelector = (message, user, answerSelector) => {
@@ -156,8 +160,11 @@
         !found.some((el) => el !== message && (el.contains(message) || message.contains(el))) &&
         found.filter((el) => norm(el.textContent)).length === 1;
     };
-    const tried = own(message);
-    if (answerSelector) tried.push(...own(message).map((s) => `${s}:has(${answerSelector})`));
+    // A data attribute's value (not a test id) last: it is often the message's state
+    // (data-phase="finished"), which a streaming message does not have yet.
+    const stateless = own(message).sort((a, b) => STATE.test(a) - STATE.test(b));
+    const tried = [...stateless];
+    if (answerSelector) tried.push(...stateless.map((s) => `${s}:has(${answerSelector})`));
     return tried.find(ok) ?? null;
   };
 
@@ -213,7 +220,7 @@
   };
 
   window.__sgInit = {
-    norm, unique, general, composer, sendButton, holding, siblings, messageSelector, within,
-    snapshot, markButtons, newStop, blocking, unchosen,
+    norm, unique, general, inside, composer, sendButton, holding, siblings, messageSelector,
+    within, snapshot, markButtons, newStop, blocking, unchosen,
   };
 })();

@@ -5,7 +5,9 @@ The page (`render`) shares nothing with the reference page but the targets' chat
 (`POST /api/chat`, targets.base): class names only (`.sp-*`), a thread of `.sp-bot` bubbles
 whose `data-phase` is `streaming`, then `finished`; inside each an optional reasoning
 `details.sp-think`, the answer `.sp-text` and the error box; a Stop button shown only while
-a turn streams. `PageOptions` turns each part off or bends how a turn ends. `PROFILE` is the
+a turn streams; or, as Gradio shows a failed turn, a toast outside the thread
+(`[data-testid=toast-body].error [data-testid=toast-text]`) and no bubble for a turn that
+showed nothing. `PageOptions` turns each part off or bends how a turn ends. `PROFILE` is the
 profile that describes the whole page (a case changes the lines it needs); a case's
 target (a BaseTarget with this `PAGE`) is served by `turn_serving.serve_stranger`.
 """
@@ -26,6 +28,11 @@ class PageOptions:
     error_prefix: str = ""  # put before the error's detail, as a framework's display does
     stop_stays_on_error: bool = False  # the Stop button stays up after a turn's error
     stall_on_retry: bool = False  # a recovery frame freezes the turn for good
+    # A failed turn's error as a toast outside the thread, as Gradio's gr.Error shows it,
+    # with no bubble for a turn that showed nothing yet ("": in the bubble's error box):
+    # "left" stays up, "hidden" is hidden toast_ms after it shows.
+    toast: str = ""
+    toast_ms: int = 4000
 
 
 _PAGE = """<!doctype html>
@@ -40,6 +47,7 @@ _PAGE = """<!doctype html>
 </head>
 <body>
   <div class="sp-thread"></div>
+  <div class="sp-toasts" aria-live="polite"></div>
   <div class="sp-compose">
     <textarea class="sp-input" rows="2"></textarea>
     <button type="button" class="sp-send">Ask</button>
@@ -53,6 +61,7 @@ _PAGE = """<!doctype html>
   const input = document.querySelector(".sp-input");
   const send = document.querySelector(".sp-send");
   const stop = document.querySelector(".sp-stop");
+  const toasts = document.querySelector(".sp-toasts");
   let controller = null;
 
 __READ_FRAMES__
@@ -83,10 +92,36 @@ __READ_FRAMES__
     if (stop) stop.hidden = !on;
   }
 
-  function failed(view, detail) {
-    view.err.hidden = false;
-    view.err.textContent = CONFIG.error_prefix + detail;
-    view.root.dataset.phase = "finished";
+  // The turn's bubble: made at once, or (toast pages) once the turn first shows something.
+  function turnBubble() {
+    let made = null;
+    const get = () => (made ??= bubble());
+    if (!CONFIG.toast) get();
+    return { get, made: () => made };
+  }
+
+  function toast(detail) {
+    const body = document.createElement("div");
+    body.className = "toast-body error";
+    body.dataset.testid = "toast-body";
+    const text = document.createElement("div");
+    text.dataset.testid = "toast-text";
+    text.textContent = detail;
+    body.append(text);
+    toasts.append(body);
+    if (CONFIG.toast === "hidden") setTimeout(() => { body.hidden = true; }, CONFIG.toast_ms);
+  }
+
+  function failed(turn, detail) {
+    const text = CONFIG.error_prefix + detail;
+    const view = CONFIG.toast ? turn.made() : turn.get();
+    if (view) view.root.dataset.phase = "finished";
+    if (CONFIG.toast) {
+      toast(text);
+    } else {
+      view.err.hidden = false;
+      view.err.textContent = text;
+    }
   }
 
   async function ask(question) {
@@ -94,7 +129,7 @@ __READ_FRAMES__
     user.className = "sp-msg sp-user";
     user.textContent = question;
     thread.append(user);
-    const view = bubble();
+    const turn = turnBubble();
     controller = new AbortController();
     const signal = controller.signal;
     busy(true);
@@ -108,37 +143,38 @@ __READ_FRAMES__
       });
       if (!response.ok) {
         outcome = "error";
-        failed(view, `The server answered ${response.status}.`);
+        failed(turn, `The server answered ${response.status}.`);
         return;
       }
       for await (const frame of readFrames(response)) {
-        if (frame.type === "thinking" && view.think) {
-          view.think.hidden = false;
-          view.think.textContent += frame.text;
+        if (frame.type === "thinking" && CONFIG.thinking) {
+          const think = turn.get().think;
+          think.hidden = false;
+          think.textContent += frame.text;
         } else if (frame.type === "delta") {
-          view.text.textContent += frame.text;
+          turn.get().text.textContent += frame.text;
         } else if (frame.type === "retry" && CONFIG.stall_on_retry) {
           outcome = "stalled";
           return;
         } else if (frame.type === "done") {
           outcome = "done";
-          view.root.dataset.phase = "finished";
+          turn.get().root.dataset.phase = "finished";
         } else if (frame.type === "error") {
           outcome = "error";
-          failed(view, frame.detail);
+          failed(turn, frame.detail);
         }
       }
       if (outcome === "cut") {
         outcome = "error";
-        failed(view, "The answer was cut off.");
+        failed(turn, "The answer was cut off.");
       }
     } catch (error) {
       if (signal.aborted) {
         outcome = "done";
-        view.root.dataset.phase = "finished";
+        turn.get().root.dataset.phase = "finished";
       } else {
         outcome = "error";
-        failed(view, "The connection failed.");
+        failed(turn, "The connection failed.");
       }
     } finally {
       controller = null;

@@ -136,3 +136,12 @@ def test_blank_runs_around_a_marker_fold_to_one_line_break(tmp_path: Path):
     page = page_for(tmp_path, [turn(sighted=[{"text": "<|tool_call_start|>", "at_ms": 1,
                                               "around": around}])])  # fmt: skip
     assert "<pre>Your question\n<mark>&lt;|tool_call_start|&gt;</mark>\nSend</pre>" in page
+
+
+def test_a_turn_that_ended_at_an_outside_error_with_no_message_says_so(tmp_path: Path):
+    alone = turn(shown="", state="error", error="Error: the model failed", message=False)
+    page = page_for(tmp_path, [alone])
+    assert (
+        "<pre>(no message: the turn ended at an error outside every message)\n"
+        "(error shown: Error: the model failed)</pre>"
+    ) in page

@@ -123,6 +123,19 @@ def test_a_turn_whose_error_shows_is_finished_while_its_done_rule_has_not_fired(
     assert clock.now == 0.0  # at the first look
 
 
+def test_a_turn_ended_by_its_error_keeps_that_error_for_a_page_that_hides_it_soon(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    chat, _ = polled([Handle("The model returned a malformed reply.")], monkeypatch)
+    ended_at = chat.wait_finished(cast(Any, Message(["streaming"])))
+    assert ended_at == "The model returned a malformed reply."
+
+
+def test_a_turn_ended_by_its_done_rule_has_no_error_to_keep(monkeypatch: pytest.MonkeyPatch):
+    chat, _ = polled([], monkeypatch)
+    assert chat.wait_finished(cast(Any, Message(["streaming", "done"]))) == ""
+
+
 def test_a_turn_whose_done_rule_fires_is_finished(monkeypatch: pytest.MonkeyPatch):
     chat, clock = polled([], monkeypatch)
     chat.wait_finished(cast(Any, Message(["streaming", "streaming", "done"])))
