@@ -10,9 +10,12 @@
 // binding is available are buffered; flush() hands them all over and resolves once the
 // kit has them. Every report carries this document's id, so a page reused for the next test
 // can tell a late report of the document it left from the new one's. Strings given to
-// watch() (the markup's markers) are looked for in every whole text: the first sighting of
-// each is reported at once through window.__sgKitSighted, so the kit can take the page's
-// screenshot while the string may still be on it.
+// watch() (the markup's markers) are looked for in every whole text, and in every node and
+// old text a batch reports (a string the page showed and took away again within one batch
+// of changes, as two stream frames handled in one task do, is in no whole text): the first
+// sighting of each is reported at once through window.__sgKitSighted, so the kit can take
+// the page's screenshot while the string may still be on it; flush() resolves once the kit
+// has taken it.
 (() => {
   if (window.__sgKit) return;
   const id = `${performance.timeOrigin}-${Math.random().toString(36).slice(2)}`;
@@ -29,7 +32,9 @@
       if (sighted.has(needle) || !text.includes(needle)) continue;
       sighted.add(needle);
       if (typeof window.__sgKitSighted === "function") {
-        window.__sgKitSighted(id, needle, performance.now());
+        // Called at once (its screenshot should show the page now); flush() waits for it.
+        const told = window.__sgKitSighted(id, needle, performance.now());
+        sending = sending.then(() => told).catch(() => undefined);  // a closing page: go on
       }
     }
   };
@@ -37,9 +42,11 @@
   // Code is not content: script and style text is never what a page shows.
   const CODE = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
   const isCode = (node) => node.nodeType === Node.ELEMENT_NODE && CODE.has(node.nodeName);
+  // An element as its markup and its text: the markup escapes a `<` in the text, and an
+  // element added and removed within one batch is in no whole text.
   const describe = (node) => {
     if (isCode(node)) return "";
-    if (node.nodeType === Node.ELEMENT_NODE) return node.outerHTML;
+    if (node.nodeType === Node.ELEMENT_NODE) return `${node.outerHTML}\n${node.textContent}`;
     return isCode(node.parentNode ?? document) ? "" : (node.textContent ?? "");
   };
 
@@ -67,11 +74,16 @@
     for (const record of records) {
       touched.add(record.target.getRootNode());
       if (record.type === "childList") {
-        for (const node of record.addedNodes) pending.push(describe(node));
-        for (const node of record.removedNodes) pending.push(describe(node));
+        for (const node of [...record.addedNodes, ...record.removedNodes]) {
+          const text = describe(node);
+          pending.push(text);
+          if (text) look(node.textContent ?? "");  // maybe shown and gone within this batch
+        }
       } else if (record.type === "characterData") {
         if (isCode(record.target.parentNode)) continue;
-        pending.push(record.oldValue ?? "", record.target.textContent ?? "");
+        const old = record.oldValue ?? "";
+        pending.push(old, record.target.textContent ?? "");
+        look(old);
       } else {
         const value = record.target.getAttribute(record.attributeName);
         pending.push(record.oldValue ?? "", value ?? "");
