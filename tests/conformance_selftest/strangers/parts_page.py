@@ -30,9 +30,9 @@ class PageOptions:
     stall_on_retry: bool = False  # a recovery frame freezes the turn for good
     # A failed turn's error as a toast outside the thread, as Gradio's gr.Error shows it,
     # with no bubble for a turn that showed nothing yet ("": in the bubble's error box):
-    # "left" stays up, "hidden" is hidden toast_ms after it shows.
+    # "left" stays up, "hidden" is hidden once the next question is sent (not on a timer:
+    # no verdict may depend on how soon the kit looks).
     toast: str = ""
-    toast_ms: int = 4000
 
 
 _PAGE = """<!doctype html>
@@ -109,7 +109,6 @@ __READ_FRAMES__
     text.textContent = detail;
     body.append(text);
     toasts.append(body);
-    if (CONFIG.toast === "hidden") setTimeout(() => { body.hidden = true; }, CONFIG.toast_ms);
   }
 
   function failed(turn, detail) {
@@ -190,6 +189,9 @@ __READ_FRAMES__
     const question = input.value.trim();
     if (!question || controller !== null) return;
     input.value = "";
+    if (CONFIG.toast === "hidden") {
+      for (const shown of toasts.children) shown.hidden = true;
+    }
     ask(question);
   });
   if (stop) stop.addEventListener("click", () => controller?.abort());

@@ -4,7 +4,8 @@ As a page built like Gradio's `gr.ChatInterface` guide shows a failure (`gr.Erro
 in a corner, outside the message list, and no assistant bubble for a turn that showed
 nothing yet; an answer cut off midway keeps its bubble, the toast beside it. Its guardrail
 is `good`'s. Its profile names the toast as the error display, as a user would write it for
-Gradio. The toast stays up (`LEFT`), or is hidden a while after it shows (`HIDDEN`).
+Gradio. The toast stays up (`Left`), or is hidden once the next question is sent
+(`Hidden`).
 
 The kit must end such a turn at the toast, in the preflight and in every clause, and the
 page must pass every clause it honours.
