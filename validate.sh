@@ -44,6 +44,9 @@ step "e2e (chromium)" uv run --frozen pytest -n 4 tests/e2e "$@"
 # may depend on load. 5000 ms still fails a stream that is never closed (it ends
 # `completed`, whatever the bound) and one read to its end (the `slow` flow takes 12 s).
 KIT_SLACK=(--stop-within-ms 5000)
+# The kit installed from the wheel into a fresh venv, against the reference app: one core,
+# beside the two in-process kit runs below, each of which uses about one.
+background "kit from the wheel" scripts/check_wheel.sh "${KIT_SLACK[@]}"
 # The README's kit command: the conformance kit against the mock and the reference app,
 # given the recorded leaks of tests/fixtures/cases as its own cases (CASE) too.
 step "conformance kit" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
@@ -55,11 +58,11 @@ step "conformance kit, every family" uv run --frozen pytest conformance "${KIT_S
     -k "g13 or g14 or g15" \
     --reference-model "lfm2 qwen3-coder gemma deepseek gpt-oss glm minimax seed-oss nemotron" \
     --cov --cov-append --cov-report=
+finish_background
 # The kit's own self-test: every broken target fails exactly the clauses it breaks, and a
 # foreign page passes. Each test is a whole kit run (a subprocess with its browser) that
 # spends part of its time waiting on its turns: four workers keep the two cores busy.
 step "kit self-test (chromium)" uv run --frozen pytest -n 4 tests/conformance_selftest "$@"
-step "kit from the wheel" scripts/check_wheel.sh "${KIT_SLACK[@]}"
 step "coverage >= 98%" uv run --frozen coverage report --fail-under=98
 
 summary validate.sh

@@ -6,7 +6,8 @@ subprocess as a user runs it (kit_runs.run_kit), selecting only the tests that p
 point (`-k`): a page that lacks a declared part is stopped by the preflight, before any
 clause, with one line; a turn that ends in the error state ends the play whatever the done
 rule says; a turn that never ends leaves its clauses not judged, never failed as a leak; an
-error copy with a framework's prefix passes where the profile says how to match it.
+error copy with a framework's prefix passes where the profile says how to match it; a page
+that shows a failed turn only as a toast, with no message, passes every clause it honours.
 """
 
 from __future__ import annotations
