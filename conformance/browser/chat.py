@@ -26,6 +26,7 @@ from conformance.browser.setup_steps import run_page_step
 from conformance.browser.turn_end import done_rule_text, error_of, mark_errors, wait_finished
 from conformance.browser.turn_message import (
     Found,
+    NoTurnMessage,
     TurnQuery,
     await_message,
     find,
@@ -57,10 +58,6 @@ class TurnView:
             f"the page showed no message: the turn ended at an error outside every message"
             f" ({self.error!r}), and no assistant message came"
         )
-
-
-class NoMessageAtError(AssertionError):
-    """The turn ended at an error outside every message, and the page showed no message."""
 
 
 class ChatPage:
@@ -114,10 +111,10 @@ class ChatPage:
     def send(self, question: str) -> Locator:
         """Type and send `question`; the turn's assistant message (attached, maybe streaming),
         as a locator by its place among the page's messages (never a held element).
-        NoMessageAtError when the turn ended at an outside error with no message."""
+        NoTurnMessage when the turn ended at an outside error with no message."""
         turn, found = self._send(question)
         if not found.found:
-            raise NoMessageAtError(
+            raise NoTurnMessage(
                 f"the turn ended at an error outside every message ({found.error!r}), and the"
                 f" page showed no assistant message ({turn.message})"
             )

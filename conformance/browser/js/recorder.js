@@ -77,7 +77,7 @@
         for (const node of [...record.addedNodes, ...record.removedNodes]) {
           const text = describe(node);
           pending.push(text);
-          if (text) look(node.textContent ?? "");  // maybe shown and gone within this batch
+          if (text) look(text);  // maybe shown and gone within this batch
         }
       } else if (record.type === "characterData") {
         if (isCode(record.target.parentNode)) continue;
