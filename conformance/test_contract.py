@@ -202,9 +202,10 @@ def test_g15_another_familys_markup_is_shown_whole(
     flow: str, conformance_play: PlayFlow, conformance_wired: Target
 ):
     play, want, model = family_turn("G15", flow, conformance_play, conformance_wired)
-    whole = want.for_model(model)
+    whole = want.for_model(model)  # the markup whole, or a part another family writes gone
     view = play.view
     assert_ended_done(view, flow, "G15")
+    assert_never_shown(play, whole)
     assert words(view.answer) == words(whole.shown), (
         f"G15: flow {flow!r}: text was swallowed; for model {model!r} this markup is text and"
         f" the page should show {whole.shown!r}, it showed {view.answer!r} (letters and"

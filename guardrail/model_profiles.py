@@ -36,7 +36,8 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
     "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
-    "minimax": "look-alike",  # <minimax:tool_call>, <tool_calls>
+    "minimax": "look-alike",  # <minimax:tool_call>, [TOOL_CALL]
+    "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
     "internlm": "special",  # <|action_start|>
     "cohere": "special",  # <|START_ACTION|>
     "gemma": "look-alike",  # <|tool_call> is special; <start_function_call>, bare call:f{
@@ -62,7 +63,12 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("LFM2", ("lfm", "liquid"), (), "its markup is in every registry"),
-    Family("Qwen3-Coder", ("qwen3-coder", "qwen3coder", "qwen-coder"), ("hermes", "qwen3-coder")),
+    Family(
+        "Qwen3-Coder",
+        ("qwen3-coder", "qwen3coder", "qwen-coder", "qwen3.5"),
+        ("hermes", "qwen3-coder"),
+        "Qwen3.5 writes Qwen3-Coder's XML calls",
+    ),
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
     Family("DeepSeek", ("deepseek",), ("deepseek",)),
@@ -85,8 +91,8 @@ FAMILIES: tuple[Family, ...] = (
         ("hermes", "glm"),
         "GLM-4.5+ wraps calls in `<tool_call>`; GLM-5 also writes bare `<arg_key>` pairs",
     ),
-    Family("MiniMax", ("minimax",), ("minimax",)),
-    Family("Jamba", ("jamba",), ("minimax",), "`<tool_calls>`, as MiniMax-M1"),
+    Family("MiniMax", ("minimax",), ("minimax", "minimax-m1")),
+    Family("Jamba", ("jamba",), ("minimax-m1",), "`<tool_calls>`, as MiniMax-M1"),
     Family(
         "Granite",
         ("granite",),

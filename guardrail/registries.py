@@ -213,15 +213,6 @@ PROFILES: dict[str, Registry] = {
             "MiniMax-AI/MiniMax-M2.5 #10",
         ),
         Pattern(
-            "minimax-m1-tool-calls",
-            "span",
-            "<tool_calls>",
-            ends=("</tool_calls>",),
-            special=False,
-            hint=JSON_BODY,
-            source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
-        ),
-        Pattern(
             "minimax-bracket-tool-call",
             "span",
             "[TOOL_CALL]",
@@ -229,6 +220,17 @@ PROFILES: dict[str, Registry] = {
             special=False,
             hint=seq(SPACE, Lit("{")),
             source="MiniMax-M2 variant: lmstudio-ai/lmstudio-bug-tracker #1177",
+        ),
+    ),
+    "minimax-m1": (
+        Pattern(
+            "minimax-m1-tool-calls",
+            "span",
+            "<tool_calls>",
+            ends=("</tool_calls>",),
+            special=False,
+            hint=JSON_BODY,
+            source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
         ),
     ),
     "internlm": (

@@ -10,7 +10,7 @@ Deliberate choices:
 - Every error answer raises `MockClientError` with the status, message, code and param.
 - A settle read's HTTP timeout is the server-side wait plus the client's own, so the
   server decides when waiting is over.
-- What a kit needs of flows is here too (`flow_outcomes`, `family_covered`), so a kit
+- What a kit needs of flows is here too (`flow_outcomes`, `written_for`), so a kit
   imports this module and nothing else of the mock.
 """
 
@@ -25,12 +25,13 @@ from typing import Any, Self, TypeVar, cast
 import httpx
 
 from guardrail.json_shapes import as_object, is_object
+from mock_llm.flows.families import written_for as written_for
 
 # `X as X`: re-exported for kits, what they need of flows besides the endpoints.
 from mock_llm.flows.flow_text import FlowFileError as FlowFileError
 from mock_llm.flows.flow_text import read_flow_text as read_flow_text
 from mock_llm.flows.model import Expect as Expect
-from mock_llm.flows.model import family_covered as family_covered
+from mock_llm.flows.model import outcome_by_family as outcome_by_family
 from mock_llm.journal.query import DEFAULT_TIMEOUT_MS
 from mock_llm.journal.store import JOURNAL_VERSION
 
@@ -72,6 +73,10 @@ class FlowSummary:
     """The model family whose leak shape the flow plays (`Flow.family`)."""
     elsewhere: Expect | None = None
     """Its outcome for a model of another family (`Flow.elsewhere`)."""
+    written_by: tuple[str, ...] = ()
+    """Other families whose models write its markup (`Flow.written_by`)."""
+    by_family: tuple[tuple[str, Expect], ...] = ()
+    """Its outcomes for the models of other named families (`Flow.by_family`)."""
 
 
 @dataclass(frozen=True)
@@ -290,6 +295,11 @@ class MockClient:
             expect=_build(Expect, expect) if expect is not None else None,
             family=flow.get("family"),
             elsewhere=_build(Expect, elsewhere) if elsewhere is not None else None,
+            written_by=tuple(str(name) for name in flow.get("written_by") or ()),
+            by_family=tuple(
+                (family, _build(Expect, want))
+                for family, want in (as_object(flow.get("by_family")) or {}).items()
+            ),
         )
 
     @staticmethod

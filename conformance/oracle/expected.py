@@ -3,40 +3,51 @@
 The kit never uses a guardrail implementation as its oracle: what a turn must show, how
 many upstream requests it makes, whether one recovery is due and how many characters of
 markup it strips come from the flow. A family flow's outcome depends on the model the app
-asks for: its markup is stripped for a model of its family, and is text (`elsewhere`) for
-the others.
+asks for: its markup is stripped for a model of a family that writes it, and is text
+(`elsewhere`) for the others. Which family a model name names is the mock's table
+(mock_llm/flows/families.py), never the guard's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mock_llm.client import Expect, family_covered
+from mock_llm.client import Expect, outcome_by_family, written_for
 
 
 @dataclass(frozen=True)
 class Expected:
     """A flow's expected outcome as the flow states it, with the canary its markup carries.
 
-    A family flow's `expect` holds for a model of its `family`; `elsewhere`, when the flow
-    states one, for every other model (its markup is then a look-alike)."""
+    A family flow's `expect` holds for a model of its `family` or of `written_by`;
+    `by_family` says what other named families' models show; `elsewhere`, when the flow
+    states one, holds for every other model (its markup is then a look-alike)."""
 
     expect: Expect
     canary: str | None
     family: str | None = None
     elsewhere: Expect | None = None
+    written_by: tuple[str, ...] = ()
+    by_family: tuple[tuple[str, Expect], ...] = ()
 
     def strips_for(self, model: object) -> bool:
         """Whether the flow's `expect` (its markup stripped) holds for `model`: always, but
-        for a family flow with an `elsewhere` outcome and a model whose profiles under
-        `--profiles auto` do not cover the family's markup."""
-        return self.family is None or self.elsewhere is None or family_covered(self.family, model)
+        for a family flow with an `elsewhere` outcome and a model of no family that writes
+        its markup (the markup is then text for it, in whole or, `by_family`, in part)."""
+        if self.family is None or self.elsewhere is None:
+            return True
+        return written_for((self.family, *self.written_by), model)
 
     def for_model(self, model: object) -> Expected:
-        """The outcome for an app whose requests name `model`."""
+        """The outcome for an app whose requests name `model`: `elsewhere` shows the markup
+        and its canary whole; a `by_family` outcome keeps the canary where it hides it."""
         if self.strips_for(model) or self.elsewhere is None:
             return self
-        return Expected(self.elsewhere, None)
+        partly = outcome_by_family(self.by_family, model)
+        if partly is None:
+            return Expected(self.elsewhere, None)
+        hidden = self.canary is not None and self.canary not in partly.shown
+        return Expected(partly, self.canary if hidden else None)
 
     @property
     def shown(self) -> str:

@@ -184,21 +184,22 @@ def family_turn(
     clause: str, flow: str, conformance_play: PlayFlow, target: Target
 ) -> tuple[Play, Expected, object]:
     """A family flow's play, its outcome and the model the app asked for, or a skip when
-    the other clause judges it: G13 where the model's profiles cover the flow's family
-    (its markup is stripped), G15 where they do not (its markup is text)."""
+    the other clause judges it: G13 where the model is of a family that writes the flow's
+    markup (the mock's family table; its markup is stripped), G15 where it is not (its
+    markup is text)."""
     want = expected(target, flow)
     play = conformance_play(flow)
     model = model_of(play)
     covered = want.family is not None and want.strips_for(model)
     if clause == "G13" and not covered:
         pytest.skip(
-            f"the app asks the mock for model {model!r}, whose markup profiles do not cover"
-            f" {want.family}'s; for it this markup is text (G15). Serve a {want.family} model"
-            " name to check it (the reference app: --reference-model)"
+            f"the app asks the mock for model {model!r}, of no family that writes"
+            f" {want.family}'s markup; for it this markup is text (G15). Serve a"
+            f" {want.family} model name to check it (the reference app: --reference-model)"
         )
     if clause == "G15" and covered:
         pytest.skip(
-            f"the app asks the mock for model {model!r}, whose markup profiles cover"
-            f" {want.family}'s: G13 judges this flow"
+            f"the app asks the mock for model {model!r}, of a family that writes"
+            f" {want.family}'s markup: G13 judges this flow"
         )
     return play, want, model

@@ -142,7 +142,14 @@ class Upstream:
     @cached_property
     def _outcomes(self) -> dict[str, Expected]:
         return {
-            flow.name: Expected(flow.expect, flow.canary, flow.family, flow.elsewhere)
+            flow.name: Expected(
+                flow.expect,
+                flow.canary,
+                flow.family,
+                flow.elsewhere,
+                flow.written_by,
+                flow.by_family,
+            )
             for flow in self._client.flows()
             if flow.expect is not None
         }

@@ -448,15 +448,6 @@ PROFILES: dict[str, Registry] = {
             "MiniMax-AI/MiniMax-M2.5 #10",
         ),
         Pattern(
-            "minimax-m1-tool-calls",
-            "span",
-            "<tool_calls>",
-            ends=("</tool_calls>",),
-            special=False,
-            hint=JSON_BODY,
-            source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
-        ),
-        Pattern(
             "minimax-bracket-tool-call",
             "span",
             "[TOOL_CALL]",
@@ -464,6 +455,17 @@ PROFILES: dict[str, Registry] = {
             special=False,
             hint=seq(SPACE, Lit("{")),
             source="MiniMax-M2 variant: lmstudio-ai/lmstudio-bug-tracker #1177",
+        ),
+    ),
+    "minimax-m1": (
+        Pattern(
+            "minimax-m1-tool-calls",
+            "span",
+            "<tool_calls>",
+            ends=("</tool_calls>",),
+            special=False,
+            hint=JSON_BODY,
+            source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
         ),
     ),
     "internlm": (
@@ -586,7 +588,8 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
     "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
-    "minimax": "look-alike",  # <minimax:tool_call>, <tool_calls>
+    "minimax": "look-alike",  # <minimax:tool_call>, [TOOL_CALL]
+    "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
     "internlm": "special",  # <|action_start|>
     "cohere": "special",  # <|START_ACTION|>
     "gemma": "look-alike",  # <|tool_call> is special; <start_function_call>, bare call:f{
@@ -612,7 +615,12 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("LFM2", ("lfm", "liquid"), (), "its markup is in every registry"),
-    Family("Qwen3-Coder", ("qwen3-coder", "qwen3coder", "qwen-coder"), ("hermes", "qwen3-coder")),
+    Family(
+        "Qwen3-Coder",
+        ("qwen3-coder", "qwen3coder", "qwen-coder", "qwen3.5"),
+        ("hermes", "qwen3-coder"),
+        "Qwen3.5 writes Qwen3-Coder's XML calls",
+    ),
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
     Family("DeepSeek", ("deepseek",), ("deepseek",)),
@@ -635,8 +643,8 @@ FAMILIES: tuple[Family, ...] = (
         ("hermes", "glm"),
         "GLM-4.5+ wraps calls in `<tool_call>`; GLM-5 also writes bare `<arg_key>` pairs",
     ),
-    Family("MiniMax", ("minimax",), ("minimax",)),
-    Family("Jamba", ("jamba",), ("minimax",), "`<tool_calls>`, as MiniMax-M1"),
+    Family("MiniMax", ("minimax",), ("minimax", "minimax-m1")),
+    Family("Jamba", ("jamba",), ("minimax-m1",), "`<tool_calls>`, as MiniMax-M1"),
     Family(
         "Granite",
         ("granite",),

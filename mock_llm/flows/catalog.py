@@ -172,6 +172,8 @@ def catalog_to_json(flows: Mapping[str, Flow]) -> dict[str, Any]:
                 "source": flow.source,
                 "expect": expect_to_json(flow.expect),
                 "family": flow.family,
+                "written_by": list(flow.written_by),
+                "by_family": {family: expect_to_json(want) for family, want in flow.by_family},
                 "elsewhere": expect_to_json(flow.elsewhere),
                 "steps": [step_to_json(step) for step in flow.steps],
             }

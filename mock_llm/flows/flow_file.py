@@ -25,11 +25,11 @@ from typing import Any, cast
 import yaml
 
 from mock_llm.flows import yaml_nodes as nodes
+from mock_llm.flows.families import FAMILY_NAMES
 from mock_llm.flows.flow_text import FlowFileError as FlowFileError
 from mock_llm.flows.flow_text import read_flow_text as read_flow_text
 from mock_llm.flows.model import (
     EXTRACT_SENTENCES_MAX,
-    FAMILY_NAMES,
     FINISH_REASONS,
     REASONING_FIELDS,
     Chunking,
@@ -95,13 +95,17 @@ def parse_flows(text: str, source: str) -> dict[str, Flow]:
     return flows
 
 
+FLOW_KEYS = {"description", "canary", "steps", "expect", "family", "written_by", "elsewhere",
+             "by_family"}  # fmt: skip
+
+
 def _flow(ctx: nodes.Context, name: str, node: yaml.Node) -> Flow:
     fields = nodes.mapping(
         ctx,
         node,
         f"flow {name!r}",
         required={"steps"},
-        allowed={"description", "canary", "steps", "expect", "family", "elsewhere"},
+        allowed=FLOW_KEYS,
     )
     steps_node = fields["steps"]
     if not isinstance(steps_node, yaml.SequenceNode) or not steps_node.value:
@@ -115,10 +119,8 @@ def _flow(ctx: nodes.Context, name: str, node: yaml.Node) -> Flow:
     expect = _expect(ctx, f"flow {name!r} expect", fields["expect"]) if "expect" in fields else None
     family = nodes.opt(ctx, fields, "family", nodes.string, None)
     if family is not None and family not in FAMILY_NAMES:
-        raise ctx.fail(
-            fields["family"],
-            f"flow {name!r}: unknown family {family!r}; known: {', '.join(FAMILY_NAMES)}",
-        )
+        raise ctx.fail(fields["family"], _unknown_family(name, family))
+    written_by = _written_by(ctx, name, fields, family)
     elsewhere = None
     if "elsewhere" in fields:
         if family is None or expect is None:
@@ -137,7 +139,59 @@ def _flow(ctx: nodes.Context, name: str, node: yaml.Node) -> Flow:
         expect=expect,
         family=family,
         elsewhere=elsewhere,
+        written_by=written_by,
+        by_family=_by_family(ctx, name, fields, family, written_by),
     )
+
+
+def _unknown_family(flow: str, family: str) -> str:
+    return f"flow {flow!r}: unknown family {family!r}; known: {', '.join(FAMILY_NAMES)}"
+
+
+def _written_by(
+    ctx: nodes.Context, flow: str, fields: nodes.Fields, family: str | None
+) -> tuple[str, ...]:
+    """The flow's `written_by`: other families' names, for a flow with a `family`."""
+    if "written_by" not in fields:
+        return ()
+    node = fields["written_by"]
+    if family is None:
+        raise ctx.fail(node, f"flow {flow!r}: 'written_by' needs 'family'")
+    if not isinstance(node, yaml.SequenceNode):
+        raise ctx.fail(node, f"flow {flow!r}: 'written_by' must be a list of family names")
+    names: list[str] = []
+    for item in cast(list[yaml.Node], node.value):
+        written = nodes.string(ctx, item, "written_by")
+        if written not in FAMILY_NAMES:
+            raise ctx.fail(item, _unknown_family(flow, written))
+        if written == family or written in names:
+            raise ctx.fail(item, f"flow {flow!r}: {written!r} named twice in family/written_by")
+        names.append(written)
+    return tuple(names)
+
+
+def _by_family(ctx: nodes.Context, flow: str, fields: nodes.Fields, family: str | None,
+               written_by: tuple[str, ...]) -> tuple[tuple[str, Expect], ...]:  # fmt: skip
+    """The flow's `by_family`: an outcome for the models of each family named, where neither
+    `expect` nor `elsewhere` is what a correct page shows for them."""
+    if "by_family" not in fields:
+        return ()
+    node = fields["by_family"]
+    if family is None:
+        raise ctx.fail(node, f"flow {flow!r}: 'by_family' needs 'family'")
+    if not isinstance(node, yaml.MappingNode):
+        raise ctx.fail(node, f"flow {flow!r}: 'by_family' maps family names to outcomes")
+    outcomes: list[tuple[str, Expect]] = []
+    for key, value in cast(list[tuple[yaml.Node, yaml.Node]], node.value):
+        named = nodes.string(ctx, key, "by_family")
+        if named not in FAMILY_NAMES:
+            raise ctx.fail(key, _unknown_family(flow, named))
+        if named == family or named in written_by or named in dict(outcomes):
+            raise ctx.fail(
+                key, f"flow {flow!r}: {named!r} named twice in family/written_by/by_family"
+            )
+        outcomes.append((named, _expect(ctx, f"flow {flow!r} by_family {named}", value)))
+    return tuple(outcomes)
 
 
 _EXPECT_KEYS = {"shown", "recovery", "stripped_chars", "error", "requests"}

@@ -84,10 +84,14 @@ def flow_to_data(flow: Flow) -> dict[str, Any]:
         data["canary"] = flow.canary
     if flow.family is not None:
         data["family"] = flow.family
+    if flow.written_by:
+        data["written_by"] = list(flow.written_by)
     if flow.expect is not None:
         data["expect"] = _expect(flow.expect)
     if flow.elsewhere is not None:
         data["elsewhere"] = _expect(flow.elsewhere)
+    if flow.by_family:
+        data["by_family"] = {family: _expect(want) for family, want in flow.by_family}
     data["steps"] = [step_to_data(step) for step in flow.steps]
     return data
 

@@ -4,9 +4,10 @@ A flow is a named, ordered list of steps; the n-th request of a turn plays step 
 says what one response carries, how it is chunked and paced, and optionally one fault.
 Built-in flows and flow files parse into these immutable types, so there is one schema.
 
-Deliberate choice: `Expect` (the outcome a guarded app must reach) and a flow's `family` /
-`elsewhere` outcome are data for checkers such as the conformance kit; the mock itself
-never acts on them (docs/mock_llm.md, "Family flows").
+Deliberate choice: `Expect` (the outcome a guarded app must reach) and a flow's `family`,
+`written_by` and `elsewhere` are data for checkers such as the conformance kit; the mock
+itself never acts on them (docs/mock_llm.md, "Family flows"). Which family a model name
+names is the mock's own table (families.py), never the guard's.
 """
 
 from __future__ import annotations
@@ -14,18 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from guardrail.model_profiles import FAMILIES, profiles_for
-
-FAMILY_NAMES = tuple(family.name for family in FAMILIES)
-"""The model families a flow's `family` may name."""
-_PROFILES_OF = {family.name: frozenset(family.profiles) for family in FAMILIES}
-
-
-def family_covered(family: str, model: object) -> bool:
-    """Whether `--profiles auto` strips `family`'s markup for `model`: every profile of the
-    family is among the model's (a Qwen3-Coder or GLM name covers Qwen's `<tool_call>`)."""
-    return _PROFILES_OF[family] <= frozenset(profiles_for(model))
-
+from mock_llm.flows.families import written_for
 
 ChunkingMode = Literal["whole", "char", "word", "size"]
 ReasoningField = Literal["reasoning_content", "reasoning", "both"]
@@ -203,22 +193,39 @@ class Flow:
     expect: Expect | None = None
     family: str | None = None
     """The model family whose own leak shape the flow plays (a name of
-    guardrail.model_profiles.FAMILIES): `expect` is then the outcome for a model of that
-    family, `elsewhere` the outcome for any other model."""
+    families.FAMILY_NAMES): `expect` is then the outcome for a model of that family (or of
+    `written_by`), `elsewhere` the outcome for any other model."""
     elsewhere: Expect | None = None
     """A family flow's outcome for a model of another family, where its markup is a
     look-alike (shown as text); None when the shape is stripped whatever the model is
     (special tokens), so `expect` holds everywhere."""
+    written_by: tuple[str, ...] = ()
+    """Other families whose models write the same markup (GLM and Qwen3-Coder wrap their
+    calls in Qwen's `<tool_call>`): `expect` holds for them too."""
+
+    by_family: tuple[tuple[str, Expect], ...] = ()
+    """Outcomes for the models of other families, where neither `expect` nor `elsewhere` is
+    what a correct page shows: a Qwen3-Coder model strips the `<function=` call inside
+    Seed-OSS's `<seed:tool_call>`, its own syntax, and shows the wrapper."""
+
+    def writers(self) -> frozenset[str]:
+        """The families whose models write the flow's markup (none for a plain flow)."""
+        return frozenset(([self.family] if self.family else []) + list(self.written_by))
 
     def expect_for(self, model: object) -> Expect | None:
         """The outcome for an app whose upstream requests name `model`."""
-        if self.family is None or self.elsewhere is None or family_covered(self.family, model):
+        if self.elsewhere is None or written_for(self.writers(), model):
             return self.expect
-        return self.elsewhere
+        return outcome_by_family(self.by_family, model) or self.elsewhere
 
     def step_for(self, index: int) -> Step:
         """The step for the 0-based request index; the last step repeats."""
         return self.steps[min(index, len(self.steps) - 1)]
+
+
+def outcome_by_family(by_family: tuple[tuple[str, Expect], ...], model: object) -> Expect | None:
+    """The first of `by_family`'s outcomes whose family `model` names, if any."""
+    return next((want for family, want in by_family if written_for((family,), model)), None)
 
 
 def describe_fault(fault: Fault) -> str:

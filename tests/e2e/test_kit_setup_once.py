@@ -40,7 +40,9 @@ SELECTORS = """
 [selectors]
 input = "#input"
 """
-PROFILE = SELECTORS + """
+PROFILE = (
+    SELECTORS
+    + """
 [[setup_once]]
 click_if_visible = "#tour-done"
 within_ms = 2000
@@ -52,6 +54,7 @@ headers = {{ Authorization = "Bearer {{local_storage:token}}" }}
 json = {{ ui = {{ expandDetails = true }} }}
 {more}
 """
+)
 
 
 class SettingsServer:

@@ -108,7 +108,7 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "",
     ),
     (
-        "minimax-m1-tool-calls", "minimax",
+        "minimax-m1-tool-calls", "minimax-m1",
         'a<tool_calls>\n{"name": "f", "arguments": {}}\n</tool_calls>b', "ab",
     ),
     (

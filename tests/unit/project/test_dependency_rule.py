@@ -7,7 +7,8 @@
 - servekit, what every server shares, imports guardrail at most;
 - guard imports nothing of the mock, the app or the kit;
 - app imports the mock only to embed the demo (`DEMO_WIRING`), and no guard or kit;
-- mock_llm imports nothing of the app, the guard or the kit.
+- mock_llm imports nothing of the app, the guard or the kit;
+- the mock and the kit, the guard's oracle, import of guardrail only its JSON-shape helpers.
 
 Inside mock_llm, its sub-packages are layers (`MOCK_LAYERS`): flows <- wire <- play <-
 server <- record, the journal beside them, and the client, which the kit imports, reads only
@@ -103,21 +104,36 @@ MOCK_LAYERS = {
 formats know nothing of playing, serving or recording; the journal stands alone."""
 
 
+def absolute_imports(path: Path) -> set[str]:
+    """The modules `path` imports by their absolute names (`from X import y` counts as X)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(node.module or "")
+    return found
+
+
 def mock_subpackages(path: Path) -> set[str]:
     """The sub-packages of mock_llm that `path` imports (`mock_llm.X...` or `mock_llm`
     itself, named "")."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            names = [node.module or ""]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "mock_llm":
-                found.add(parts[1] if len(parts) > 1 else "")
-    return found
+    parts = [name.split(".") for name in absolute_imports(path)]
+    return {p[1] if len(p) > 1 else "" for p in parts if p[0] == "mock_llm"}
+
+
+ORACLE_MAY_USE = frozenset({"guardrail.json_shapes"})
+"""What the mock and the kit, the guard's oracle, may import of guardrail: the JSON-shape
+vocabulary, never the filter or the family table (a gap there would hide in both)."""
+
+
+def test_the_mock_and_the_kit_import_nothing_of_the_guards_filter_or_family_table():
+    def oracle_apart(path: Path) -> None:
+        used = {name for name in absolute_imports(path) if name.split(".")[0] == "guardrail"}
+        assert used - ORACLE_MAY_USE == set()
+
+    paths = files("mock_llm") + files("conformance")
+    assert check_each(named(paths), oracle_apart) == len(paths) > 0
 
 
 def test_each_mock_sub_package_imports_only_the_layers_below_it():

@@ -133,6 +133,13 @@ def test_a_family_flow_elsewhere_shows_a_look_alike_shape_whole(name: str):
         assert flow.elsewhere.stripped_chars == 0
 
 
+@pytest.mark.parametrize("name", sorted(n for n in FAMILY_FLOWS if FLOWS[n].by_family))
+def test_a_family_flows_outcome_for_another_family_strips_that_familys_shape(name: str):
+    flow = FLOWS[name]
+    for family, want in flow.by_family:
+        assert want == oracle(flow, FAMILY_MARKUP[family]), family
+
+
 def test_the_docs_example_flows_expect_block_matches_the_oracle():
     example = DOCS.read_text(encoding="utf-8").split("```yaml\n", 1)[1].split("```", 1)[0]
     flow = parse_flows(example, source="docs/mock_llm.md")["my-leak"]

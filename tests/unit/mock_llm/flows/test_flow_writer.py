@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mock_llm import builtin_flows
+from mock_llm.flows.families import FAMILY_NAMES
 from mock_llm.flows.flow_file import FlowFileError, load_flow_file, parse_flows
 from mock_llm.flows.flow_writer import dump_flows
 from mock_llm.flows.model import (
-    FAMILY_NAMES,
     Chunking,
     CutFault,
     ErrorEventFault,
@@ -172,11 +172,20 @@ FLOWS = st.builds(
         st.just(flow)
         if flow.expect is None
         else st.builds(
-            lambda family, elsewhere: replace(
-                flow, family=family, elsewhere=elsewhere if family else None
+            lambda family, elsewhere, named: replace(
+                flow,
+                family=family,
+                elsewhere=elsewhere if family else None,
+                written_by=tuple(w for w, _ in named[:1] if w != family) if family else (),
+                by_family=tuple(o for o in named[1:] if o[0] != family) if family else (),
             ),
             st.none() | st.sampled_from(FAMILY_NAMES),
             st.none() | EXPECTS,
+            st.lists(
+                st.tuples(st.sampled_from(FAMILY_NAMES), EXPECTS),
+                max_size=3,
+                unique_by=lambda named: named[0],
+            ),
         )
     )
 )
