@@ -40,7 +40,8 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
     "internlm": "special",  # <|action_start|>
     "cohere": "special",  # <|START_ACTION|>
-    "gemma": "look-alike",  # <|tool_call> is special; <start_function_call>, bare call:f{
+    "gemma": "special",  # Gemma 4's <|tool_call>
+    "gemma-plain": "look-alike",  # FunctionGemma's <start_function_call>, a bare call:f{...}
     "harmony-residue": "look-alike",  # analysisWe...assistantfinal, at the answer's start
     "seed-oss": "look-alike",  # <seed:tool_call>
     "nemotron": "look-alike",  # <TOOLCALL>
@@ -70,7 +71,7 @@ FAMILIES: tuple[Family, ...] = (
         "Qwen3.5 writes Qwen3-Coder's XML calls",
     ),
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
-    Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
+    Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
     Family("DeepSeek", ("deepseek",), ("deepseek",)),
     Family(
         "gpt-oss",

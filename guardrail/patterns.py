@@ -12,8 +12,9 @@ from typing import Literal
 
 from guardrail.shapes import Shape
 
-PatternKind = Literal["span", "token", "to_end", "braced"]
+PatternKind = Literal["span", "token", "to_end", "braced", "json_value"]
 Boundary = Literal["any", "word", "start"]
+JsonStrings = Literal["never", "leading", "always"]
 TRAILER_SPACE = 8
 """The blanks a trailer may follow its span's end marker by."""
 BLANKS = " \t\r\n"
@@ -27,7 +28,15 @@ class Pattern:
     Kinds: `span` is `start` ... one of `ends` (shortest match); `token` is `start` alone;
     `to_end` is `start` and everything after it to the end of the stream; `braced` is
     `start` and a body that runs to the `}` closing its first `{`, where text between two
-    of `quotes` is opaque (Gemma's bare `call:name{key:<|"|>v<|"|>}`).
+    of `quotes` is opaque (Gemma's bare `call:name{key:<|"|>v<|"|>}`); `json_value` is
+    `start` and a body that runs to the close of its first JSON object or array (Mistral's
+    `[TOOL_CALLS]name[ARGS]{...}`, which has no end marker), `skips` read as whole tokens
+    on the way (`[ARGS]` is not an array).
+
+    `json_strings`: where a span's body is JSON (`always`; `leading`: when it begins, after
+    blanks, with `{` or `[`), a JSON string inside an object or array is data, so an end
+    marker quoted in an argument does not end the span. Only where the format's body is
+    JSON: a raw body (Qwen3-Coder's `<parameter=code>`) may hold unbalanced quotes.
 
     `special` says the markers are special tokens no prose writes: plain-text markers are
     left alone inside fenced code blocks. `hint` is the shape the start must be followed by
@@ -48,6 +57,8 @@ class Pattern:
     boundary: Boundary = "any"
     trailers: tuple[str, ...] = ()
     quotes: tuple[str, ...] = ()
+    json_strings: JsonStrings = "never"
+    skips: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.start:
@@ -63,7 +74,17 @@ class Pattern:
             )
         if self.quotes and self.kind != "braced":
             raise ValueError(f"pattern {self.name!r}: only a braced body has quotes")
-        for group, what in ((self.ends, "end"), (self.trailers, "trailer"), (self.quotes, "quote")):
+        if self.json_strings != "never" and self.kind != "span":
+            raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
+        if self.skips and self.kind != "json_value":
+            raise ValueError(f"pattern {self.name!r}: only a json_value body has skips")
+        groups = (
+            (self.ends, "end"),
+            (self.trailers, "trailer"),
+            (self.quotes, "quote"),
+            (self.skips, "skip"),
+        )
+        for group, what in groups:
             if any(not marker for marker in group):
                 raise ValueError(f"pattern {self.name!r}: an empty {what}")
             for a in group:

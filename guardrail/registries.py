@@ -54,6 +54,8 @@ GLM's name right after the tag, then its first `<arg_key>` (or the end, with no 
 Prose such as `<tool_call> and </tool_call>` fits none of them."""
 JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 """A JSON object or array, after at most a few blanks."""
+MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
+"""What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
 
 DSML_BARS = {"｜": "", "｜｜": "-doubled", "‖": "-u2016", "|": "-ascii"}
 """DeepSeek's DSML bar (U+FF5C) and the spellings models mangle it into: doubled and
@@ -62,6 +64,9 @@ _DSML_SOURCES = {
     "function_calls": f"{_VLLM}deepseekv32_tool_parser.py",
     "tool_calls": "DeepSeek V4 DSML, per sgl-project/sglang #40236 and #35736",
     "invoke": "DSML without its section wrapper, per sgl-project/sglang #40236",
+    " calls": "DeepSeek V4.1 DSML, a space after the bars: vllm deepseek_v41 parser;"
+    " zed-industries/zed #59503",
+    " invoke": "DeepSeek V4.1 DSML without its section wrapper (zed-industries/zed #59503)",
 }
 
 
@@ -69,9 +74,10 @@ def _dsml() -> Registry:
     """The DSML blocks in every bar spelling; a block closes in any spelling."""
     return tuple(
         Pattern(
-            f"deepseek-dsml-{block.replace('_', '-')}{suffix}",
+            f"deepseek-dsml-{block.strip().replace('_', '-')}{suffix}"
+            + ("-v41" if block.startswith(" ") else ""),
             "span",
-            f"<{bar}DSML{bar}{block}" + ("" if block == "invoke" else ">"),
+            f"<{bar}DSML{bar}{block}" + ("" if block.strip() == "invoke" else ">"),
             ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
             source=_DSML_SOURCES[block]
             + ("" if not suffix else "; bar variants: GenericAgent #804, cline #13348"),
@@ -104,6 +110,7 @@ PROFILES: dict[str, Registry] = {
             ends=("</tool_call>",),
             special=False,
             hint=CALL_BODY,
+            json_strings="leading",
             source=f"{_VLLM}hermes_tool_parser.py (Hermes, Qwen2.5/3, Granite 4, GLM-4.5+)",
         ),
     ),
@@ -123,11 +130,14 @@ PROFILES: dict[str, Registry] = {
     "mistral": (
         Pattern(
             "mistral-tool-calls",
-            "to_end",
+            "json_value",
             "[TOOL_CALLS]",
             special=False,
-            hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, alt(Lit("[ARGS]"), Lit("{"))))),
-            source=f"{_VLLM}mistral_tool_parser.py (no end marker; mlx-lm PR #1448)",
+            hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, SPACE, MISTRAL_ARGS))),
+            skips=("[ARGS]", "[CALL_ID]"),
+            source=f"{_VLLM}mistral_tool_parser.py and its tests (no end marker: the call ends"
+            " with its JSON; mlx-lm PR #1448); `[CALL_ID]`: llama.cpp tests/test-chat.cpp"
+            " (Mistral Small 3.2)",
         ),
     ),
     "deepseek": (
@@ -136,6 +146,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<｜tool▁calls▁begin｜>",
             ends=("<｜tool▁calls▁end｜>",),
+            json_strings="always",
             source=f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654",
         ),
         Pattern(
@@ -143,6 +154,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<｜tool▁call▁begin｜>",
             ends=("<｜tool▁call▁end｜>",),
+            json_strings="always",
             source=f"{_VLLM}deepseekv31_tool_parser.py",
         ),
         *_deepseek_mangled(),
@@ -154,6 +166,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|channel|>commentary",
             ends=("<|call|>", "<|end|>"),
+            json_strings="always",
             source=f"{_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
         ),
     ),
@@ -175,6 +188,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|python_tag|>",
             ends=("<|eom_id|>", "<|eot_id|>"),
+            json_strings="leading",
             source=f"{_VLLM}llama_tool_parser.py; exo PR #1588 (often EOS-terminated)",
         ),
         Pattern(
@@ -191,6 +205,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|tool_calls_section_begin|>",
             ends=("<|tool_calls_section_end|>",),
+            json_strings="always",
             source=f"{_VLLM}kimi_k2_tool_parser.py; MoonshotAI/Kimi-K2 #26",
         ),
         Pattern(
@@ -198,7 +213,23 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|tool_call_begin|>",
             ends=("<|tool_call_end|>",),
+            json_strings="always",
             source=f"{_VLLM}kimi_k2_tool_parser.py; vllm PR #31207",
+        ),
+        Pattern(
+            "kimi-k3-tools",
+            "span",
+            "<|open|>tools<|sep|>",
+            ends=("<|close|>tools<|sep|>",),
+            source="vllm vllm/frontend/processing/tool_parsers/kimi_k3_tool_parser.py;"
+            " sglang python/sglang/srt/function_call/kimik3_format.py",
+        ),
+        Pattern(
+            "kimi-k3-message-close",
+            "token",
+            "<|close|>message<|sep|>",
+            source="vllm tests/tool_parsers/test_kimi_k3_tool_parser.py"
+            " (test_streaming_content_holds_split_message_close)",
         ),
     ),
     "minimax": (
@@ -219,6 +250,7 @@ PROFILES: dict[str, Registry] = {
             ends=("[/TOOL_CALL]",),
             special=False,
             hint=seq(SPACE, Lit("{")),
+            json_strings="leading",
             source="MiniMax-M2 variant: lmstudio-ai/lmstudio-bug-tracker #1177",
         ),
     ),
@@ -230,6 +262,7 @@ PROFILES: dict[str, Registry] = {
             ends=("</tool_calls>",),
             special=False,
             hint=JSON_BODY,
+            json_strings="leading",
             source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
         ),
     ),
@@ -239,6 +272,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|action_start|>",
             ends=("<|action_end|>",),
+            json_strings="always",
             source=f"{_VLLM}internlm2_tool_parser.py",
         ),
     ),
@@ -248,6 +282,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|START_ACTION|>",
             ends=("<|END_ACTION|>",),
+            json_strings="always",
             source=f"{_VLLM}command_tool_parser.py",
         ),
     ),
@@ -256,9 +291,12 @@ PROFILES: dict[str, Registry] = {
             "gemma4-tool-call",
             "span",
             "<|tool_call>",
-            ends=("<tool_call|>",),
-            source=f"{_VLLM}gemma4_tool_parser.py",
+            ends=("<tool_call|>", "<turn|>"),
+            source=f"{_VLLM}gemma4_tool_parser.py; closed by the turn's end:"
+            " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py",
         ),
+    ),
+    "gemma-plain": (
         Pattern(
             "functiongemma-call",
             "span",
@@ -297,6 +335,7 @@ PROFILES: dict[str, Registry] = {
             ends=("</TOOLCALL>",),
             special=False,
             hint=JSON_BODY,
+            json_strings="leading",
             source=f"{_VLLM}nemotron_json_tool_parser.py",
         ),
     ),

@@ -22,14 +22,19 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardrail.code_context import CodeContext
-from guardrail.patterns import TRAILER_SPACE, Pattern, Registry
+from guardrail.patterns import BLANKS, TRAILER_SPACE, Pattern, Registry
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.shapes import Chars, Compiled, Lit, alt, compiled, seq
 
 PREVIEW_CHARS = 200
 _NEVER = r"(?!)"  # a regex that matches nothing
 _WORD = re.compile(r"\w")
+_JSON_CHARS = '{}[]"\\'
+"""What JSON tracking reads inside a body: nesting, and where strings start."""
+_STRING_STOP = re.compile(r'["\\]')
+_NON_BLANK = re.compile(r"[^ \t\r\n]")
 Verdict = Literal["open", "text", "undecided"]
+JsonState = Literal["off", "pending", "on"]
 
 
 class _Matcher:
@@ -69,13 +74,17 @@ def _matcher(registry: Registry) -> _Matcher:
 @dataclass(frozen=True)
 class _Inside:
     """How a span is read from the inside: `search` finds what may end it (its end markers;
-    a braced body's braces and quotes), `prefixes` of those are held back (the longest is
-    `longest` - 1 long), and a chunk without any of `firsts` cannot end it."""
+    a braced body's braces and quotes; a JSON body's nesting and string quotes, and its
+    skips), `prefixes` of those are held back (the longest is `longest` - 1 long), and a
+    chunk without any of `firsts` cannot end it or change its state. `plain` finds the end
+    markers alone (a `leading` body that is not JSON), `ends` are they."""
 
     search: re.Pattern[str]
     longest: int
     prefixes: frozenset[str]
     firsts: re.Pattern[str]
+    plain: re.Pattern[str] = re.compile(_NEVER)
+    ends: frozenset[str] = frozenset()
 
 
 def _chars(markers: Iterable[str]) -> re.Pattern[str]:
@@ -91,9 +100,15 @@ def _inside(pattern: Pattern) -> _Inside:
         longest = max((len(q) for q in quotes), default=0)
         return _Inside(search, longest, _proper_prefixes(quotes), _chars(["{", "}", *quotes]))
     ends = sorted(pattern.ends, key=len)[::-1]
-    search = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
-    longest = max((len(e) for e in ends), default=0)
-    return _Inside(search, longest, _proper_prefixes(ends), _chars(ends))
+    plain = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
+    if pattern.kind != "json_value" and pattern.json_strings == "never":
+        longest = max((len(e) for e in ends), default=0)
+        return _Inside(plain, longest, _proper_prefixes(ends), _chars(ends), plain, frozenset(ends))
+    words = sorted((*pattern.ends, *pattern.skips), key=len)[::-1]
+    search = re.compile("|".join([*(re.escape(w) for w in words), f"[{re.escape(_JSON_CHARS)}]"]))
+    longest = max((len(w) for w in words), default=0)
+    firsts = _chars([*words, *_JSON_CHARS])
+    return _Inside(search, longest, _proper_prefixes(words), firsts, plain, frozenset(ends))
 
 
 _NOTHING_INSIDE = _Inside(re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))
@@ -113,11 +128,13 @@ class ScaffoldingFilter:
         "_at_start",
         "_braces",
         "_clean",
+        "_escaped",
         "_fast",
         "_fences",
         "_flushed",
         "_held",
         "_inside",
+        "_json",
         "_last",
         "_matcher",
         "_preview",
@@ -136,14 +153,20 @@ class ScaffoldingFilter:
         self._held = ""
         self._span: Pattern | None = None
         self._inside = _NOTHING_INSIDE
-        self._braces = 0  # a braced body's open braces
-        self._quote = ""  # the quote a braced body is inside, if any
+        self._braces = 0  # a braced or JSON body's open braces (and a JSON body's brackets)
+        self._quote = ""  # the quote a braced or JSON body is inside, if any
+        self._escaped = False  # a JSON string's backslash ended the last chunk
+        self._json: JsonState = "off"  # whether the open span's body is read as JSON
         self._trailing: Pattern | None = None  # a span just ended; its trailer may follow
         self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
         plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
         self._fences = CodeContext() if plain else None
-        self._track = bool(self._matcher.bounded)  # keep _last and _at_start up to date
+        # keep _last and _at_start up to date: for bounded patterns, and for an opener with a
+        # hint, which may be cut off at the end of the answer (_cut_off)
+        self._track = bool(self._matcher.bounded) or any(
+            p.hint is not None and p.kind != "token" for p in registry
+        )
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text
         self._clean = True
@@ -172,7 +195,7 @@ class ScaffoldingFilter:
             raise RuntimeError("ScaffoldingFilter.feed() after flush(): use a fresh filter")
         held = self._held
         if self._span is not None:
-            if not held:
+            if not held and self._json != "pending":
                 if self._inside.firsts.search(chunk) is None:
                     self._strip(chunk)  # nothing that could end the span: all of it is span
                     self._passed(chunk)
@@ -201,7 +224,7 @@ class ScaffoldingFilter:
         returned as it is; with one first character and no fences, by a bare `in` test."""
         clean = self._span is None and not self._held and self._trailing is None
         self._clean = clean
-        single = self._matcher.first_char if self._fences is None else None
+        single = self._matcher.first_char if self._fences is None and not self._track else None
         self._fast = single if clean else None
 
     def flush(self) -> str:
@@ -293,8 +316,23 @@ class ScaffoldingFilter:
             if hint.full.match(text, after) is None:
                 if not final and hint.viable.fullmatch(text, after) is not None:
                     return "undecided"
+                if (
+                    final
+                    and hint.viable.fullmatch(text, after)
+                    and self._cut_off(pattern, text, start, after)
+                ):
+                    return "open"
                 return "text"
         return "open"
+
+    def _cut_off(self, pattern: Pattern, text: str, start: int, after: int) -> bool:
+        """Whether the opener at `start` is a call the answer's end cut off: on a line of its
+        own, with nothing but blanks after it (`I will check.\n<tool_call>`). G8: a complete
+        start marker with no end is stripped through the end."""
+        if pattern.kind == "token" or pattern.boundary != "any" or text[after:].strip(BLANKS):
+            return False  # a residue word (`analysis`) alone is prose
+        before = text[start - 1] if start else ("" if self._at_start else self._last)
+        return before in ("", "\n")
 
     def _hold_outside(self, text: str, pos: int) -> int:
         """Where the held-back suffix starts: the longest one that is an opener's prefix."""
@@ -343,8 +381,15 @@ class ScaffoldingFilter:
         """Where the open span ends in `text` (after its end marker or closing brace), or
         None; and where reading stopped (a braced body's tokens are not read twice)."""
         assert self._span is not None
+        if self._json == "pending":  # a `leading` body: JSON when it begins with { or [
+            found = _NON_BLANK.search(text, pos)
+            if found is None:
+                return None, len(text)
+            self._json = "on" if text[found.start()] in "{[" else "off"
+        if self._json == "on":
+            return self._json_end(text, pos)
         if self._span.kind != "braced":
-            match = self._inside.search.search(text, pos)
+            match = self._inside.plain.search(text, pos)
             return (None, pos) if match is None else (match.end(), match.end())
         while True:
             if self._quote:  # inside a quote only the same quote ends it
@@ -365,6 +410,47 @@ class ScaffoldingFilter:
                 self._braces -= 1
                 if not self._braces:
                     return pos, pos
+
+    def _json_end(self, text: str, pos: int) -> tuple[int | None, int]:
+        """`_span_end` for a body read as JSON: an end marker ends it outside a string (a
+        `json_value` body ends where its first object or array closes); a string is read to
+        its closing quote, backslash escapes included, across chunks."""
+        inside, value = self._inside, self._span is not None and self._span.kind == "json_value"
+        if self._escaped:  # the character a backslash escaped opens this chunk
+            if pos >= len(text):
+                return None, pos
+            pos, self._escaped = pos + 1, False
+        while True:
+            if self._quote:
+                stop = _STRING_STOP.search(text, pos)
+                if stop is None:
+                    return None, len(text)
+                if stop.group() == '"':
+                    pos, self._quote = stop.end(), ""
+                elif stop.end() == len(text):
+                    self._escaped = True
+                    return None, len(text)
+                else:
+                    pos = stop.end() + 1
+                continue
+            match = inside.search.search(text, pos)
+            if match is None:
+                return None, pos
+            token, at, pos = match.group(), match.start(), match.end()
+            if token in inside.ends:
+                return pos, pos
+            if len(token) > 1:  # a skip, read whole
+                continue
+            if text[at:] in inside.prefixes:  # an end marker or a skip may begin here: hold
+                return None, at
+            if token in "{[":
+                self._braces += 1
+            elif token in "}]" and self._braces:
+                self._braces -= 1
+                if value and not self._braces:
+                    return pos, pos
+            elif token == '"' and self._braces:
+                self._quote = '"'
 
     def _after_trailer(self, text: str, pos: int, final: bool) -> int | None:
         """After a span with trailers: where scanning goes on (past the trailer, stripped,
@@ -388,7 +474,11 @@ class ScaffoldingFilter:
         else:
             self._span = pattern
             self._inside = _inside(pattern)
-            self._braces, self._quote = 0, ""
+            self._braces, self._quote, self._escaped = 0, "", False
+            if pattern.kind == "json_value" or pattern.json_strings == "always":
+                self._json = "on"
+            else:
+                self._json = "pending" if pattern.json_strings == "leading" else "off"
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)
@@ -409,5 +499,6 @@ class ScaffoldingFilter:
             self._preview = ""
         self.stripped_spans += 1
         span, self._span = self._span, None
+        self._json = "off"
         if span is not None and span.trailers:
             self._trailing, self._trailing_first = span, self.stripped_spans == 1

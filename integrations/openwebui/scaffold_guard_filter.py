@@ -186,8 +186,9 @@ def compiled(shape: Shape) -> Compiled:
 # ---- guardrail/patterns.py: the whole module after its imports ----
 
 
-PatternKind = Literal["span", "token", "to_end", "braced"]
+PatternKind = Literal["span", "token", "to_end", "braced", "json_value"]
 Boundary = Literal["any", "word", "start"]
+JsonStrings = Literal["never", "leading", "always"]
 TRAILER_SPACE = 8
 """The blanks a trailer may follow its span's end marker by."""
 BLANKS = " \t\r\n"
@@ -201,7 +202,15 @@ class Pattern:
     Kinds: `span` is `start` ... one of `ends` (shortest match); `token` is `start` alone;
     `to_end` is `start` and everything after it to the end of the stream; `braced` is
     `start` and a body that runs to the `}` closing its first `{`, where text between two
-    of `quotes` is opaque (Gemma's bare `call:name{key:<|"|>v<|"|>}`).
+    of `quotes` is opaque (Gemma's bare `call:name{key:<|"|>v<|"|>}`); `json_value` is
+    `start` and a body that runs to the close of its first JSON object or array (Mistral's
+    `[TOOL_CALLS]name[ARGS]{...}`, which has no end marker), `skips` read as whole tokens
+    on the way (`[ARGS]` is not an array).
+
+    `json_strings`: where a span's body is JSON (`always`; `leading`: when it begins, after
+    blanks, with `{` or `[`), a JSON string inside an object or array is data, so an end
+    marker quoted in an argument does not end the span. Only where the format's body is
+    JSON: a raw body (Qwen3-Coder's `<parameter=code>`) may hold unbalanced quotes.
 
     `special` says the markers are special tokens no prose writes: plain-text markers are
     left alone inside fenced code blocks. `hint` is the shape the start must be followed by
@@ -222,6 +231,8 @@ class Pattern:
     boundary: Boundary = "any"
     trailers: tuple[str, ...] = ()
     quotes: tuple[str, ...] = ()
+    json_strings: JsonStrings = "never"
+    skips: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.start:
@@ -237,7 +248,17 @@ class Pattern:
             )
         if self.quotes and self.kind != "braced":
             raise ValueError(f"pattern {self.name!r}: only a braced body has quotes")
-        for group, what in ((self.ends, "end"), (self.trailers, "trailer"), (self.quotes, "quote")):
+        if self.json_strings != "never" and self.kind != "span":
+            raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
+        if self.skips and self.kind != "json_value":
+            raise ValueError(f"pattern {self.name!r}: only a json_value body has skips")
+        groups = (
+            (self.ends, "end"),
+            (self.trailers, "trailer"),
+            (self.quotes, "quote"),
+            (self.skips, "skip"),
+        )
+        for group, what in groups:
             if any(not marker for marker in group):
                 raise ValueError(f"pattern {self.name!r}: an empty {what}")
             for a in group:
@@ -289,6 +310,8 @@ GLM's name right after the tag, then its first `<arg_key>` (or the end, with no 
 Prose such as `<tool_call> and </tool_call>` fits none of them."""
 JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 """A JSON object or array, after at most a few blanks."""
+MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
+"""What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
 
 DSML_BARS = {"｜": "", "｜｜": "-doubled", "‖": "-u2016", "|": "-ascii"}
 """DeepSeek's DSML bar (U+FF5C) and the spellings models mangle it into: doubled and
@@ -297,6 +320,9 @@ _DSML_SOURCES = {
     "function_calls": f"{_VLLM}deepseekv32_tool_parser.py",
     "tool_calls": "DeepSeek V4 DSML, per sgl-project/sglang #40236 and #35736",
     "invoke": "DSML without its section wrapper, per sgl-project/sglang #40236",
+    " calls": "DeepSeek V4.1 DSML, a space after the bars: vllm deepseek_v41 parser;"
+    " zed-industries/zed #59503",
+    " invoke": "DeepSeek V4.1 DSML without its section wrapper (zed-industries/zed #59503)",
 }
 
 
@@ -304,9 +330,10 @@ def _dsml() -> Registry:
     """The DSML blocks in every bar spelling; a block closes in any spelling."""
     return tuple(
         Pattern(
-            f"deepseek-dsml-{block.replace('_', '-')}{suffix}",
+            f"deepseek-dsml-{block.strip().replace('_', '-')}{suffix}"
+            + ("-v41" if block.startswith(" ") else ""),
             "span",
-            f"<{bar}DSML{bar}{block}" + ("" if block == "invoke" else ">"),
+            f"<{bar}DSML{bar}{block}" + ("" if block.strip() == "invoke" else ">"),
             ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
             source=_DSML_SOURCES[block]
             + ("" if not suffix else "; bar variants: GenericAgent #804, cline #13348"),
@@ -339,6 +366,7 @@ PROFILES: dict[str, Registry] = {
             ends=("</tool_call>",),
             special=False,
             hint=CALL_BODY,
+            json_strings="leading",
             source=f"{_VLLM}hermes_tool_parser.py (Hermes, Qwen2.5/3, Granite 4, GLM-4.5+)",
         ),
     ),
@@ -358,11 +386,14 @@ PROFILES: dict[str, Registry] = {
     "mistral": (
         Pattern(
             "mistral-tool-calls",
-            "to_end",
+            "json_value",
             "[TOOL_CALLS]",
             special=False,
-            hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, alt(Lit("[ARGS]"), Lit("{"))))),
-            source=f"{_VLLM}mistral_tool_parser.py (no end marker; mlx-lm PR #1448)",
+            hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, SPACE, MISTRAL_ARGS))),
+            skips=("[ARGS]", "[CALL_ID]"),
+            source=f"{_VLLM}mistral_tool_parser.py and its tests (no end marker: the call ends"
+            " with its JSON; mlx-lm PR #1448); `[CALL_ID]`: llama.cpp tests/test-chat.cpp"
+            " (Mistral Small 3.2)",
         ),
     ),
     "deepseek": (
@@ -371,6 +402,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<｜tool▁calls▁begin｜>",
             ends=("<｜tool▁calls▁end｜>",),
+            json_strings="always",
             source=f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654",
         ),
         Pattern(
@@ -378,6 +410,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<｜tool▁call▁begin｜>",
             ends=("<｜tool▁call▁end｜>",),
+            json_strings="always",
             source=f"{_VLLM}deepseekv31_tool_parser.py",
         ),
         *_deepseek_mangled(),
@@ -389,6 +422,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|channel|>commentary",
             ends=("<|call|>", "<|end|>"),
+            json_strings="always",
             source=f"{_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
         ),
     ),
@@ -410,6 +444,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|python_tag|>",
             ends=("<|eom_id|>", "<|eot_id|>"),
+            json_strings="leading",
             source=f"{_VLLM}llama_tool_parser.py; exo PR #1588 (often EOS-terminated)",
         ),
         Pattern(
@@ -426,6 +461,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|tool_calls_section_begin|>",
             ends=("<|tool_calls_section_end|>",),
+            json_strings="always",
             source=f"{_VLLM}kimi_k2_tool_parser.py; MoonshotAI/Kimi-K2 #26",
         ),
         Pattern(
@@ -433,7 +469,23 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|tool_call_begin|>",
             ends=("<|tool_call_end|>",),
+            json_strings="always",
             source=f"{_VLLM}kimi_k2_tool_parser.py; vllm PR #31207",
+        ),
+        Pattern(
+            "kimi-k3-tools",
+            "span",
+            "<|open|>tools<|sep|>",
+            ends=("<|close|>tools<|sep|>",),
+            source="vllm vllm/frontend/processing/tool_parsers/kimi_k3_tool_parser.py;"
+            " sglang python/sglang/srt/function_call/kimik3_format.py",
+        ),
+        Pattern(
+            "kimi-k3-message-close",
+            "token",
+            "<|close|>message<|sep|>",
+            source="vllm tests/tool_parsers/test_kimi_k3_tool_parser.py"
+            " (test_streaming_content_holds_split_message_close)",
         ),
     ),
     "minimax": (
@@ -454,6 +506,7 @@ PROFILES: dict[str, Registry] = {
             ends=("[/TOOL_CALL]",),
             special=False,
             hint=seq(SPACE, Lit("{")),
+            json_strings="leading",
             source="MiniMax-M2 variant: lmstudio-ai/lmstudio-bug-tracker #1177",
         ),
     ),
@@ -465,6 +518,7 @@ PROFILES: dict[str, Registry] = {
             ends=("</tool_calls>",),
             special=False,
             hint=JSON_BODY,
+            json_strings="leading",
             source=f"{_VLLM}minimax_tool_parser.py, jamba_tool_parser.py",
         ),
     ),
@@ -474,6 +528,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|action_start|>",
             ends=("<|action_end|>",),
+            json_strings="always",
             source=f"{_VLLM}internlm2_tool_parser.py",
         ),
     ),
@@ -483,6 +538,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|START_ACTION|>",
             ends=("<|END_ACTION|>",),
+            json_strings="always",
             source=f"{_VLLM}command_tool_parser.py",
         ),
     ),
@@ -491,9 +547,12 @@ PROFILES: dict[str, Registry] = {
             "gemma4-tool-call",
             "span",
             "<|tool_call>",
-            ends=("<tool_call|>",),
-            source=f"{_VLLM}gemma4_tool_parser.py",
+            ends=("<tool_call|>", "<turn|>"),
+            source=f"{_VLLM}gemma4_tool_parser.py; closed by the turn's end:"
+            " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py",
         ),
+    ),
+    "gemma-plain": (
         Pattern(
             "functiongemma-call",
             "span",
@@ -532,6 +591,7 @@ PROFILES: dict[str, Registry] = {
             ends=("</TOOLCALL>",),
             special=False,
             hint=JSON_BODY,
+            json_strings="leading",
             source=f"{_VLLM}nemotron_json_tool_parser.py",
         ),
     ),
@@ -592,7 +652,8 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
     "internlm": "special",  # <|action_start|>
     "cohere": "special",  # <|START_ACTION|>
-    "gemma": "look-alike",  # <|tool_call> is special; <start_function_call>, bare call:f{
+    "gemma": "special",  # Gemma 4's <|tool_call>
+    "gemma-plain": "look-alike",  # FunctionGemma's <start_function_call>, a bare call:f{...}
     "harmony-residue": "look-alike",  # analysisWe...assistantfinal, at the answer's start
     "seed-oss": "look-alike",  # <seed:tool_call>
     "nemotron": "look-alike",  # <TOOLCALL>
@@ -622,7 +683,7 @@ FAMILIES: tuple[Family, ...] = (
         "Qwen3.5 writes Qwen3-Coder's XML calls",
     ),
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
-    Family("Gemma", ("gemma", "functiongemma"), ("gemma",)),
+    Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
     Family("DeepSeek", ("deepseek",), ("deepseek",)),
     Family(
         "gpt-oss",
@@ -849,7 +910,12 @@ def _ticked(tick: int, run: int) -> int:
 PREVIEW_CHARS = 200
 _NEVER = r"(?!)"  # a regex that matches nothing
 _WORD = re.compile(r"\w")
+_JSON_CHARS = '{}[]"\\'
+"""What JSON tracking reads inside a body: nesting, and where strings start."""
+_STRING_STOP = re.compile(r'["\\]')
+_NON_BLANK = re.compile(r"[^ \t\r\n]")
 Verdict = Literal["open", "text", "undecided"]
+JsonState = Literal["off", "pending", "on"]
 
 
 class _Matcher:
@@ -889,13 +955,17 @@ def _matcher(registry: Registry) -> _Matcher:
 @dataclass(frozen=True)
 class _Inside:
     """How a span is read from the inside: `search` finds what may end it (its end markers;
-    a braced body's braces and quotes), `prefixes` of those are held back (the longest is
-    `longest` - 1 long), and a chunk without any of `firsts` cannot end it."""
+    a braced body's braces and quotes; a JSON body's nesting and string quotes, and its
+    skips), `prefixes` of those are held back (the longest is `longest` - 1 long), and a
+    chunk without any of `firsts` cannot end it or change its state. `plain` finds the end
+    markers alone (a `leading` body that is not JSON), `ends` are they."""
 
     search: re.Pattern[str]
     longest: int
     prefixes: frozenset[str]
     firsts: re.Pattern[str]
+    plain: re.Pattern[str] = re.compile(_NEVER)
+    ends: frozenset[str] = frozenset()
 
 
 def _chars(markers: Iterable[str]) -> re.Pattern[str]:
@@ -911,9 +981,15 @@ def _inside(pattern: Pattern) -> _Inside:
         longest = max((len(q) for q in quotes), default=0)
         return _Inside(search, longest, _proper_prefixes(quotes), _chars(["{", "}", *quotes]))
     ends = sorted(pattern.ends, key=len)[::-1]
-    search = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
-    longest = max((len(e) for e in ends), default=0)
-    return _Inside(search, longest, _proper_prefixes(ends), _chars(ends))
+    plain = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
+    if pattern.kind != "json_value" and pattern.json_strings == "never":
+        longest = max((len(e) for e in ends), default=0)
+        return _Inside(plain, longest, _proper_prefixes(ends), _chars(ends), plain, frozenset(ends))
+    words = sorted((*pattern.ends, *pattern.skips), key=len)[::-1]
+    search = re.compile("|".join([*(re.escape(w) for w in words), f"[{re.escape(_JSON_CHARS)}]"]))
+    longest = max((len(w) for w in words), default=0)
+    firsts = _chars([*words, *_JSON_CHARS])
+    return _Inside(search, longest, _proper_prefixes(words), firsts, plain, frozenset(ends))
 
 
 _NOTHING_INSIDE = _Inside(re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))
@@ -933,11 +1009,13 @@ class ScaffoldingFilter:
         "_at_start",
         "_braces",
         "_clean",
+        "_escaped",
         "_fast",
         "_fences",
         "_flushed",
         "_held",
         "_inside",
+        "_json",
         "_last",
         "_matcher",
         "_preview",
@@ -956,14 +1034,20 @@ class ScaffoldingFilter:
         self._held = ""
         self._span: Pattern | None = None
         self._inside = _NOTHING_INSIDE
-        self._braces = 0  # a braced body's open braces
-        self._quote = ""  # the quote a braced body is inside, if any
+        self._braces = 0  # a braced or JSON body's open braces (and a JSON body's brackets)
+        self._quote = ""  # the quote a braced or JSON body is inside, if any
+        self._escaped = False  # a JSON string's backslash ended the last chunk
+        self._json: JsonState = "off"  # whether the open span's body is read as JSON
         self._trailing: Pattern | None = None  # a span just ended; its trailer may follow
         self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
         plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
         self._fences = CodeContext() if plain else None
-        self._track = bool(self._matcher.bounded)  # keep _last and _at_start up to date
+        # keep _last and _at_start up to date: for bounded patterns, and for an opener with a
+        # hint, which may be cut off at the end of the answer (_cut_off)
+        self._track = bool(self._matcher.bounded) or any(
+            p.hint is not None and p.kind != "token" for p in registry
+        )
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text
         self._clean = True
@@ -992,7 +1076,7 @@ class ScaffoldingFilter:
             raise RuntimeError("ScaffoldingFilter.feed() after flush(): use a fresh filter")
         held = self._held
         if self._span is not None:
-            if not held:
+            if not held and self._json != "pending":
                 if self._inside.firsts.search(chunk) is None:
                     self._strip(chunk)  # nothing that could end the span: all of it is span
                     self._passed(chunk)
@@ -1021,7 +1105,7 @@ class ScaffoldingFilter:
         returned as it is; with one first character and no fences, by a bare `in` test."""
         clean = self._span is None and not self._held and self._trailing is None
         self._clean = clean
-        single = self._matcher.first_char if self._fences is None else None
+        single = self._matcher.first_char if self._fences is None and not self._track else None
         self._fast = single if clean else None
 
     def flush(self) -> str:
@@ -1113,8 +1197,23 @@ class ScaffoldingFilter:
             if hint.full.match(text, after) is None:
                 if not final and hint.viable.fullmatch(text, after) is not None:
                     return "undecided"
+                if (
+                    final
+                    and hint.viable.fullmatch(text, after)
+                    and self._cut_off(pattern, text, start, after)
+                ):
+                    return "open"
                 return "text"
         return "open"
+
+    def _cut_off(self, pattern: Pattern, text: str, start: int, after: int) -> bool:
+        """Whether the opener at `start` is a call the answer's end cut off: on a line of its
+        own, with nothing but blanks after it (`I will check.\n<tool_call>`). G8: a complete
+        start marker with no end is stripped through the end."""
+        if pattern.kind == "token" or pattern.boundary != "any" or text[after:].strip(BLANKS):
+            return False  # a residue word (`analysis`) alone is prose
+        before = text[start - 1] if start else ("" if self._at_start else self._last)
+        return before in ("", "\n")
 
     def _hold_outside(self, text: str, pos: int) -> int:
         """Where the held-back suffix starts: the longest one that is an opener's prefix."""
@@ -1163,8 +1262,15 @@ class ScaffoldingFilter:
         """Where the open span ends in `text` (after its end marker or closing brace), or
         None; and where reading stopped (a braced body's tokens are not read twice)."""
         assert self._span is not None
+        if self._json == "pending":  # a `leading` body: JSON when it begins with { or [
+            found = _NON_BLANK.search(text, pos)
+            if found is None:
+                return None, len(text)
+            self._json = "on" if text[found.start()] in "{[" else "off"
+        if self._json == "on":
+            return self._json_end(text, pos)
         if self._span.kind != "braced":
-            match = self._inside.search.search(text, pos)
+            match = self._inside.plain.search(text, pos)
             return (None, pos) if match is None else (match.end(), match.end())
         while True:
             if self._quote:  # inside a quote only the same quote ends it
@@ -1185,6 +1291,47 @@ class ScaffoldingFilter:
                 self._braces -= 1
                 if not self._braces:
                     return pos, pos
+
+    def _json_end(self, text: str, pos: int) -> tuple[int | None, int]:
+        """`_span_end` for a body read as JSON: an end marker ends it outside a string (a
+        `json_value` body ends where its first object or array closes); a string is read to
+        its closing quote, backslash escapes included, across chunks."""
+        inside, value = self._inside, self._span is not None and self._span.kind == "json_value"
+        if self._escaped:  # the character a backslash escaped opens this chunk
+            if pos >= len(text):
+                return None, pos
+            pos, self._escaped = pos + 1, False
+        while True:
+            if self._quote:
+                stop = _STRING_STOP.search(text, pos)
+                if stop is None:
+                    return None, len(text)
+                if stop.group() == '"':
+                    pos, self._quote = stop.end(), ""
+                elif stop.end() == len(text):
+                    self._escaped = True
+                    return None, len(text)
+                else:
+                    pos = stop.end() + 1
+                continue
+            match = inside.search.search(text, pos)
+            if match is None:
+                return None, pos
+            token, at, pos = match.group(), match.start(), match.end()
+            if token in inside.ends:
+                return pos, pos
+            if len(token) > 1:  # a skip, read whole
+                continue
+            if text[at:] in inside.prefixes:  # an end marker or a skip may begin here: hold
+                return None, at
+            if token in "{[":
+                self._braces += 1
+            elif token in "}]" and self._braces:
+                self._braces -= 1
+                if value and not self._braces:
+                    return pos, pos
+            elif token == '"' and self._braces:
+                self._quote = '"'
 
     def _after_trailer(self, text: str, pos: int, final: bool) -> int | None:
         """After a span with trailers: where scanning goes on (past the trailer, stripped,
@@ -1208,7 +1355,11 @@ class ScaffoldingFilter:
         else:
             self._span = pattern
             self._inside = _inside(pattern)
-            self._braces, self._quote = 0, ""
+            self._braces, self._quote, self._escaped = 0, "", False
+            if pattern.kind == "json_value" or pattern.json_strings == "always":
+                self._json = "on"
+            else:
+                self._json = "pending" if pattern.json_strings == "leading" else "off"
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)
@@ -1229,6 +1380,7 @@ class ScaffoldingFilter:
             self._preview = ""
         self.stripped_spans += 1
         span, self._span = self._span, None
+        self._json = "off"
         if span is not None and span.trailers:
             self._trailing, self._trailing_first = span, self.stripped_spans == 1
 

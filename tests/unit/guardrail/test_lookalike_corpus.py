@@ -66,6 +66,7 @@ CORPUS: dict[str, tuple[str, ...]] = {
         "Mistral models start a call with [TOOL_CALLS] and then a JSON list.",
         "The [TOOL_CALLS] token, then the arguments.",
         "[TOOL_CALLS] is documented in the tokenizer.",
+        "[TOOL_CALLS] not json at all",  # vllm's pre-v11 fallback test: no call follows
         'Inline: `[TOOL_CALLS][{"name": "read"}]` is the raw form.',
     ),
     "Llama": (

@@ -34,8 +34,8 @@ MODEL_NAMES = [
     ("qwen3:8b", ("hermes",)),
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", ("hermes", "qwen3-coder")),
     ("qwen3-coder:30b", ("hermes", "qwen3-coder")),
-    ("gemma3:4b", ("gemma",)),
-    ("google/functiongemma-270m-it", ("gemma",)),
+    ("gemma3:4b", ("gemma-plain",)),
+    ("google/functiongemma-270m-it", ("gemma-plain",)),
     ("deepseek-r1:7b", ("deepseek",)),
     ("gpt-oss:20b", ("harmony", "harmony-residue")),
     ("openai/gpt-oss-120b", ("harmony", "harmony-residue")),
@@ -55,7 +55,7 @@ MODEL_NAMES = [
     ("ByteDance-Seed/Seed-OSS-36B-Instruct", ("seed-oss",)),
     ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", ("nemotron",)),
     ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes",)),
-    ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma",)),
+    ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma-plain",)),
     ("my-local-model", ()),
     ("ollama", ()),  # `llama` only at a word start
     ("", ()),
@@ -197,7 +197,7 @@ def test_several_names_get_the_union_of_their_profiles():
         *SPECIAL_PROFILES,
         "hermes",
         "qwen3-coder",
-        "gemma",
+        "gemma-plain",
     )
     assert registry_for("my-alias", "qwen3:8b") == registry_for("qwen3:8b")
 

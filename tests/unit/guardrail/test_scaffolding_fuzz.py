@@ -48,7 +48,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from guardrail.patterns import TRAILER_SPACE, Pattern, PatternKind, Registry
 from guardrail.registries import JSON_BODY, PROFILES, registry_with
 from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
-from guardrail.shapes import NAME, Alt, Chars, Lit, Seq, Shape, alt, seq
+from guardrail.shapes import NAME, Alt, Chars, Lit, Seq, Shape, alt, compiled, seq
 
 from ..helpers.scaffolding import run
 
@@ -111,9 +111,12 @@ class Reading:
 
 def reference(text: str, registry: Registry) -> Reading:
     """The leftmost opener that is live (where its boundary allows, special or plain outside
-    a code block, followed by its hint) starts scaffolding; a span ends at its first end
-    marker after the opener (at a tie, the shorter: shortest match), then takes a trailer
-    that follows it; a braced body ends at the brace that closes its first `{`; else the
+    a code block, followed by its hint, or cut off: on a line of its own at the text's end
+    with only blanks after it that its hint could still begin with) starts scaffolding; a
+    span ends at its first end marker after the opener (at a tie, the shorter: shortest
+    match; a JSON body's end marker outside its strings), then takes a trailer that follows
+    it; a braced body ends at the brace that closes its first `{`, a json_value body where
+    its first object or list closes; else the
     scaffolding runs to the end of the text."""
     shown, stripped, at = "", [], 0
     closed: tuple[Pattern, int] | None = None
@@ -131,6 +134,13 @@ def reference(text: str, registry: Registry) -> Reading:
                 stripped.append(text[start:])
                 return Reading(shown, stripped, pattern, text[read:])
             at = end
+        elif json_body(text, after, pattern):
+            end, read = json_end(text, after, pattern)
+            if end is None:
+                stripped.append(text[start:])
+                return Reading(shown, stripped, pattern, text[read:])
+            at = end
+            closed = (pattern, at)
         else:
             ends = sorted(
                 (found, len(e)) for e in pattern.ends if (found := text.find(e, after)) >= 0
@@ -161,10 +171,72 @@ def _next_opener(text: str, at: int, registry: Registry, shown: str) -> tuple[in
             (pattern.special or not in_code_block(shown + text[at:start]))
             and (pattern.boundary != "word" or start == 0 or not is_word(text[start - 1]))
             and (pattern.boundary != "start" or start == 0)
-            and (pattern.hint is None or shape_ends(pattern.hint, text, start + len(pattern.start)))
+            and (
+                pattern.hint is None
+                or shape_ends(pattern.hint, text, start + len(pattern.start))
+                or cut_off(text, start, pattern)
+            )
         ):
             return start, pattern
         search = start + 1  # a dead opener is text
+
+
+def cut_off(text: str, start: int, pattern: Pattern) -> bool:
+    """A call the text's end cut off: a tag-like opener (not a token, any boundary) on a line
+    of its own, followed by nothing but blanks its hint could still begin with (G8)."""
+    after = start + len(pattern.start)
+    return (
+        pattern.kind != "token"
+        and pattern.boundary == "any"
+        and pattern.hint is not None
+        and not text[after:].strip(" \t\r\n")
+        and compiled(pattern.hint).viable.fullmatch(text, after) is not None
+        and (start == 0 or text[start - 1] == "\n")
+    )
+
+
+def json_body(text: str, after: int, pattern: Pattern) -> bool:
+    """Whether the body after `after` is read as JSON: a json_value body, `always`, and
+    `leading` unless its first non-blank character is other than `{` or `[`."""
+    if pattern.kind == "json_value" or pattern.json_strings == "always":
+        return True
+    first = text[after:].lstrip(" \t\r\n")[:1]
+    return pattern.json_strings == "leading" and first in ("", "{", "[")
+
+
+def json_end(text: str, after: int, pattern: Pattern) -> tuple[int | None, int]:
+    """Where a JSON body from `after` ends (after an end marker outside a string; a
+    json_value body after the close of its first object or list), or None; and where its
+    last token was read (a partial end marker or skip is not read)."""
+    words = sorted((*pattern.ends, *pattern.skips), key=len, reverse=True)
+    depth, i, read = 0, after, after
+    while i < len(text):
+        word = next((w for w in words if text.startswith(w, i)), None)
+        if word is not None:
+            i = read = i + len(word)
+            if word in pattern.ends:
+                return i, i
+            continue
+        char = text[i]
+        if char not in '{}[]"\\':
+            i += 1
+            continue
+        if any(w.startswith(text[i:]) for w in words):
+            return None, i  # a split end marker or skip may begin here
+        if char in "{[":
+            depth += 1
+        elif char in "}]" and depth:
+            depth -= 1
+            if not depth and pattern.kind == "json_value":
+                return i + 1, i + 1
+        elif char == '"' and depth:
+            i += 1
+            while i < len(text) and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            if i >= len(text):
+                return None, len(text)
+        i = read = i + 1
+    return None, read
 
 
 def braced_end(text: str, at: int, quotes: tuple[str, ...]) -> tuple[int | None, int]:
@@ -399,7 +471,7 @@ def registry_specs(draw: st.DrawFn) -> RegistrySpec:
 def markers_of(registry: Registry) -> list[str]:
     return sorted(
         {p.start for p in registry}
-        | {m for p in registry for m in (*p.ends, *p.trailers, *p.quotes)}
+        | {m for p in registry for m in (*p.ends, *p.trailers, *p.quotes, *p.skips)}
     )
 
 
@@ -409,7 +481,7 @@ def chunks_for(registry: Registry) -> st.SearchStrategy[str]:
     text."""
     marks = markers_of(registry)
     spans = [p for p in registry if p.kind == "span"]
-    chars = "".join(sorted(set("".join(marks)))) + "xy \n{}[A"
+    chars = "".join(sorted(set("".join(marks)))) + 'xy \n{}[A"\\'  # JSON strings too
     prose = st.text(chars, max_size=6)
     mark = st.sampled_from(marks)
     cut = st.tuples(mark, st.integers(1, 30)).map(lambda m: (m[0], m[1] % len(m[0])))
@@ -423,6 +495,7 @@ def chunks_for(registry: Registry) -> st.SearchStrategy[str]:
         prose,
         st.sampled_from(["```\n", "~~~\n", "\n", "  ```", "`", "```x\n"]),
         st.sampled_from(["{", "}", "[", "f>", "f{x", "f[ARGS]", "We", "f(", "k</arg_key>"]),
+        st.sampled_from(['{"k": "', '"}', '\\"', "\\", "f[CALL_ID]1[ARGS]", "]"]),
         st.text(max_size=4),
     ]
     if spans:
@@ -558,7 +631,7 @@ class CheckedStream:
                 len(whole.stripped),
             )
             span = whole.open_span
-            closers = span.quotes if span.kind == "braced" else span.ends
+            closers = span.quotes if span.kind == "braced" else (*span.ends, *span.skips)
             assert held == longest_end_prefix(whole.body, closers), f"inside a span, held {held!r}"
         if f.stripped_spans:
             assert f.first_span == whole.stripped[0][:PREVIEW_CHARS]

@@ -41,10 +41,10 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "Reading.<function=read><parameter=path>/homelab/a.md</parameter></function> ok",
         "Reading. ok",
     ),
-    (  # mlx-lm PR #1448: no end marker, trailing prose lost with the call
+    (  # mlx-lm PR #1448: no end marker; the call ends with its JSON, the prose after it shows
         "mistral-tool-calls", "mistral",
         'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Tokyo"}\n\nLet me search for that.',
-        "Sure.",
+        "Sure.\n\nLet me search for that.",
     ),
     (  # google/adk-python PR #5654
         "deepseek-tool-calls", "deepseek",
@@ -126,7 +126,7 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         'a<|tool_call>call:f{k:<|"|>v<|"|>}<tool_call|>b', "ab",
     ),
     (
-        "functiongemma-call", "gemma",
+        "functiongemma-call", "gemma-plain",
         "a<start_function_call>call:f{k:<escape>v<escape>}<end_function_call>b", "ab",
     ),
     (  # ollama/ollama #16686: no opening <tool_call>, the closing one still written
@@ -196,12 +196,12 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "I will write it.  Done.",
     ),
     (  # Gitlawb/openclaude PR #380: Gemma 4's body without its wrapper tokens
-        "gemma-bare-call", "gemma",
+        "gemma-bare-call", "gemma-plain",
         "Writing it now. call:write_file{content:hello,path:a.txt}",
         "Writing it now. ",
     ),
     (  # vllm PR #45832: the bare body with Gemma 4's string quotes and a nested object
-        "gemma-bare-call", "gemma",
+        "gemma-bare-call", "gemma-plain",
         'call:get_weather{location:<|"|>Paris {FR}<|"|>,units:{temp:c}} It is sunny.',
         " It is sunny.",
     ),
@@ -220,6 +220,70 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "glm-bare-arguments", "glm",
         "read<arg_key>filePath</arg_key><arg_value>/home/user/notes.md</arg_value>",
         "read",
+    ),
+    (  # unsloth PR #5624, vllm #44060: a marker quoted inside a call's JSON argument is data
+        "hermes-tool-call", "hermes",
+        'Saving.<tool_call>\n{"name": "write", "arguments": {"text": "ends with </tool_call>'
+        ' and \\"quotes\\""}}\n</tool_call> Saved.',
+        "Saving. Saved.",
+    ),
+    (  # sglang #30480 / PR #30481: a call cut off right after its complete opener (G8)
+        "hermes-tool-call", "hermes", "I will check.\n<tool_call>\n", "I will check.\n",
+    ),
+    (  # llama.cpp tests/test-chat.cpp, Mistral Small 3.2: an id before the arguments
+        "mistral-tool-calls", "mistral",
+        'Calling.[TOOL_CALLS]special_function[CALL_ID]123456789[ARGS]{"arg1": 1} Done.',
+        "Calling. Done.",
+    ),
+    (  # vllm test_mistral_tool_parser.py, pre-v11: a JSON list, then trailing text
+        "mistral-tool-calls", "mistral",
+        '[TOOL_CALLS] [{"name": "add", "arguments":{"a": 1, "b": 2}}]\nextra trailing data',
+        "\nextra trailing data",
+    ),
+    (  # mlx-swift-lm ToolTests: the marker quoted inside an argument is data
+        "mistral-tool-calls", "mistral",
+        '[TOOL_CALLS]get_note[ARGS]{"text": "literal [TOOL_CALLS] marker {x}"} ok',
+        " ok",
+    ),
+    (  # unsloth PR #5624: another marker quoted in a Kimi call's JSON argument
+        "kimi-tool-call", "kimi",
+        '<|tool_call_begin|>functions.write:0<|tool_call_argument_begin|>{"text": "a'
+        ' <|tool_call_end|> b"}<|tool_call_end|>after',
+        "after",
+    ),
+    (  # sglang kimik3_detector.py: Kimi K3's tools section after its answer
+        "kimi-k3-tools", "kimi",
+        'It is sunny.<|open|>tools<|sep|><|open|>call tool="weather" index="1"<|sep|><|open|>'
+        'argument key="city" type="string"<|sep|>北京<|close|>argument<|sep|><|close|>call<|sep|>'
+        "<|close|>tools<|sep|>",
+        "It is sunny.",
+    ),
+    (  # vllm test_kimi_k3_tool_parser.py (test_streaming_content_holds_split_message_close)
+        "kimi-k3-message-close", "kimi", "Hello<|close|>message<|sep|>", "Hello",
+    ),
+    (  # vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py: closed by <turn|>
+        "gemma4-tool-call", "gemma",
+        'Running it.<|tool_call>call:gdb{args:<|"|>-batch -ex run /tmp/poc<|"|>}<turn|>',
+        "Running it.",
+    ),
+    *(  # zed-industries/zed #59503: DeepSeek V4.1's spaced DSML, every bar
+        (
+            f"deepseek-dsml-calls{suffix}-v41", "deepseek",
+            f'a<{bar}DSML{bar} calls>\n<{bar}DSML{bar} invoke name="edit_file">\n<{bar}DSML{bar}'
+            ' parameter name="edits" string="false">[{"old_text":"before","new_text":"after"}]'
+            f"</{bar}DSML{bar} parameter>\n</{bar}DSML{bar} invoke>\n</{bar}DSML{bar} calls>b",
+            "ab",
+        )
+        for bar, suffix in (("｜", ""), ("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+    ),
+    *(  # vllm vllm/parser/deepseek_v41.py: a V4.1 invoke with no section wrapper, every bar
+        (
+            f"deepseek-dsml-invoke{suffix}-v41", "deepseek",
+            f'Running.<{bar}DSML{bar} invoke name="Bash"><{bar}DSML{bar} parameter name="command"'
+            f' string="true">ls</{bar}DSML{bar} parameter></{bar}DSML{bar} invoke> Done.',
+            "Running. Done.",
+        )
+        for bar, suffix in (("｜", ""), ("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
     ),
     (  # raullenchai/Rapid-MLX PR #1592: LFM imitating its transcript
         "transcript-echo", "echo",

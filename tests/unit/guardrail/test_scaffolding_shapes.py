@@ -5,6 +5,7 @@ braced body; and the shape grammar behind hints (guardrail/shapes.py)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -19,7 +20,7 @@ from ..helpers.scaffolding import chunked, cut_at, run
 
 HERMES = registry_with("hermes")
 QWEN3_CODER = registry_with("hermes", "qwen3-coder")
-GEMMA = registry_with("gemma")
+GEMMA = registry_with("gemma", "gemma-plain")
 RESIDUE = registry_with("harmony-residue")
 
 
@@ -255,3 +256,47 @@ def test_a_chars_part_needs_a_positive_bound():
         Chars("[a]", 0, 0)
     with pytest.raises(re.error):
         Chars("[a", 1, 1)
+
+
+# --- bodies read as JSON, and a call cut off at the end ------------------------------------
+
+
+def test_a_raw_body_in_a_json_aware_span_is_not_read_as_json():
+    """`<tool_call>` reads its body as JSON only when it begins with `{` or `[`: Qwen3-Coder's
+    XML body holds raw code, whose unbalanced brace and quote must not hide the end."""
+    text = (
+        '<tool_call>\n<function=run>\n<parameter=code>\nprint("{)\n</parameter>\n</function>'
+        "\n</tool_call>after"
+    )
+    assert every_chunking(text, QWEN3_CODER) == {"after"}
+
+
+def test_a_json_string_that_never_closes_strips_to_the_end():
+    text = 'a<tool_call>{"name": "f", "arguments": {"s": "</tool_call> b'
+    assert every_chunking(text, QWEN3_CODER) == {"a"}
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("I will check.\n<tool_call>\n", "I will check.\n"),
+        ("<tool_call>", ""),
+        ("The opening tag is <tool_call>", "The opening tag is <tool_call>"),
+        ("I will check.\n<tool_call> soon", "I will check.\n<tool_call> soon"),
+    ],
+)
+def test_a_lone_opener_on_the_last_line_is_a_cut_off_call_and_mid_line_prose(text: str, shown: str):
+    assert every_chunking(text, QWEN3_CODER) == {shown}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"kind": "token", "json_strings": "always"}, "json_strings is for a span's body"),
+        ({"kind": "span", "ends": ("e",), "skips": ("[A]",)}, "only a json_value body has skips"),
+        ({"kind": "json_value", "skips": ("[A]", "[A]x")}, "skip '\\[A\\]' is inside"),
+    ],
+)
+def test_a_json_body_pattern_is_checked_when_made(fields: dict[str, Any], message: str):
+    with pytest.raises(ValueError, match=message):
+        Pattern("p", start="<p>", source="test", **fields)
