@@ -31,14 +31,19 @@ canary)."""
 SCAFFOLD_FLOWS = ("scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
                   "scaffold-standalone", "unterminated")  # fmt: skip
 """The mock's scaffold flows: NEVER judges each."""
-FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "gemma-bare-call", "qwen-tool-call",
+FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gemma-bare-call",
+                "gemma-tool-call", "qwen-tool-call", "qwen-quoted-marker",
                 "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
-                "glm-bare-arguments", "minimax-xml-call", "harmony-residue")  # fmt: skip
+                "glm-bare-arguments", "minimax-xml-call", "harmony-residue",
+                "mistral-call-then-prose", "kimi-k3-tools")  # fmt: skip
 """The mock's family flows: each plays one model family's own leak shape (G13)."""
-LOOKALIKE_FLOWS = (*(f for f in FAMILY_FLOWS if not f.startswith("deepseek")), "echo-call")
+SPECIAL_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gemma-tool-call",
+                 "kimi-k3-tools")  # fmt: skip
+"""The family flows whose markup is special tokens, stripped for every model."""
+LOOKALIKE_FLOWS = (*(f for f in FAMILY_FLOWS if f not in SPECIAL_FLOWS), "echo-call")
 """The flows whose markup is text for some models (G15): the family flows that state an
-`elsewhere` outcome (DeepSeek's special tokens are stripped for every model), and the
-transcript echo, which reads like prose and is stripped only where a user opts in."""
+`elsewhere` outcome (special tokens are stripped for every model), and the transcript echo,
+which reads like prose and is stripped only where a user opts in."""
 
 
 @dataclass(frozen=True)

@@ -313,9 +313,10 @@ JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
 """What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
 
-DSML_BARS = {"｜": "", "｜｜": "-doubled", "‖": "-u2016", "|": "-ascii"}
+DSML_BARS = {"｜": "", "｜｜": "-doubled", "‖": "-u2016", "|": "-ascii", "||": "-ascii-doubled"}
 """DeepSeek's DSML bar (U+FF5C) and the spellings models mangle it into: doubled and
-U+2016 (lsdefine/GenericAgent #804), ASCII (cline/cline #13348)."""
+U+2016 (lsdefine/GenericAgent #804), ASCII (cline/cline #13348), ASCII doubled
+(AgentFlocks/flocks PR #687)."""
 _DSML_SOURCES = {
     "function_calls": f"{_VLLM}deepseekv32_tool_parser.py",
     "tool_calls": "DeepSeek V4 DSML, per sgl-project/sglang #40236 and #35736",
@@ -336,7 +337,9 @@ def _dsml() -> Registry:
             f"<{bar}DSML{bar}{block}" + ("" if block.strip() == "invoke" else ">"),
             ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
             source=_DSML_SOURCES[block]
-            + ("" if not suffix else "; bar variants: GenericAgent #804, cline #13348"),
+            + (
+                "" if not suffix else "; bar variants: GenericAgent #804, cline #13348, flocks #687"
+            ),
         )
         for block in _DSML_SOURCES
         for bar, suffix in DSML_BARS.items()

@@ -6,13 +6,19 @@ offset; the output must be the same every time.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from guardrail.patterns import Pattern, Registry
-from guardrail.registries import DEFAULT_REGISTRY, PROFILES, registry_with
+from guardrail.registries import DEFAULT_REGISTRY, DSML_BARS, PROFILES, registry_with
 from guardrail.scaffolding import ScaffoldingFilter
 
 from ..helpers.scaffolding import chunked, cut_at, run
+
+EVERY_BAR = tuple(DSML_BARS.items())
+"""DSML's bar and its mangled spellings, each with its patterns' name suffix."""
+MANGLED_BARS = EVERY_BAR[1:]
 
 # (pattern name, profile or None for the default registry, leaked text, expected output)
 INCIDENTS: list[tuple[str, str | None, str, str]] = [
@@ -152,6 +158,11 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "</｜｜DSML｜｜tool_calls>b",
         "ab",
     ),
+    (  # AgentFlocks/flocks PR #687: doubled ASCII bars
+        "deepseek-dsml-tool-calls-ascii-doubled", "deepseek",
+        'a<||DSML||tool_calls><||DSML||invoke name="read"></||DSML||invoke></||DSML||tool_calls>b',
+        "ab",
+    ),
     (  # cline/cline #13348: ASCII bars, closed with fullwidth ones
         "deepseek-dsml-tool-calls-ascii", "deepseek",
         'a<|DSML|tool_calls><|DSML|invoke name="read"></|DSML|invoke></｜DSML｜tool_calls>b',
@@ -164,7 +175,7 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
             f"</{bar}DSML{bar}invoke></{bar}DSML{bar}function_calls>b",
             "ab",
         )
-        for bar, suffix in (("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+        for bar, suffix in MANGLED_BARS
     ),
     *(  # sgl-project/sglang #40236: DSML invokes with no section wrapper, every bar
         (
@@ -173,7 +184,7 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
             f'string="true">ls</{bar}DSML{bar}parameter></{bar}DSML{bar}invoke> Done.',
             "Running. Done.",
         )
-        for bar, suffix in (("｜", ""), ("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+        for bar, suffix in EVERY_BAR
     ),
     *(  # ggml-org/llama.cpp chat.cpp: DeepSeek-R1-Distill's mangled section openers
         (
@@ -274,7 +285,7 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
             f"</{bar}DSML{bar} parameter>\n</{bar}DSML{bar} invoke>\n</{bar}DSML{bar} calls>b",
             "ab",
         )
-        for bar, suffix in (("｜", ""), ("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+        for bar, suffix in EVERY_BAR
     ),
     *(  # vllm vllm/parser/deepseek_v41.py: a V4.1 invoke with no section wrapper, every bar
         (
@@ -283,7 +294,7 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
             f' string="true">ls</{bar}DSML{bar} parameter></{bar}DSML{bar} invoke> Done.',
             "Running. Done.",
         )
-        for bar, suffix in (("｜", ""), ("｜｜", "-doubled"), ("‖", "-u2016"), ("|", "-ascii"))
+        for bar, suffix in EVERY_BAR
     ),
     (  # raullenchai/Rapid-MLX PR #1592: LFM imitating its transcript
         "transcript-echo", "echo",
@@ -450,3 +461,35 @@ def test_default_registry_is_exactly_the_lfm2_entries():
         ("token", "<|tool_calls|>", ()),
         ("token", "<|tool_call|>", ()),
     ]
+
+
+def shape_table() -> str:
+    """docs/contract.md's table of every shape, its profile and its public source."""
+    rows = [
+        "| pattern | profile | kind | opens with | ends with | source |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    by_profile = [(None, DEFAULT_REGISTRY), *PROFILES.items()]
+    for profile, registry in by_profile:
+        for p in registry:
+            ends = ", ".join(f"`{cell(e)}`" for e in p.ends) or {
+                "token": "(itself)",
+                "to_end": "(the end)",
+                "braced": "the `}` closing its first `{`",
+                "json_value": "the close of its first object or list",
+            }.get(p.kind, "")
+            rows.append(
+                f"| `{p.name}` | {f'`{profile}`' if profile else '(default)'} | {p.kind}"
+                f" | `{cell(p.start)}` | {ends} | {cell(p.source)} |"
+            )
+    return "\n".join(rows)
+
+
+def cell(text: str) -> str:
+    """`text` for a markdown table cell: its pipes escaped."""
+    return text.replace("|", "\\|")
+
+
+def test_the_contract_lists_every_shape_with_its_source():
+    contract = (Path(__file__).parents[3] / "docs" / "contract.md").read_text(encoding="utf-8")
+    assert shape_table() in contract

@@ -28,10 +28,16 @@ MARKUP = re.compile(
 _BAR = "(?:\uff5c|\u2016|\\|){1,2}"  # DSML's bar: fullwidth, double, ASCII
 FAMILY_MARKUP = {
     "DeepSeek": re.compile(
-        f"<{_BAR}DSML{_BAR}tool_calls>.*?</{_BAR}DSML{_BAR}tool_calls>", re.DOTALL
+        f"<{_BAR}DSML{_BAR}( ?)(?:tool_)?calls>.*?</{_BAR}DSML{_BAR}\\1(?:tool_)?calls>", re.DOTALL
     ),
-    "Gemma": re.compile(r"(?<!\w)call:\w+\{.*?\}", re.DOTALL),
-    "Qwen": re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL),
+    "Gemma": re.compile(r"<\|tool_call>.*?<tool_call\|>|(?<!\w)call:\w+\{.*?\}", re.DOTALL),
+    # a JSON string is read whole (a quoted end marker is data); an opener alone on the last
+    # line is a call the end cut off
+    "Qwen": re.compile(
+        r'<tool_call>(?:"(?:\\.|[^"\\])*"|.)*?</tool_call>|(?m:^)<tool_call>\s*\Z', re.DOTALL
+    ),
+    "Mistral": re.compile(r"\[TOOL_CALLS\]\w+\[ARGS\]\{[^{}]*\}"),
+    "Kimi": re.compile(r"<\|open\|>tools<\|sep\|>.*?<\|close\|>tools<\|sep\|>", re.DOTALL),
     "Qwen3-Coder": re.compile(r"<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL),
     "Seed-OSS": re.compile(r"<seed:tool_call>.*?</seed:tool_call>", re.DOTALL),
     "Nemotron": re.compile(r"<TOOLCALL>.*?</TOOLCALL>", re.DOTALL),
@@ -40,13 +46,15 @@ FAMILY_MARKUP = {
     "gpt-oss": re.compile(r"\Aanalysis.*?assistantfinal", re.DOTALL),
 }
 """Each family flow's shape, spelled here again (not read from the guardrail's registry)."""
-SPECIAL_FAMILIES = {"DeepSeek"}
-"""Families whose flows' markup is special tokens: stripped whatever the model, so their
-flows state no `elsewhere`."""
+SPECIAL_FLOWS = {"deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "kimi-k3-tools",
+                 "gemma-tool-call"}  # fmt: skip
+"""Family flows whose markup is special tokens: stripped whatever the model, so they state
+no `elsewhere`."""
 FAMILY_FLOWS = {
     "deepseek-dsml", "deepseek-dsml-bars", "gemma-bare-call", "qwen-tool-call",
     "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
-    "glm-bare-arguments", "minimax-xml-call", "harmony-residue",
+    "glm-bare-arguments", "minimax-xml-call", "harmony-residue", "mistral-call-then-prose",
+    "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
@@ -125,7 +133,7 @@ def test_a_family_flows_expect_block_strips_its_familys_shape(name: str):
 @pytest.mark.parametrize("name", sorted(FAMILY_FLOWS))
 def test_a_family_flow_elsewhere_shows_a_look_alike_shape_whole(name: str):
     flow = FLOWS[name]
-    if flow.family in SPECIAL_FAMILIES:
+    if name in SPECIAL_FLOWS:
         assert flow.elsewhere is None
     else:
         assert flow.elsewhere is not None
