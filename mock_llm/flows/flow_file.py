@@ -152,21 +152,14 @@ def _written_by(
     ctx: nodes.Context, flow: str, fields: nodes.Fields, family: str | None
 ) -> tuple[str, ...]:
     """The flow's `written_by`: other families' names, for a flow with a `family`."""
-    if "written_by" not in fields:
+    node = _family_field(ctx, flow, fields, family, "written_by")
+    if node is None:
         return ()
-    node = fields["written_by"]
-    if family is None:
-        raise ctx.fail(node, f"flow {flow!r}: 'written_by' needs 'family'")
     if not isinstance(node, yaml.SequenceNode):
         raise ctx.fail(node, f"flow {flow!r}: 'written_by' must be a list of family names")
     names: list[str] = []
     for item in cast(list[yaml.Node], node.value):
-        written = nodes.string(ctx, item, "written_by")
-        if written not in FAMILY_NAMES:
-            raise ctx.fail(item, _unknown_family(flow, written))
-        if written == family or written in names:
-            raise ctx.fail(item, f"flow {flow!r}: {written!r} named twice in family/written_by")
-        names.append(written)
+        names.append(_other_family(ctx, flow, item, "written_by", (family or "", *names)))
     return tuple(names)
 
 
@@ -174,24 +167,40 @@ def _by_family(ctx: nodes.Context, flow: str, fields: nodes.Fields, family: str 
                written_by: tuple[str, ...]) -> tuple[tuple[str, Expect], ...]:  # fmt: skip
     """The flow's `by_family`: an outcome for the models of each family named, where neither
     `expect` nor `elsewhere` is what a correct page shows for them."""
-    if "by_family" not in fields:
+    node = _family_field(ctx, flow, fields, family, "by_family")
+    if node is None:
         return ()
-    node = fields["by_family"]
-    if family is None:
-        raise ctx.fail(node, f"flow {flow!r}: 'by_family' needs 'family'")
     if not isinstance(node, yaml.MappingNode):
         raise ctx.fail(node, f"flow {flow!r}: 'by_family' maps family names to outcomes")
     outcomes: list[tuple[str, Expect]] = []
     for key, value in cast(list[tuple[yaml.Node, yaml.Node]], node.value):
-        named = nodes.string(ctx, key, "by_family")
-        if named not in FAMILY_NAMES:
-            raise ctx.fail(key, _unknown_family(flow, named))
-        if named == family or named in written_by or named in dict(outcomes):
-            raise ctx.fail(
-                key, f"flow {flow!r}: {named!r} named twice in family/written_by/by_family"
-            )
+        taken = (family or "", *written_by, *(named for named, _ in outcomes))
+        named = _other_family(ctx, flow, key, "by_family", taken)
         outcomes.append((named, _expect(ctx, f"flow {flow!r} by_family {named}", value)))
     return tuple(outcomes)
+
+
+def _family_field(
+    ctx: nodes.Context, flow: str, fields: nodes.Fields, family: str | None, key: str
+) -> yaml.Node | None:
+    """A flow's field about other families (None when absent); it needs a `family`."""
+    if key not in fields:
+        return None
+    if family is None:
+        raise ctx.fail(fields[key], f"flow {flow!r}: '{key}' needs 'family'")
+    return fields[key]
+
+
+def _other_family(
+    ctx: nodes.Context, flow: str, node: yaml.Node, key: str, taken: tuple[str, ...]
+) -> str:
+    """A known family's name, not one the flow names already."""
+    named = nodes.string(ctx, node, key)
+    if named not in FAMILY_NAMES:
+        raise ctx.fail(node, _unknown_family(flow, named))
+    if named in taken:
+        raise ctx.fail(node, f"flow {flow!r}: {named!r} named twice in family/written_by/by_family")
+    return named
 
 
 _EXPECT_KEYS = {"shown", "recovery", "stripped_chars", "error", "requests"}

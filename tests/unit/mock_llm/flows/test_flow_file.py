@@ -356,6 +356,17 @@ def test_a_family_flows_outcome_follows_the_model_name():
     assert flow["f"].expect_for(None) == flow["f"].elsewhere
 
 
+def test_a_family_flow_states_its_outcome_for_other_families_that_write_or_half_write_it():
+    other = EXPECT.replace("shown: hi", "shown: raw")
+    part = EXPECT.replace("shown: hi", "shown: part")
+    fields = f"    family: Qwen\n    written_by: [GLM]\n    expect: {EXPECT}\n"
+    fields += f"    elsewhere: {other}\n    by_family: {{Seed-OSS: {part}}}\n"
+    flow = parse(with_family(fields))["f"]
+    assert flow.expect_for("glm-4.6") == flow.expect
+    assert flow.expect_for("seed-oss-36b") == Expect("part", False, 0, None, 1)
+    assert flow.expect_for("lfm2") == flow.elsewhere
+
+
 @pytest.mark.parametrize(
     ("fields", "line", "problem"),
     [
@@ -363,9 +374,21 @@ def test_a_family_flows_outcome_follows_the_model_name():
         (f"    elsewhere: {EXPECT}\n", 4, "it needs 'family' and 'expect'"),
         (f"    family: Qwen\n    elsewhere: {EXPECT}\n", 5, "it needs 'family' and 'expect'"),
         ("    family: [Qwen]\n", 4, "'family' must be a single value"),
+        ("    written_by: [GLM]\n", 4, "'written_by' needs 'family'"),
+        ("    family: Qwen\n    written_by: GLM\n", 5, "must be a list of family names"),
+        ("    family: Qwen\n    written_by: [GLM, Qwen5]\n", 5, "unknown family 'Qwen5'"),
+        ("    family: Qwen\n    written_by: [GLM, GLM]\n", 5, "'GLM' named twice"),
+        ("    family: Qwen\n    written_by: [Qwen]\n", 5, "'Qwen' named twice"),
+        ("    family: Qwen\n    by_family: [GLM]\n", 5, "maps family names to outcomes"),
+        (
+            f"    family: Qwen\n    written_by: [GLM]\n    by_family: {{GLM: {EXPECT}}}\n",
+            6,
+            "'GLM' named twice",
+        ),
+        (f"    by_family: {{GLM: {EXPECT}}}\n", 4, "'by_family' needs 'family'"),
     ],
 )
-def test_a_bad_family_or_elsewhere_names_its_line_and_problem(fields: str, line: int, problem: str):
+def test_a_bad_family_field_names_its_line_and_problem(fields: str, line: int, problem: str):
     with pytest.raises(FlowFileError) as caught:
         parse_flows(with_family(fields), source="flows.yaml")
     assert caught.value.line == line
