@@ -56,7 +56,7 @@ step "conformance kit" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
 # of them as another model's text (G15). Only those tests: the rest is the run above.
 step "conformance kit, every family" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
     -k "g13 or g14 or g15" \
-    --reference-model "lfm2 qwen3-coder gemma deepseek gpt-oss glm minimax seed-oss nemotron mistral kimi" \
+    --reference-model "lfm2 qwen3-coder gemma deepseek gpt-oss glm minimax seed-oss nemotron mistral kimi llama" \
     --cov --cov-append --cov-report=
 finish_background
 # The kit's own self-test: every broken target fails exactly the clauses it breaks, and a

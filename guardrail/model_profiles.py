@@ -35,6 +35,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
+    "llama-json": "look-alike",  # a reply of nothing but {"name": ..., "parameters": ...}
     "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
     "minimax": "look-alike",  # <minimax:tool_call>, [TOOL_CALL]
     "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
@@ -84,7 +85,12 @@ FAMILIES: tuple[Family, ...] = (
         ("mistral", "magistral", "devstral", "ministral", "mixtral", "codestral", "pixtral"),
         ("mistral",),
     ),
-    Family("Llama", ("llama",), ("llama",)),
+    Family(
+        "Llama",
+        ("llama",),
+        ("llama-json",),
+        "a reply of nothing but JSON calls (Llama 3.x's, with no marker) is a call",
+    ),
     Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
     Family(
         "GLM",

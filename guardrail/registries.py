@@ -202,6 +202,16 @@ PROFILES: dict[str, Registry] = {
             source=f"{_VLLM}llama4_pythonic_tool_parser.py",
         ),
     ),
+    "llama-json": (
+        Pattern(
+            "llama3-json-reply",
+            "json_reply",
+            "{",
+            special=False,
+            source="Meta llama-models models/llama3_1/prompt_format.md (JSON calls, joined by"
+            f" '; '); {_VLLM}llama_tool_parser.py and its tests (llama3_json)",
+        ),
+    ),
     "kimi": (
         Pattern(
             "kimi-tool-calls-section",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardrail.code_context import CodeContext
+from guardrail.json_reply import ReplyCalls
 from guardrail.patterns import BLANKS, TRAILER_SPACE, Pattern, Registry
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.shapes import Chars, Compiled, Lit, alt, compiled, seq
@@ -139,6 +140,7 @@ class ScaffoldingFilter:
         "_matcher",
         "_preview",
         "_quote",
+        "_reply",
         "_span",
         "_track",
         "_trailing",
@@ -149,7 +151,12 @@ class ScaffoldingFilter:
     )
 
     def __init__(self, registry: Registry = DEFAULT_REGISTRY) -> None:
-        self._matcher = _matcher(registry)
+        markers = tuple(p for p in registry if p.kind != "json_reply")
+        if not markers:
+            raise ValueError("a registry needs a pattern with a marker")
+        self._matcher = _matcher(markers)
+        # a whole reply of JSON calls (Llama's): read from its start until it is decided
+        self._reply = ReplyCalls() if len(markers) < len(registry) else None
         self._held = ""
         self._span: Pattern | None = None
         self._inside = _NOTHING_INSIDE
@@ -180,14 +187,39 @@ class ScaffoldingFilter:
     @property
     def held(self) -> str:
         """The text held back right now (what could still become markup)."""
-        return self._held
+        return self._reply.text if self._reply is not None else self._held
 
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
+        if self._reply is not None:
+            return self._feed_reply(chunk)
         fast = self._fast
         if fast is not None and fast not in chunk:
             return chunk
         return self._feed(chunk)
+
+    def _feed_reply(self, chunk: str) -> str:
+        """While the reply may still be nothing but JSON calls, all of it is held; once it
+        cannot be, it is read as any text from its start."""
+        reply = self._reply
+        assert reply is not None
+        if reply.feed(chunk) == "maybe":
+            return ""
+        self._reply = None
+        return self._feed(reply.text)
+
+    def _end_reply(self) -> str:
+        """At the end: a reply of nothing but calls is stripped whole; any other held reply
+        is read as text."""
+        reply, self._reply = self._reply, None
+        if reply is None or not reply.text:
+            return ""
+        if not reply.complete():
+            return self._feed(reply.text)
+        self._strip(reply.text)
+        self._close_span()
+        self.stripped_spans += reply.calls - 1
+        return ""
 
     def _feed(self, chunk: str) -> str:
         """Cheaper paths first, then a full scan of the held text and the chunk."""
@@ -235,6 +267,7 @@ class ScaffoldingFilter:
         """
         if self._flushed:
             return ""
+        replied = self._end_reply()
         self._flushed = True
         held, self._held = self._held, ""
         out = self._scan(held, final=True)
@@ -242,7 +275,7 @@ class ScaffoldingFilter:
             self._close_span()
         self._trailing = None
         self._fast = None
-        return out
+        return replied + out
 
     # --- scanning ------------------------------------------------------------------------
 

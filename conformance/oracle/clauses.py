@@ -35,7 +35,7 @@ FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gem
                 "gemma-tool-call", "qwen-tool-call", "qwen-quoted-marker",
                 "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
                 "glm-bare-arguments", "minimax-xml-call", "harmony-residue",
-                "mistral-call-then-prose", "kimi-k3-tools")  # fmt: skip
+                "mistral-call-then-prose", "kimi-k3-tools", "llama-json-call")  # fmt: skip
 """The mock's family flows: each plays one model family's own leak shape (G13)."""
 SPECIAL_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gemma-tool-call",
                  "kimi-k3-tools")  # fmt: skip

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import guardrail.code_context
+import guardrail.json_reply
 import guardrail.json_shapes
 import guardrail.model_profiles
 import guardrail.patterns
@@ -124,6 +125,7 @@ LIBRARY = (
     guardrail.registries,
     guardrail.model_profiles,
     guardrail.code_context,
+    guardrail.json_reply,
     guardrail.scaffolding,
 )
 """The library modules pasted whole, each after the ones it imports."""

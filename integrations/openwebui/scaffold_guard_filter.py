@@ -24,6 +24,7 @@ enable it and make it global (or attach it to models); see docs/integrations.md.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import uuid
 from collections import OrderedDict
@@ -186,7 +187,7 @@ def compiled(shape: Shape) -> Compiled:
 # ---- guardrail/patterns.py: the whole module after its imports ----
 
 
-PatternKind = Literal["span", "token", "to_end", "braced", "json_value"]
+PatternKind = Literal["span", "token", "to_end", "braced", "json_value", "json_reply"]
 Boundary = Literal["any", "word", "start"]
 JsonStrings = Literal["never", "leading", "always"]
 TRAILER_SPACE = 8
@@ -205,7 +206,8 @@ class Pattern:
     of `quotes` is opaque (Gemma's bare `call:name{key:<|"|>v<|"|>}`); `json_value` is
     `start` and a body that runs to the close of its first JSON object or array (Mistral's
     `[TOOL_CALLS]name[ARGS]{...}`, which has no end marker), `skips` read as whole tokens
-    on the way (`[ARGS]` is not an array).
+    on the way (`[ARGS]` is not an array); `json_reply` is the whole reply when it is nothing
+    but JSON calls with no marker (Llama 3.x, guardrail/json_reply.py; its `start` is `{`).
 
     `json_strings`: where a span's body is JSON (`always`; `leading`: when it begins, after
     blanks, with `{` or `[`), a JSON string inside an object or array is data, so an end
@@ -250,6 +252,8 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: only a braced body has quotes")
         if self.json_strings != "never" and self.kind != "span":
             raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
+        if self.kind == "json_reply" and (self.start != "{" or self.hint is not None):
+            raise ValueError(f"pattern {self.name!r}: a json_reply starts with {{ and no hint")
         if self.skips and self.kind != "json_value":
             raise ValueError(f"pattern {self.name!r}: only a json_value body has skips")
         groups = (
@@ -458,6 +462,16 @@ PROFILES: dict[str, Registry] = {
             source=f"{_VLLM}llama4_pythonic_tool_parser.py",
         ),
     ),
+    "llama-json": (
+        Pattern(
+            "llama3-json-reply",
+            "json_reply",
+            "{",
+            special=False,
+            source="Meta llama-models models/llama3_1/prompt_format.md (JSON calls, joined by"
+            f" '; '); {_VLLM}llama_tool_parser.py and its tests (llama3_json)",
+        ),
+    ),
     "kimi": (
         Pattern(
             "kimi-tool-calls-section",
@@ -650,6 +664,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
+    "llama-json": "look-alike",  # a reply of nothing but {"name": ..., "parameters": ...}
     "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
     "minimax": "look-alike",  # <minimax:tool_call>, [TOOL_CALL]
     "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
@@ -699,7 +714,12 @@ FAMILIES: tuple[Family, ...] = (
         ("mistral", "magistral", "devstral", "ministral", "mixtral", "codestral", "pixtral"),
         ("mistral",),
     ),
-    Family("Llama", ("llama",), ("llama",)),
+    Family(
+        "Llama",
+        ("llama",),
+        ("llama-json",),
+        "a reply of nothing but JSON calls (Llama 3.x's, with no marker) is a call",
+    ),
     Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
     Family(
         "GLM",
@@ -907,6 +927,108 @@ def _ticked(tick: int, run: int) -> int:
     return 0 if run == tick else tick
 
 
+# ---- guardrail/json_reply.py: the whole module after its imports ----
+
+
+HOLD_LIMIT = 16_384
+"""The longest reply held back while it may still be nothing but calls."""
+CALL_KEYS = frozenset({"name", "parameters", "arguments", "type"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}\Z")
+_BLANKS = " \t\r\n"
+
+Reading = Literal["maybe", "no"]
+
+
+def is_call(obj: object) -> bool:
+    """Whether a parsed JSON value is one call as Llama writes it."""
+    if not is_object(obj) or not set(obj) <= CALL_KEYS or "name" not in obj:
+        return False
+    args = [obj[key] for key in ("parameters", "arguments") if key in obj]
+    name = obj["name"]
+    return (
+        len(args) == 1
+        and is_object(args[0])
+        and isinstance(name, str)
+        and _NAME.match(name) is not None
+        and obj.get("type", "function") == "function"
+    )
+
+
+class ReplyCalls:
+    """Reads a reply from its start; `feed` says whether it may still be nothing but calls
+    ("maybe") or is not ("no", final: the text is an answer); `complete()` at the end says
+    whether it is."""
+
+    __slots__ = ("_calls", "_depth", "_escaped", "_in_string", "_object_at", "_verdict", "text")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._verdict: Reading = "maybe"
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+        self._object_at = 0
+        self._calls = 0
+
+    @property
+    def calls(self) -> int:
+        """The calls read whole so far."""
+        return self._calls
+
+    def feed(self, chunk: str) -> Reading:
+        if self._verdict == "no":
+            return "no"
+        at = len(self.text)
+        self.text += chunk
+        if len(self.text) > HOLD_LIMIT:
+            self._verdict = "no"
+            return "no"
+        for index in range(at, len(self.text)):
+            if not self._read(self.text[index], index):
+                self._verdict = "no"
+                break
+        return self._verdict
+
+    def complete(self) -> bool:
+        """At the reply's end: whether all of it is calls (at least one, none left open)."""
+        return self._verdict == "maybe" and self._calls > 0 and self._depth == 0
+
+    def _read(self, char: str, index: int) -> bool:
+        """Read one character; False when the reply can no longer be only calls."""
+        if self._depth == 0:  # between calls: blanks, `;`, or the next call's `{`
+            if char == "{":
+                self._depth, self._object_at = 1, index
+                return True
+            return char in _BLANKS or (char == ";" and self._calls > 0)
+        if self._in_string:
+            if self._escaped:
+                self._escaped = False
+            elif char == "\\":
+                self._escaped = True
+            elif char == '"':
+                self._in_string = False
+            return True
+        if char == '"':
+            self._in_string = True
+        elif char in "{[":
+            self._depth += 1
+        elif char in "}]":
+            self._depth -= 1
+            if self._depth == 0:
+                return self._closed(self.text[self._object_at : index + 1])
+        return True
+
+    def _closed(self, obj: str) -> bool:
+        try:
+            parsed: object = json.loads(obj)
+        except ValueError:
+            return False
+        if not is_call(parsed):
+            return False
+        self._calls += 1
+        return True
+
+
 # ---- guardrail/scaffolding.py: the whole module after its imports ----
 
 
@@ -1023,6 +1145,7 @@ class ScaffoldingFilter:
         "_matcher",
         "_preview",
         "_quote",
+        "_reply",
         "_span",
         "_track",
         "_trailing",
@@ -1033,7 +1156,12 @@ class ScaffoldingFilter:
     )
 
     def __init__(self, registry: Registry = DEFAULT_REGISTRY) -> None:
-        self._matcher = _matcher(registry)
+        markers = tuple(p for p in registry if p.kind != "json_reply")
+        if not markers:
+            raise ValueError("a registry needs a pattern with a marker")
+        self._matcher = _matcher(markers)
+        # a whole reply of JSON calls (Llama's): read from its start until it is decided
+        self._reply = ReplyCalls() if len(markers) < len(registry) else None
         self._held = ""
         self._span: Pattern | None = None
         self._inside = _NOTHING_INSIDE
@@ -1064,14 +1192,39 @@ class ScaffoldingFilter:
     @property
     def held(self) -> str:
         """The text held back right now (what could still become markup)."""
-        return self._held
+        return self._reply.text if self._reply is not None else self._held
 
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
+        if self._reply is not None:
+            return self._feed_reply(chunk)
         fast = self._fast
         if fast is not None and fast not in chunk:
             return chunk
         return self._feed(chunk)
+
+    def _feed_reply(self, chunk: str) -> str:
+        """While the reply may still be nothing but JSON calls, all of it is held; once it
+        cannot be, it is read as any text from its start."""
+        reply = self._reply
+        assert reply is not None
+        if reply.feed(chunk) == "maybe":
+            return ""
+        self._reply = None
+        return self._feed(reply.text)
+
+    def _end_reply(self) -> str:
+        """At the end: a reply of nothing but calls is stripped whole; any other held reply
+        is read as text."""
+        reply, self._reply = self._reply, None
+        if reply is None or not reply.text:
+            return ""
+        if not reply.complete():
+            return self._feed(reply.text)
+        self._strip(reply.text)
+        self._close_span()
+        self.stripped_spans += reply.calls - 1
+        return ""
 
     def _feed(self, chunk: str) -> str:
         """Cheaper paths first, then a full scan of the held text and the chunk."""
@@ -1119,6 +1272,7 @@ class ScaffoldingFilter:
         """
         if self._flushed:
             return ""
+        replied = self._end_reply()
         self._flushed = True
         held, self._held = self._held, ""
         out = self._scan(held, final=True)
@@ -1126,7 +1280,7 @@ class ScaffoldingFilter:
             self._close_span()
         self._trailing = None
         self._fast = None
-        return out
+        return replied + out
 
     # --- scanning ------------------------------------------------------------------------
 

@@ -72,6 +72,14 @@ CORPUS: dict[str, tuple[str, ...]] = {
     "Llama": (
         "Llama 3 uses python_tag for code calls and eom_id to end them.",
         "The ipython role carries the tool result.",
+        # JSON answers a user asked for: only a whole reply of call-shaped objects is a call
+        '{"name": "Alice", "age": 30, "parameters": {"height": 170}}',
+        '[{"name": "get_weather", "parameters": {"city": "Paris"}}]',
+        'The call looks like {"name": "get_weather", "parameters": {"city": "Paris"}}.',
+        '```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```',
+        '{"name": "get weather", "parameters": {}}',
+        '{"name": "f", "parameters": "none"}',
+        '; {"name": "f", "parameters": {}}',
     ),
     "Kimi": ("Kimi's tool_calls_section_begin and tool_call_begin tokens wrap a call.",),
     "GLM": (

@@ -449,6 +449,11 @@ def accepted(registry: Registry) -> bool:
     return True
 
 
+FUZZED_PROFILES = sorted(p for p in PROFILES if p != "llama-json")
+"""Every profile but the whole-reply one, which holds a reply far past the markers' bound
+while it may be nothing but calls: its property is tests/unit/guardrail/test_json_reply.py's."""
+
+
 @st.composite
 def registry_specs(draw: st.DrawFn) -> RegistrySpec:
     """Built-in profiles, random patterns, or random patterns on top of profiles; each
@@ -456,7 +461,7 @@ def registry_specs(draw: st.DrawFn) -> RegistrySpec:
     choice = draw(st.sampled_from(["builtin", "random", "mixed"]))
     profiles = None
     if choice != "random":
-        profiles = tuple(draw(st.lists(st.sampled_from(sorted(PROFILES)), max_size=3, unique=True)))
+        profiles = tuple(draw(st.lists(st.sampled_from(FUZZED_PROFILES), max_size=3, unique=True)))
     spec = RegistrySpec(profiles)
     if choice != "builtin":
         for index in range(draw(st.integers(1, 4))):

@@ -296,6 +296,12 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         )
         for bar, suffix in EVERY_BAR
     ),
+    (  # vllm tests/tool_parsers (llama3_json): a reply of nothing but calls, joined by "; "
+        "llama3-json-reply", "llama-json",
+        '{"name": "get_weather", "parameters": {"city": "San Francisco"}}; '
+        '{"name": "get_time", "arguments": {"tz": "PST \\"quoted\\" }"}}',
+        "",
+    ),
     (  # raullenchai/Rapid-MLX PR #1592: LFM imitating its transcript
         "transcript-echo", "echo",
         'Let me look.[Calling tool: browse({"url": "https://www.iana.org/help/example-domains"})]',
@@ -477,6 +483,7 @@ def shape_table() -> str:
                 "to_end": "(the end)",
                 "braced": "the `}` closing its first `{`",
                 "json_value": "the close of its first object or list",
+                "json_reply": "the reply's end: the whole reply, when it is nothing but calls",
             }.get(p.kind, "")
             rows.append(
                 f"| `{p.name}` | {f'`{profile}`' if profile else '(default)'} | {p.kind}"

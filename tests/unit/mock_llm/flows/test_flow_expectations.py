@@ -37,6 +37,7 @@ FAMILY_MARKUP = {
         r'<tool_call>(?:"(?:\\.|[^"\\])*"|.)*?</tool_call>|(?m:^)<tool_call>\s*\Z', re.DOTALL
     ),
     "Mistral": re.compile(r"\[TOOL_CALLS\]\w+\[ARGS\]\{[^{}]*\}"),
+    "Llama": re.compile(r'\A\{"name": "\w+", "parameters": \{"\w+": "[^"]*"\}\}\Z'),
     "Kimi": re.compile(r"<\|open\|>tools<\|sep\|>.*?<\|close\|>tools<\|sep\|>", re.DOTALL),
     "Qwen3-Coder": re.compile(r"<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL),
     "Seed-OSS": re.compile(r"<seed:tool_call>.*?</seed:tool_call>", re.DOTALL),
@@ -55,6 +56,7 @@ FAMILY_FLOWS = {
     "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
     "glm-bare-arguments", "minimax-xml-call", "harmony-residue", "mistral-call-then-prose",
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
+    "llama-json-call",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
