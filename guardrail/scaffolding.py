@@ -72,6 +72,12 @@ def _matcher(registry: Registry) -> _Matcher:
     return _Matcher(registry)
 
 
+@functools.lru_cache(maxsize=64)
+def _markers(registry: Registry) -> Registry:
+    """The patterns found by their markers: all but a whole reply of calls (json_reply)."""
+    return tuple(p for p in registry if p.kind != "json_reply")
+
+
 @dataclass(frozen=True)
 class _Inside:
     """How a span is read from the inside: `search` finds what may end it (its end markers;
@@ -151,7 +157,7 @@ class ScaffoldingFilter:
     )
 
     def __init__(self, registry: Registry = DEFAULT_REGISTRY) -> None:
-        markers = tuple(p for p in registry if p.kind != "json_reply")
+        markers = _markers(registry)
         if not markers:
             raise ValueError("a registry needs a pattern with a marker")
         self._matcher = _matcher(markers)
@@ -167,12 +173,14 @@ class ScaffoldingFilter:
         self._trailing: Pattern | None = None  # a span just ended; its trailer may follow
         self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
-        plain = any(not p.special for p in registry)  # even a 1-char one, with no prefix to hold
+        # fences matter for a plain marker (even a 1-char one, with no prefix to hold); a whole
+        # reply of calls has no marker in the text
+        plain = any(not p.special for p in markers)
         self._fences = CodeContext() if plain else None
         # keep _last and _at_start up to date: for bounded patterns, and for an opener with a
         # hint, which may be cut off at the end of the answer (_cut_off)
         self._track = bool(self._matcher.bounded) or any(
-            p.hint is not None and p.kind != "token" for p in registry
+            p.hint is not None and p.kind != "token" for p in markers
         )
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text
