@@ -57,3 +57,20 @@ def test_every_family_flow_shows_through_the_guard_what_it_states_for_each_famil
             if not ok:
                 wrong.append(f"{family} ({model!r}, chunks of {size or 'all'}): {shown!r}")
     assert wrong == []
+
+
+@pytest.mark.parametrize("flow", FAMILY_FLOWS, ids=lambda flow: flow.name)
+def test_every_family_flow_reads_alike_cut_at_every_offset_for_its_family(flow: Flow):
+    """Its own family's name, the flow's first step cut in two at every offset: the same
+    text shown and the same count as whole (what is shown only grows: each feed appends)."""
+    model = next(f.keys[0] for f in MODEL_FAMILIES if f.name == flow.family)
+    text = flow.steps[0].content
+    whole = filtered(text, model, 0)
+    cuts = {cut_in_two(text, model, offset) for offset in range(len(text) + 1)}
+    assert cuts == {whole}
+
+
+def cut_in_two(text: str, model: str, offset: int) -> tuple[str, int]:
+    guard = ScaffoldingFilter(registry_for(model))
+    shown = guard.feed(text[:offset]) + guard.feed(text[offset:]) + guard.flush()
+    return shown, guard.stripped_chars
