@@ -23,12 +23,12 @@ import re
 from typing import Literal
 
 from guardrail.json_shapes import is_object
+from guardrail.patterns import BLANKS
 
 HOLD_LIMIT = 16_384
 """The longest reply held back while it may still be nothing but calls."""
 CALL_KEYS = frozenset({"name", "parameters", "arguments", "type"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}\Z")
-_BLANKS = " \t\r\n"
 
 Reading = Literal["maybe", "no"]
 
@@ -93,7 +93,7 @@ class ReplyCalls:
             if char == "{":
                 self._depth, self._object_at = 1, index
                 return True
-            return char in _BLANKS or (char == ";" and self._calls > 0)
+            return char in BLANKS or (char == ";" and self._calls > 0)
         if self._in_string:
             if self._escaped:
                 self._escaped = False

@@ -10,7 +10,7 @@ Deliberate choices:
 - Every error answer raises `MockClientError` with the status, message, code and param.
 - A settle read's HTTP timeout is the server-side wait plus the client's own, so the
   server decides when waiting is over.
-- What a kit needs of flows is here too (`flow_outcomes`, `written_for`), so a kit
+- What a kit needs of flows is here too (`flow_outcomes`, `outcome_for`), so a kit
   imports this module and nothing else of the mock.
 """
 
@@ -25,13 +25,12 @@ from typing import Any, Self, TypeVar, cast
 import httpx
 
 from guardrail.json_shapes import as_object, is_object
-from mock_llm.flows.families import written_for as written_for
 
 # `X as X`: re-exported for kits, what they need of flows besides the endpoints.
 from mock_llm.flows.flow_text import FlowFileError as FlowFileError
 from mock_llm.flows.flow_text import read_flow_text as read_flow_text
 from mock_llm.flows.model import Expect as Expect
-from mock_llm.flows.model import outcome_by_family as outcome_by_family
+from mock_llm.flows.model import outcome_for as outcome_for
 from mock_llm.journal.query import DEFAULT_TIMEOUT_MS
 from mock_llm.journal.store import JOURNAL_VERSION
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mock_llm.client import Expect, outcome_by_family, written_for
+from mock_llm.client import Expect, outcome_for
 
 
 @dataclass(frozen=True)
@@ -34,20 +34,22 @@ class Expected:
         """Whether the flow's `expect` (its markup stripped) holds for `model`: always, but
         for a family flow with an `elsewhere` outcome and a model of no family that writes
         its markup (the markup is then text for it, in whole or, `by_family`, in part)."""
-        if self.family is None or self.elsewhere is None:
-            return True
-        return written_for((self.family, *self.written_by), model)
+        return self._outcome(model) is self.expect
 
     def for_model(self, model: object) -> Expected:
         """The outcome for an app whose requests name `model`: `elsewhere` shows the markup
         and its canary whole; a `by_family` outcome keeps the canary where it hides it."""
-        if self.strips_for(model) or self.elsewhere is None:
+        want = self._outcome(model)
+        if want is None or want is self.expect:
             return self
-        partly = outcome_by_family(self.by_family, model)
-        if partly is None:
-            return Expected(self.elsewhere, None)
-        hidden = self.canary is not None and self.canary not in partly.shown
-        return Expected(partly, self.canary if hidden else None)
+        if want is self.elsewhere:
+            return Expected(want, None)
+        hidden = self.canary is not None and self.canary not in want.shown
+        return Expected(want, self.canary if hidden else None)
+
+    def _outcome(self, model: object) -> Expect | None:
+        writers = (self.family, *self.written_by) if self.family else ()
+        return outcome_for(model, self.expect, self.elsewhere, writers, self.by_family)
 
     @property
     def shown(self) -> str:

@@ -934,7 +934,6 @@ HOLD_LIMIT = 16_384
 """The longest reply held back while it may still be nothing but calls."""
 CALL_KEYS = frozenset({"name", "parameters", "arguments", "type"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}\Z")
-_BLANKS = " \t\r\n"
 
 Reading = Literal["maybe", "no"]
 
@@ -999,7 +998,7 @@ class ReplyCalls:
             if char == "{":
                 self._depth, self._object_at = 1, index
                 return True
-            return char in _BLANKS or (char == ";" and self._calls > 0)
+            return char in BLANKS or (char == ";" and self._calls > 0)
         if self._in_string:
             if self._escaped:
                 self._escaped = False
@@ -1038,7 +1037,7 @@ _WORD = re.compile(r"\w")
 _JSON_CHARS = '{}[]"\\'
 """What JSON tracking reads inside a body: nesting, and where strings start."""
 _STRING_STOP = re.compile(r'["\\]')
-_NON_BLANK = re.compile(r"[^ \t\r\n]")
+_NON_BLANK = re.compile(f"[^{re.escape(BLANKS)}]")
 Verdict = Literal["open", "text", "undecided"]
 JsonState = Literal["off", "pending", "on"]
 
@@ -1066,6 +1065,13 @@ class _Matcher:
         self.first_char = firsts[0] if len(firsts) == 1 and not self.bounded else None
         self.special_prefixes = _proper_prefixes(p.start for p in anywhere if p.special)
         self.plain_prefixes = _proper_prefixes(p.start for p in anywhere if not p.special)
+        self.plain = any(not p.special for p in registry)
+        """Whether code fences matter: a plain marker (even a 1-char one, with no prefix)."""
+        self.tracks = bool(self.bounded) or any(
+            p.hint is not None and p.kind != "token" for p in registry
+        )
+        """Whether a filter keeps the character before its held text: for bounded patterns,
+        and for an opener with a hint, which the answer's end may cut off (`_cut_off`)."""
 
 
 def _proper_prefixes(markers: Iterable[str]) -> frozenset[str]:
@@ -1178,15 +1184,8 @@ class ScaffoldingFilter:
         self._trailing: Pattern | None = None  # a span just ended; its trailer may follow
         self._trailing_first = False  # ... and that span was the first one stripped
         self._preview = ""
-        # fences matter for a plain marker (even a 1-char one, with no prefix to hold); a whole
-        # reply of calls has no marker in the text
-        plain = any(not p.special for p in markers)
-        self._fences = CodeContext() if plain else None
-        # keep _last and _at_start up to date: for bounded patterns, and for an opener with a
-        # hint, which may be cut off at the end of the answer (_cut_off)
-        self._track = bool(self._matcher.bounded) or any(
-            p.hint is not None and p.kind != "token" for p in markers
-        )
+        self._fences = CodeContext() if self._matcher.plain else None
+        self._track = self._matcher.tracks  # keep _last and _at_start up to date
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text
         self._clean = True

@@ -208,24 +208,29 @@ class Flow:
     what a correct page shows: a Qwen3-Coder model strips the `<function=` call inside
     Seed-OSS's `<seed:tool_call>`, its own syntax, and shows the wrapper."""
 
-    def writers(self) -> frozenset[str]:
-        """The families whose models write the flow's markup (none for a plain flow)."""
-        return frozenset(([self.family] if self.family else []) + list(self.written_by))
-
     def expect_for(self, model: object) -> Expect | None:
         """The outcome for an app whose upstream requests name `model`."""
-        if self.elsewhere is None or written_for(self.writers(), model):
-            return self.expect
-        return outcome_by_family(self.by_family, model) or self.elsewhere
+        writers = (self.family, *self.written_by) if self.family else ()
+        return outcome_for(model, self.expect, self.elsewhere, writers, self.by_family)
 
     def step_for(self, index: int) -> Step:
         """The step for the 0-based request index; the last step repeats."""
         return self.steps[min(index, len(self.steps) - 1)]
 
 
-def outcome_by_family(by_family: tuple[tuple[str, Expect], ...], model: object) -> Expect | None:
-    """The first of `by_family`'s outcomes whose family `model` names, if any."""
-    return next((want for family, want in by_family if written_for((family,), model)), None)
+def outcome_for(
+    model: object,
+    expect: Expect | None,
+    elsewhere: Expect | None,
+    writers: tuple[str, ...],
+    by_family: tuple[tuple[str, Expect], ...],
+) -> Expect | None:
+    """What a flow states for an app whose requests name `model`: `expect` for a model of
+    one of the `writers` (and for every model where the flow states no `elsewhere`), the
+    first `by_family` outcome whose family the model is of, else `elsewhere`."""
+    if elsewhere is None or written_for(writers, model):
+        return expect
+    return next((want for family, want in by_family if written_for((family,), model)), elsewhere)
 
 
 def describe_fault(fault: Fault) -> str:

@@ -25,8 +25,13 @@ CHUNKS = (1, 7, 0)  # 0: the step's content whole
 def filtered(text: str, model: str, size: int) -> tuple[str, int]:
     """What the guard shows of `text` for `model`, fed in chunks of `size`, and what it
     counts as stripped."""
-    guard = ScaffoldingFilter(registry_for(model))
     pieces = [text] if size == 0 else [text[i : i + size] for i in range(0, len(text), size)]
+    return guarded(pieces, model)
+
+
+def guarded(pieces: list[str], model: str) -> tuple[str, int]:
+    """What the guard shows of `pieces` fed in turn for `model`, and its stripped count."""
+    guard = ScaffoldingFilter(registry_for(model))
     shown = "".join(guard.feed(piece) for piece in pieces) + guard.flush()
     return shown, guard.stripped_chars
 
@@ -66,11 +71,5 @@ def test_every_family_flow_reads_alike_cut_at_every_offset_for_its_family(flow: 
     model = next(f.keys[0] for f in MODEL_FAMILIES if f.name == flow.family)
     text = flow.steps[0].content
     whole = filtered(text, model, 0)
-    cuts = {cut_in_two(text, model, offset) for offset in range(len(text) + 1)}
+    cuts = {guarded([text[:offset], text[offset:]], model) for offset in range(len(text) + 1)}
     assert cuts == {whole}
-
-
-def cut_in_two(text: str, model: str, offset: int) -> tuple[str, int]:
-    guard = ScaffoldingFilter(registry_for(model))
-    shown = guard.feed(text[:offset]) + guard.feed(text[offset:]) + guard.flush()
-    return shown, guard.stripped_chars
