@@ -3,11 +3,12 @@
 `CompletionGuard.filter(completion)` filters every choice's `message.content` in place,
 as one whole stream each (`guardrail.policy.RoundFilter`), and says whether anything
 changed, so an untouched completion can go out as the upstream's own bytes. Reasoning
-fields and tool calls are left alone. A single-choice reply with no tool calls whose
-visible content is empty because something was stripped gets the one recovery
-(`wants_recovery`); the recovery's completion is filtered by a CompletionGuard made with
-`follows=` the first, which gives it the first one's id, creation time and model, and
-says whether it stayed empty (`malformed`, contract G3); those rules are `guard.reply`'s.
+fields and tool calls are left alone; reasoning routed out of the content (gpt-oss's
+analysis channel written as text) joins the message's reasoning field. A single-choice
+reply with no tool calls whose visible content is empty because something was stripped
+gets the one recovery (`wants_recovery`); the recovery's completion is filtered by a
+CompletionGuard made with `follows=` the first, which gives it the first one's id, creation
+time and model, and says whether it stayed empty (`malformed`, contract G3); those rules are `guard.reply`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guard.reply import WholeReply
-from servekit.openai_chunks import choices_of, message_of
+from servekit.openai_chunks import add_reasoning, choices_of, message_of
 
 
 @dataclass
@@ -33,8 +34,10 @@ class CompletionGuard(WholeReply):
             content = message.get("content")
             if not isinstance(content, str):
                 continue
-            shown = self.whole(content)
-            if shown != content:
+            shown, thought = self.whole_parts(content)
+            if thought:
+                add_reasoning(message, thought)
+            if shown != content or thought:
                 message["content"] = shown
                 changed = True
         return changed

@@ -8,7 +8,8 @@ filters a whole answer; `CHAT` and `GENERATE` say where each endpoint's text is.
 
 Deliberate choices:
 - Only the answer text is filtered; `thinking`, `tool_calls` and the rest pass untouched
-  (G9, G12). A reply that carried a tool call needs no recovery.
+  (G9, G12). A reply that carried a tool call needs no recovery. Reasoning the filter
+  routes out of the text (gpt-oss's analysis channel written as text) joins `thinking`.
 - A recovery that shows nothing ends with Ollama's own `{"error": MALFORMED_REPLY}` line
   (the client raises `ResponseError`); with nothing sent yet, the route sends a 502.
 - A body that ends or breaks before `done: true` gets an error line after the held tail,
@@ -135,11 +136,14 @@ class OllamaStreamGuard(Reply):
                 return []
             if self.malformed:
                 return [error_line(MALFORMED_REPLY)]
-        if shown == text:
+        thought = self._filter.take_reasoning()
+        if shown == text and not thought:
             return [raw]
         if holder is None:  # a done line with no message: the tail gets its own line
-            return [self._text_line(shown), raw]
+            return [self._text_line(shown, thought), raw]
         holder[self.api.text_key] = shown
+        if thought:
+            _add_thinking(holder, thought)
         if not done and _says_nothing(parsed, self.api):
             return []
         return [dumps(parsed) + b"\n"]
@@ -157,13 +161,17 @@ class OllamaStreamGuard(Reply):
 
     def _tail(self) -> list[bytes]:
         tail = self._filter.flush()
-        return [self._text_line(tail)] if tail else []
+        thought = self._filter.take_reasoning()
+        return [self._text_line(tail, thought)] if tail or thought else []
 
-    def _text_line(self, text: str) -> bytes:
+    def _text_line(self, text: str, thought: str) -> bytes:
+        holder: dict[str, Any] = {self.api.text_key: text}
+        if thought:
+            _add_thinking(holder, thought)
         if self.api.message_key is None:
-            line: dict[str, Any] = {**self._head, self.api.text_key: text, "done": False}
+            line: dict[str, Any] = {**self._head, **holder, "done": False}
         else:
-            message = {"role": "assistant", self.api.text_key: text}
+            message = {"role": "assistant", **holder}
             line = {**self._head, self.api.message_key: message, "done": False}
         return dumps(line) + b"\n"
 
@@ -184,11 +192,19 @@ class OllamaWholeGuard(WholeReply):
         content = holder.get(self.api.text_key)
         if not isinstance(content, str):
             return False
-        shown = self.whole(content)
-        if shown == content:
+        shown, thought = self.whole_parts(content)
+        if shown == content and not thought:
             return False
         holder[self.api.text_key] = shown
+        if thought:
+            _add_thinking(holder, thought)
         return True
+
+
+def _add_thinking(holder: dict[str, Any], text: str) -> None:
+    """Reasoning routed out of the answer text joins Ollama's own `thinking` field."""
+    before = holder.get("thinking")
+    holder["thinking"] = (before if isinstance(before, str) else "") + text
 
 
 def _says_nothing(line: dict[str, Any], api: OllamaApi) -> bool:

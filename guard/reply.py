@@ -48,8 +48,13 @@ class Reply(ReplyFilters):
 
     def whole(self, text: str) -> str:
         """What `text` shows as one whole stream, through a fresh filter of the reply's."""
+        return self.whole_parts(text)[0]
+
+    def whole_parts(self, text: str) -> tuple[str, str]:
+        """What `text` shows as one whole stream, and the reasoning routed out of it."""
         one = self.new_filter()
-        return one.feed(text) + one.flush()
+        shown = one.feed(text) + one.flush()
+        return shown, one.take_reasoning()
 
     def take_identity(self, message: dict[str, Any]) -> bool:
         """Give a recovery's chunk or completion the first reply's identity (or, for a first

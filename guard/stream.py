@@ -7,7 +7,8 @@ and says so; the recovery's stream goes through a second StreamGuard (`follows=`
 
 Deliberate choices:
 - Each choice's `delta.content` is filtered through its own filter; every other field
-  passes untouched (G9, G12).
+  passes untouched (G9, G12). Reasoning the filter routes out of the content (gpt-oss's
+  analysis channel written as text) joins the delta's reasoning field.
 - Recovery is for a single-choice reply only: with several there is no one to retry.
 - A recovery stream takes the first one's id, time and model and loses its role, so the
   client sees one completion; `malformed` says whether it stayed empty (G3).
@@ -22,7 +23,7 @@ from typing import Any
 from guard.reply import Reply
 from guardrail.policy import RoundFilter
 from servekit.json_codec import parse_object
-from servekit.openai_chunks import DONE_EVENT, choices_of, delta_of
+from servekit.openai_chunks import DONE_EVENT, add_reasoning, choices_of, delta_of
 from servekit.sse import json_event
 
 
@@ -67,9 +68,9 @@ class StreamGuard(Reply):
         if self.recovering:
             return None
         out = [
-            self._content_chunk(index, tail)
+            chunk
             for index, filter_ in sorted(self.by_choice.items())
-            if (tail := filter_.flush())
+            if (chunk := self._tail_chunk(index, filter_)) is not None
         ]
         if done:
             out.append(DONE_EVENT)
@@ -98,22 +99,33 @@ class StreamGuard(Reply):
             shown = filter_.feed(text) if text else ""
             if choice.get("finish_reason") is not None:
                 shown += filter_.flush()  # the choice ends here: what was held is text
-            if shown == text:
+            thought = filter_.take_reasoning()
+            if shown == text and not thought:
                 continue
             changed = True
+            choice["delta"] = delta
+            if thought:
+                add_reasoning(delta, thought)
             if shown:
                 delta["content"] = shown
-                choice["delta"] = delta
             else:
                 delta.pop("content", None)
         return changed
 
-    def _content_chunk(self, index: int, text: str) -> bytes:
+    def _tail_chunk(self, index: int, filter_: RoundFilter) -> bytes | None:
+        """What a choice's filter still held (and the reasoning it routed), as one chunk."""
+        delta: dict[str, object] = {}
+        if tail := filter_.flush():
+            delta["content"] = tail
+        if thought := filter_.take_reasoning():
+            add_reasoning(delta, thought)
+        if not delta:
+            return None
         return json_event(
             {
                 **self.identity,
                 "object": "chat.completion.chunk",
-                "choices": [{"index": index, "delta": {"content": text}, "finish_reason": None}],
+                "choices": [{"index": index, "delta": delta, "finish_reason": None}],
             }
         )
 

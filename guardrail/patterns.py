@@ -12,7 +12,7 @@ from typing import Literal
 
 from guardrail.shapes import Shape
 
-PatternKind = Literal["span", "token", "to_end", "braced", "json_value", "json_reply"]
+PatternKind = Literal["span", "token", "to_end", "braced", "json_value", "json_reply", "harmony"]
 Boundary = Literal["any", "word", "start"]
 JsonStrings = Literal["never", "leading", "always"]
 TRAILER_SPACE = 8
@@ -32,7 +32,9 @@ class Pattern:
     `start` and a body that runs to the close of its first JSON object or array (Mistral's
     `[TOOL_CALLS]name[ARGS]{...}`, which has no end marker), `skips` read as whole tokens
     on the way (`[ARGS]` is not an array); `json_reply` is the whole reply when it is nothing
-    but JSON calls with no marker (Llama 3.x, guardrail/json_reply.py; its `start` is `{`).
+    but JSON calls with no marker (Llama 3.x, guardrail/json_reply.py; its `start` is `{`);
+    `harmony` is gpt-oss's messages, routed by their headers to the answer, the reasoning or
+    away (guardrail/harmony.py; its `start` is `<|channel|>`).
 
     `json_strings`: where a span's body is JSON (`always`; `leading`: when it begins, after
     blanks, with `{` or `[`), a JSON string inside an object or array is data, so an end
@@ -79,6 +81,8 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
         if self.kind == "json_reply" and (self.start != "{" or self.hint is not None):
             raise ValueError(f"pattern {self.name!r}: a json_reply starts with {{ and no hint")
+        if self.kind == "harmony" and (self.start != "<|channel|>" or self.hint is not None):
+            raise ValueError(f"pattern {self.name!r}: harmony starts with <|channel|>, no hint")
         if self.skips and self.kind != "json_value":
             raise ValueError(f"pattern {self.name!r}: only a json_value body has skips")
         groups = (

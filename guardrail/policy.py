@@ -62,6 +62,11 @@ class RoundFilter:
             self.visible = True
         return shown
 
+    def take_reasoning(self) -> str:
+        """Reasoning the filter routed out of the answer text since the last call (gpt-oss's
+        `analysis` channel written into content); '' when there is none."""
+        return self._filter.take_reasoning()
+
     @property
     def stripped_chars(self) -> int:
         return self._filter.stripped_chars

@@ -165,12 +165,12 @@ PROFILES: dict[str, Registry] = {
     ),
     "harmony": (
         Pattern(
-            "harmony-commentary",
-            "span",
-            "<|channel|>commentary",
-            ends=("<|call|>", "<|end|>"),
-            json_strings="always",
-            source=f"{_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
+            "harmony-messages",
+            "harmony",
+            "<|channel|>",
+            source="openai/harmony docs/format.md and its parser tests; llama.cpp"
+            " tests/test-chat.cpp (GPT-OSS); sglang test/srt/test_harmony_parser.py;"
+            f" {_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
         ),
     ),
     "harmony-residue": (

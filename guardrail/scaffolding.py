@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardrail.code_context import CodeContext
+from guardrail.harmony import HarmonyReader, Routed
 from guardrail.json_reply import ReplyCalls
 from guardrail.patterns import BLANKS, TRAILER_SPACE, Pattern, Registry
 from guardrail.registries import DEFAULT_REGISTRY
@@ -81,8 +82,14 @@ def _matcher(registry: Registry) -> _Matcher:
 
 @functools.lru_cache(maxsize=64)
 def _markers(registry: Registry) -> Registry:
-    """The patterns found by their markers: all but a whole reply of calls (json_reply)."""
-    return tuple(p for p in registry if p.kind != "json_reply")
+    """The patterns found by their markers: all but a whole reply of calls (json_reply) and
+    harmony's messages (read by their own reader, in front of the rest)."""
+    return tuple(p for p in registry if p.kind not in ("json_reply", "harmony"))
+
+
+@functools.lru_cache(maxsize=64)
+def _reads_harmony(registry: Registry) -> bool:
+    return any(p.kind == "harmony" for p in registry)
 
 
 @dataclass(frozen=True)
@@ -146,6 +153,7 @@ class ScaffoldingFilter:
         "_fast",
         "_fences",
         "_flushed",
+        "_harmony",
         "_held",
         "_inside",
         "_json",
@@ -153,6 +161,7 @@ class ScaffoldingFilter:
         "_matcher",
         "_preview",
         "_quote",
+        "_reasoning",
         "_reply",
         "_span",
         "_track",
@@ -169,7 +178,10 @@ class ScaffoldingFilter:
             raise ValueError("a registry needs a pattern with a marker")
         self._matcher = _matcher(markers)
         # a whole reply of JSON calls (Llama's): read from its start until it is decided
-        self._reply = ReplyCalls() if len(markers) < len(registry) else None
+        self._reply = ReplyCalls() if any(p.kind == "json_reply" for p in registry) else None
+        # gpt-oss's messages: routed to the answer (read on below), the reasoning, or away
+        self._harmony = HarmonyReader() if _reads_harmony(registry) else None
+        self._reasoning: list[str] = []
         self._held = ""
         self._span: Pattern | None = None
         self._inside = _NOTHING_INSIDE
@@ -195,10 +207,41 @@ class ScaffoldingFilter:
     @property
     def held(self) -> str:
         """The text held back right now (what could still become markup)."""
-        return self._reply.text if self._reply is not None else self._held
+        held = self._reply.text if self._reply is not None else self._held
+        return held + self._harmony.held if self._harmony is not None else held
+
+    def take_reasoning(self) -> str:
+        """The reasoning routed out of the answer text since the last call (harmony's
+        `analysis` channel), never filtered (G9); '' when there is none."""
+        if not self._reasoning:
+            return ""
+        text = "".join(self._reasoning)
+        self._reasoning.clear()
+        return text
 
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
+        harmony = self._harmony
+        if harmony is not None and ("<" in chunk or not harmony.idle):
+            return self._routed(harmony.feed(chunk))
+        return self._feed_answer(chunk)
+
+    def _routed(self, pieces: Routed) -> str:
+        """Harmony's pieces: answer text read on, reasoning kept for take_reasoning(),
+        markup counted as stripped."""
+        out: list[str] = []
+        for route, text in pieces:
+            if route == "answer":
+                out.append(self._feed_answer(text))
+            elif route == "reasoning":
+                self._reasoning.append(text)
+            elif route == "stripped":
+                self._strip(text)
+            else:
+                self._count_span()
+        return "".join(out)
+
+    def _feed_answer(self, chunk: str) -> str:
         if self._reply is not None:
             return self._feed_reply(chunk)
         fast = self._fast
@@ -275,6 +318,7 @@ class ScaffoldingFilter:
         """
         if self._flushed:
             return ""
+        routed = self._routed(self._harmony.flush()) if self._harmony is not None else ""
         replied = self._end_reply()
         self._flushed = True
         held, self._held = self._held, ""
@@ -283,7 +327,7 @@ class ScaffoldingFilter:
             self._close_span()
         self._trailing = None
         self._fast = None
-        return replied + out
+        return routed + replied + out
 
     # --- scanning ------------------------------------------------------------------------
 
@@ -528,6 +572,13 @@ class ScaffoldingFilter:
             if room > 0:
                 self._preview += text[:room]
 
+    def _count_span(self) -> None:
+        """One more span (or token) stripped; the first one's preview is kept."""
+        if self.stripped_spans == 0:
+            self.first_span = self._preview
+            self._preview = ""
+        self.stripped_spans += 1
+
     def _strip_trailer(self, text: str) -> None:
         """A trailer belongs to the span before it, in the count and in the preview."""
         self.stripped_chars += len(text)
@@ -535,10 +586,7 @@ class ScaffoldingFilter:
             self.first_span = (self.first_span + text)[:PREVIEW_CHARS]
 
     def _close_span(self) -> None:
-        if self.stripped_spans == 0:
-            self.first_span = self._preview
-            self._preview = ""
-        self.stripped_spans += 1
+        self._count_span()
         span, self._span = self._span, None
         self._json = "off"
         if span is not None and span.trailers:

@@ -130,9 +130,13 @@ class StreamFilter(_Reply):
             self.ended_empty = True  # a stream that ended without a finish chunk
         if self.ended_empty:
             return []
-        tails = [(index, f.flush()) for index, f in sorted(self._open.items())]
+        tails = [(index, f.flush(), f.take_reasoning()) for index, f in sorted(self._open.items())]
         self._open.clear()
-        return [self._content_chunk(index, text) for index, text in tails if text]
+        return [
+            self._content_chunk(index, text, thought)
+            for index, text, thought in tails
+            if text or thought
+        ]
 
     def _choice(self, choice: StreamingChoices) -> bool:
         """Filter one choice's delta in place; whether anything in it changed."""
@@ -155,18 +159,23 @@ class StreamFilter(_Reply):
         if choice.finish_reason is not None:
             shown += filter_.flush()  # the choice ends here: what was held is text
             del self._open[index]
-        if shown == text:
+        thought = filter_.take_reasoning()
+        if shown == text and not thought:
             return changed
         delta.content = shown or None
+        if thought:
+            before: object = getattr(delta, "reasoning_content", None)  # absent when None
+            delta.reasoning_content = _joined(before, thought)
         return True
 
-    def _content_chunk(self, index: int, text: str) -> ModelResponseStream:
+    def _content_chunk(self, index: int, text: str, thought: str) -> ModelResponseStream:
         identity = self.identity
+        delta = Delta(content=text or None, reasoning_content=thought or None)
         return ModelResponseStream(
             id=cast(str | None, identity.get("id")),
             created=cast(int | None, identity.get("created")),
             model=identity.get("model"),
-            choices=[StreamingChoices(index=index, delta=Delta(content=text))],
+            choices=[StreamingChoices(index=index, delta=delta)],
         )
 
 
@@ -189,6 +198,9 @@ class CompletionFilter(_Reply):
             shown = whole.feed(content) + whole.flush()
             if shown != content:
                 setattr(message, "content", shown)  # noqa: B010  (Message's type has no setter)
+            if thought := whole.take_reasoning():
+                before: object = getattr(message, "reasoning_content", None)
+                setattr(message, "reasoning_content", _joined(before, thought))  # noqa: B010
 
 
 def recovery_request(
@@ -208,6 +220,12 @@ def recovery_request(
         if request.get("stream_options") is not None:
             out["stream_options"] = request["stream_options"]
     return out
+
+
+def _joined(before: object, thought: str) -> str:
+    """Reasoning routed out of the content (gpt-oss's analysis channel) after the
+    reasoning the provider already gave."""
+    return (before if isinstance(before, str) else "") + thought
 
 
 def _index(choice: StreamingChoices) -> int:

@@ -9,6 +9,8 @@ type reads as absent, as the SDKs' lenient models let it through:
   usage chunk has null); `first_choice`, choice 0 of them (else the first);
 - `delta_of` and `message_of`: a chunk choice's `delta`, a completion choice's `message`;
 - `reasoning_texts`: the reasoning fields (`reasoning_content`, `reasoning`) that hold text;
+  `add_reasoning`, more reasoning written into a delta or message (the guard's, routed out
+  of the answer text);
 - `tool_call_items`: a delta's tool-call pieces, with their places in its list;
 - `DONE_EVENT`: the event that ends a stream.
 """
@@ -22,6 +24,7 @@ from guardrail.json_shapes import JSONObject, as_array, as_object, is_object, ob
 __all__ = [
     "DONE_EVENT",
     "REASONING_FIELDS",
+    "add_reasoning",
     "choices_of",
     "delta_of",
     "first_choice",
@@ -66,6 +69,16 @@ def reasoning_texts(delta: Mapping[str, object]) -> dict[str, str]:
     return {
         name: text for name in REASONING_FIELDS if isinstance(text := delta.get(name), str) and text
     }
+
+
+def add_reasoning(holder: dict[str, object], text: str) -> None:
+    """Append `text` to a delta's or message's reasoning: to the field it already holds text
+    in (`REASONING_FIELDS` order), else to `reasoning_content`, which every reader knows."""
+    name = next(
+        (n for n in REASONING_FIELDS if isinstance(holder.get(n), str)), "reasoning_content"
+    )
+    before = holder.get(name)
+    holder[name] = (before if isinstance(before, str) else "") + text
 
 
 def tool_call_items(delta: Mapping[str, object]) -> list[tuple[int, JSONObject]]:

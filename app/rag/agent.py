@@ -155,8 +155,10 @@ class _Round:
             async with _closing(stream):
                 async for item in stream:
                     if isinstance(item, RoundEnd):
-                        if self._filter is not None and (tail := self._filter.flush()):
-                            yield self._shown(tail)
+                        if self._filter is not None:
+                            tail = self._filter.flush()
+                            for piece in self._routed(tail):
+                                yield piece
                         self._end = item
                         return
                     if isinstance(item, RetryNotice):
@@ -166,16 +168,27 @@ class _Round:
                     elif self._filter is None:
                         self._shown(item.text)
                     else:
-                        text = self._filter.feed(item.text)
-                        if not text:
-                            continue
-                        item = self._shown(text)
+                        for piece in self._routed(self._filter.feed(item.text)):
+                            yield piece
+                        continue
                     yield item
         finally:
             if self._filter is not None and self._filter.stripped_chars:
                 stripped = self._filter.stripped_chars
                 record.scaffold_stripped += stripped
                 self._log.warning(strip_warning(stripped, number, self._filter.first_span))
+
+    def _routed(self, shown: str) -> list[StreamPiece]:
+        """What the filter gave for one piece: the reasoning it routed out of the answer text
+        (gpt-oss's analysis channel), as thinking, then the answer text it showed."""
+        assert self._filter is not None
+        pieces: list[StreamPiece] = []
+        if thinking := self._filter.take_reasoning():
+            self._record.thinking_chars += len(thinking)
+            pieces.append(StreamPiece("thinking", thinking))
+        if shown:
+            pieces.append(self._shown(shown))
+        return pieces
 
     def _shown(self, text: str) -> StreamPiece:
         """Count answer text that goes out, and make it a piece."""

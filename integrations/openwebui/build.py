@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import guardrail.code_context
+import guardrail.harmony
 import guardrail.json_reply
 import guardrail.json_shapes
 import guardrail.model_profiles
@@ -126,6 +127,7 @@ LIBRARY = (
     guardrail.model_profiles,
     guardrail.code_context,
     guardrail.json_reply,
+    guardrail.harmony,
     guardrail.scaffolding,
 )
 """The library modules pasted whole, each after the ones it imports."""
@@ -143,6 +145,7 @@ def render() -> str:
         (policy, ", ".join(sorted(wanted)) + " and what they use", _picked(policy, wanted)),
         (template, whole, template.body()),
     ]
+    _check_no_clash(library, policy, wanted, template)
     code = "\n\n".join(
         f"# ---- {source.name}: {what} ----\n\n\n{body}" for source, what, body in parts
     )
@@ -158,6 +161,41 @@ def render() -> str:
     )
     _check(text, template)
     return text
+
+
+def _check_no_clash(
+    library: list[_Source], policy: _Source, wanted: set[str], template: _Source
+) -> None:
+    """Refuse two pasted modules that define the same top-level name: in one file, the
+    later definition would silently replace the earlier one's."""
+    owner: dict[str, str] = {}
+    named = [
+        *((source.name, _top_level(source)) for source in library),
+        (policy.name, _needed(policy, wanted)),
+        (template.name, _top_level(template)),
+    ]
+    for module, names in named:
+        for name in sorted(names - {"__all__"}):
+            if name in owner:
+                raise BuildError(f"{name} is defined in both {owner[name]} and {module}")
+            owner[name] = module
+
+
+def _top_level(source: _Source) -> set[str]:
+    return {name for statement in source.statements() for name in _defined(statement)}
+
+
+def _needed(source: _Source, wanted: set[str]) -> set[str]:
+    """The names `_picked` takes from `source`: `wanted` and what those use."""
+    defines = {name: s for s in source.statements() for name in _defined(s)}
+    needed: set[str] = set()
+    todo = [n for n in wanted if n in defines]
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += [n for n in _names_used_in(defines[name]) if n in defines]
+    return needed
 
 
 def _docstring(keys: dict[str, str]) -> str:
@@ -187,13 +225,7 @@ def _picked(source: _Source, wanted: set[str]) -> str:
     missing = sorted(wanted - defines.keys())
     if missing:
         raise BuildError(f"{source.name} defines no {', '.join(missing)}")
-    picked: set[int] = set()
-    todo = list(wanted)
-    while todo:
-        statement = defines[todo.pop()]
-        if id(statement) not in picked:
-            picked.add(id(statement))
-            todo += [n for n in _names_used_in(statement) if n in defines]
+    picked = {id(defines[name]) for name in _needed(source, wanted)}
     chunks: list[str] = []
     for index, statement in enumerate(statements):
         if id(statement) in picked:

@@ -205,11 +205,15 @@ class Filter:
             self._open.pop(key)
             tail, malformed = reply.end(tool_call_finish=finish == "tool_calls")
             shown = MALFORMED_REPLY if malformed else shown + tail
-        if text is None and not shown:
+        thought = reply.filter.take_reasoning()
+        if text is None and not shown and not thought:
             return
         if delta is None:
             delta = choice["delta"] = {}
         delta["content"] = shown
+        if thought:  # gpt-oss's analysis channel: Open WebUI shows it as reasoning
+            before = delta.get("reasoning_content")
+            delta["reasoning_content"] = (before if isinstance(before, str) else "") + thought
 
 
 def _reply_name(chunk: JSONObject, metadata: object) -> tuple[str, str]:

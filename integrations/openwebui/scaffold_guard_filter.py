@@ -187,7 +187,7 @@ def compiled(shape: Shape) -> Compiled:
 # ---- guardrail/patterns.py: the whole module after its imports ----
 
 
-PatternKind = Literal["span", "token", "to_end", "braced", "json_value", "json_reply"]
+PatternKind = Literal["span", "token", "to_end", "braced", "json_value", "json_reply", "harmony"]
 Boundary = Literal["any", "word", "start"]
 JsonStrings = Literal["never", "leading", "always"]
 TRAILER_SPACE = 8
@@ -207,7 +207,9 @@ class Pattern:
     `start` and a body that runs to the close of its first JSON object or array (Mistral's
     `[TOOL_CALLS]name[ARGS]{...}`, which has no end marker), `skips` read as whole tokens
     on the way (`[ARGS]` is not an array); `json_reply` is the whole reply when it is nothing
-    but JSON calls with no marker (Llama 3.x, guardrail/json_reply.py; its `start` is `{`).
+    but JSON calls with no marker (Llama 3.x, guardrail/json_reply.py; its `start` is `{`);
+    `harmony` is gpt-oss's messages, routed by their headers to the answer, the reasoning or
+    away (guardrail/harmony.py; its `start` is `<|channel|>`).
 
     `json_strings`: where a span's body is JSON (`always`; `leading`: when it begins, after
     blanks, with `{` or `[`), a JSON string inside an object or array is data, so an end
@@ -254,6 +256,8 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
         if self.kind == "json_reply" and (self.start != "{" or self.hint is not None):
             raise ValueError(f"pattern {self.name!r}: a json_reply starts with {{ and no hint")
+        if self.kind == "harmony" and (self.start != "<|channel|>" or self.hint is not None):
+            raise ValueError(f"pattern {self.name!r}: harmony starts with <|channel|>, no hint")
         if self.skips and self.kind != "json_value":
             raise ValueError(f"pattern {self.name!r}: only a json_value body has skips")
         groups = (
@@ -425,12 +429,12 @@ PROFILES: dict[str, Registry] = {
     ),
     "harmony": (
         Pattern(
-            "harmony-commentary",
-            "span",
-            "<|channel|>commentary",
-            ends=("<|call|>", "<|end|>"),
-            json_strings="always",
-            source=f"{_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
+            "harmony-messages",
+            "harmony",
+            "<|channel|>",
+            source="openai/harmony docs/format.md and its parser tests; llama.cpp"
+            " tests/test-chat.cpp (GPT-OSS); sglang test/srt/test_harmony_parser.py;"
+            f" {_VLLM}openai_tool_parser.py; TensorRT-LLM #9256; odysseus PR #4523",
         ),
     ),
     "harmony-residue": (
@@ -1028,6 +1032,297 @@ class ReplyCalls:
         return True
 
 
+# ---- guardrail/harmony.py: the whole module after its imports ----
+
+
+Route = Literal["answer", "reasoning", "stripped", "closed"]
+"""Where a piece of the stream goes; `closed` (with no text) ends one stripped message."""
+Routed = list[tuple[Route, str]]
+Body = Literal["answer", "reasoning", "call", "preamble"]
+"""What a body is: `preamble` until its first non-blank says answer or call."""
+BodyJson = Literal["off", "pending", "on"]
+"""Whether a call's body is read as JSON: `pending` until its first non-blank says."""
+
+ENDS = ("<|end|>", "<|call|>", "<|return|>")
+OPENERS = ("<|start|>", "<|channel|>")
+TOKENS = (*OPENERS, "<|message|>", "<|constrain|>", *ENDS)
+HEADER_LIMIT = 256
+"""The longest header held while its `<|message|>` has not come (real ones are under 80)."""
+LEAD = compiled(
+    seq(
+        Chars(r"[ \t\r\n]", 0, 4),
+        Lit("to="),
+        Chars(r"[^\s<]", 1, 128),
+        Chars(r"[ \t]", 0, 2),
+        Lit("<|channel|>"),
+    )
+)
+"""A reply that begins with its recipient, then its channel."""
+
+_TOKEN = re.compile("|".join(re.escape(t) for t in TOKENS))
+_IN_JSON = re.compile('"|' + _TOKEN.pattern)
+_QUOTE_OR_ESCAPE = re.compile(r'["\\]')
+_TOKEN_PREFIXES = frozenset(t[:i] for t in TOKENS for i in range(1, len(t)))
+_LONGEST_TOKEN = max(len(t) for t in TOKENS)
+_ROLE = re.compile(r"<\|start\|>([^\s<]*)")
+_CHANNEL = re.compile(r"<\|channel\|>([^\s<]*)")
+_RECIPIENT = re.compile(r"(?:^|[\s>])to=([^\s<]+)")
+_FIRST_CHAR = re.compile(r"\S")
+
+
+def route_of(header: str) -> Body:
+    """Where a message's body goes, from its whole header (the tokens included)."""
+    role = _ROLE.search(header)
+    if role is not None and role.group(1) not in ("", "assistant"):
+        return "call"
+    recipients = _RECIPIENT.findall(header)
+    if recipients and recipients[-1] != "assistant":
+        return "call"
+    channels = _CHANNEL.findall(header)
+    channel = channels[-1] if channels else ""
+    if channel == "analysis":
+        return "reasoning"
+    if channel in ("final", ""):
+        return "answer"
+    return "preamble" if channel == "commentary" else "call"
+
+
+def _inline_body(header: str) -> str:
+    """The body of a header that never got its `<|message|>`: what follows the channel."""
+    channels = list(_CHANNEL.finditer(header))
+    if not channels:
+        return ""
+    rest = header[channels[-1].end() :]
+    return rest[1:] if rest[:1] in (" ", "\t") else rest
+
+
+class HarmonyReader:
+    """One stream's harmony messages, routed (see the module docstring)."""
+
+    __slots__ = ("_body", "_escaped", "_header", "_held", "_json", "_lead", "_string", "_unit")
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._lead = True  # at the reply's start: ` to=x<|channel|>` may open a header
+        self._header: str | None = None  # the header read so far, while one is open
+        self._body: Body = "answer"
+        self._json: BodyJson = "off"  # a call's body is JSON: its strings are data
+        self._string = False
+        self._escaped = False
+        self._unit = False  # a stripped message is open
+
+    @property
+    def held(self) -> str:
+        return (self._header or "") + self._held
+
+    @property
+    def idle(self) -> bool:
+        """Outside any message with nothing held: a chunk with no `<` is answer as it is."""
+        return not self._held and self._header is None and not self._lead and self._body == "answer"
+
+    def feed(self, chunk: str) -> Routed:
+        """Where each piece of the stream so far goes (the rest is held)."""
+        if "<" not in chunk and self.idle:
+            return [("answer", chunk)] if chunk else []
+        out: Routed = []
+        text, self._held = self._held + chunk, ""
+        self._read(text, out, final=False)
+        return out
+
+    def flush(self) -> Routed:
+        """At the end: what was held goes where it stands; an open message ends."""
+        out: Routed = []
+        text, self._held = self._held, ""
+        self._read(text, out, final=True)
+        if self._header is not None:
+            header, self._header = self._header, None
+            self._resolve(header, out)
+        self._close(out)
+        return out
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _read(self, text: str, out: Routed, final: bool) -> None:
+        pos = 0
+        while pos < len(text):
+            if self._lead:
+                pos = self._read_lead(text, pos, final)
+                if pos < 0:
+                    return
+            elif self._header is not None:
+                pos = self._read_header(text, pos, out, final)
+            elif self._body == "preamble" or self._json == "pending":
+                found = _FIRST_CHAR.search(text, pos)
+                if found is None and not final:
+                    self._held = text[pos:]
+                    return
+                self._decide(text[found.start()] if found is not None else "")
+            elif self._string:
+                pos = self._read_string(text, pos, out)
+            else:
+                pos = self._read_body(text, pos, out, final)
+
+    def _read_lead(self, text: str, pos: int, final: bool) -> int:
+        """At the reply's start: a header that begins with its recipient, or answer text
+        (-1: all of it is held, still undecided)."""
+        found = LEAD.full.match(text, pos)
+        if found is not None:
+            self._lead = False
+            self._header = text[pos : found.end()]
+            return found.end()
+        if not final and LEAD.viable.fullmatch(text, pos) is not None:
+            self._held = text[pos:]
+            return -1
+        self._lead = False
+        return pos
+
+    def _read_header(self, text: str, pos: int, out: Routed, final: bool) -> int:
+        """More of an open header: up to its `<|message|>` (or an end token, or its limit,
+        counted in characters of the stream so that every chunking cuts it alike)."""
+        header = self._header
+        assert header is not None
+        limit = pos + max(HEADER_LIMIT - len(header), 0)
+        found = _TOKEN.search(text, pos)
+        if found is None or found.start() > limit:
+            keep = len(text) if final else _held_from(text, pos)
+            if found is None and keep <= limit:
+                self._header = header + text[pos:keep]
+                self._held = text[keep:]
+                return len(text)
+            self._header = None  # past its limit: what it has so far decides
+            self._resolve(header + text[pos:limit], out)
+            return limit
+        token = found.group()
+        header += text[pos : found.start()]
+        if token == "<|start|>":  # a header that never got its body: dropped
+            self._header = None
+            self._strip(header, out)
+            self._close(out)
+            self._header = token
+        elif token == "<|message|>":
+            self._header = None
+            self._open(header + token, out)
+        elif token in ENDS:
+            self._header = None
+            self._resolve(header, out)
+            self._strip(token, out)
+            self._end(out)
+        else:  # `<|channel|>` or `<|constrain|>`: more of the same header
+            self._header = header + token
+        return found.end()
+
+    def _read_body(self, text: str, pos: int, out: Routed, final: bool) -> int:
+        search = _IN_JSON if self._json == "on" else _TOKEN
+        found = search.search(text, pos)
+        if found is None:
+            keep = len(text) if final else _held_from(text, pos)
+            self._emit(text[pos:keep], out)
+            self._held = text[keep:]
+            return len(text)
+        token = found.group()
+        if token == '"':
+            self._emit(text[pos : found.end()], out)
+            self._string = True
+            return found.end()
+        self._emit(text[pos : found.start()], out)
+        if token in OPENERS:
+            self._close(out)
+            self._header = token
+        elif token in ENDS:
+            self._strip(token, out)
+            self._end(out)
+        else:  # a stray `<|message|>` or `<|constrain|>`
+            self._strip(token, out)
+        return found.end()
+
+    def _read_string(self, text: str, pos: int, out: Routed) -> int:
+        """Inside a JSON string of a call: to its closing quote, escapes included."""
+        if self._escaped:
+            self._escaped = False
+            self._strip(text[pos], out)
+            return pos + 1
+        stop = _QUOTE_OR_ESCAPE.search(text, pos)
+        if stop is None:
+            self._strip(text[pos:], out)
+            return len(text)
+        if stop.group() == '"':
+            self._string = False
+            self._strip(text[pos : stop.end()], out)
+            return stop.end()
+        self._strip(text[pos : stop.end()], out)
+        self._escaped = True
+        return stop.end()
+
+    # --- routing -------------------------------------------------------------------------
+
+    def _open(self, header: str, out: Routed) -> None:
+        """A whole header: stripped, and its body's route set."""
+        self._strip(header, out)
+        self._body = route_of(header)
+        self._string = self._escaped = False
+        self._json = "pending" if self._body == "call" else "off"
+
+    def _decide(self, first: str) -> None:
+        """A preamble's or a call's first non-blank character ('' at the end) came: a
+        preamble that opens a JSON object or array is a call, a call's body that does is
+        read as JSON."""
+        json = first in ("{", "[")
+        if self._body == "preamble":
+            self._body = "call" if json else "answer"
+        self._json = "on" if json and self._body == "call" else "off"
+
+    def _resolve(self, header: str, out: Routed) -> None:
+        """A header that never got its `<|message|>`: its words after the channel are its
+        body (stripped with it when it is a call); the rest of the message follows it."""
+        route = route_of(header)
+        body = _inline_body(header) if route != "call" else ""
+        self._strip(header[: len(header) - len(body)], out)
+        self._body, self._json, self._string = route, "off", False
+        if route == "preamble":
+            self._decide(body.lstrip()[:1])
+        self._emit(body, out)
+
+    def _emit(self, text: str, out: Routed) -> None:
+        if not text:
+            return
+        body = self._body
+        if body == "call":
+            self._strip(text, out)
+        else:
+            _route_to(out, "reasoning" if body == "reasoning" else "answer", text)
+
+    def _strip(self, text: str, out: Routed) -> None:
+        if text:
+            self._unit = True
+            _route_to(out, "stripped", text)
+
+    def _close(self, out: Routed) -> None:
+        if self._unit:
+            self._unit = False
+            out.append(("closed", ""))
+
+    def _end(self, out: Routed) -> None:
+        """A message's end token: what follows is outside any message (answer)."""
+        self._close(out)
+        self._body, self._json = "answer", "off"
+        self._string = self._escaped = False
+
+
+def _route_to(out: Routed, route: Route, text: str) -> None:
+    if out and out[-1][0] == route:
+        out[-1] = (route, out[-1][1] + text)
+    else:
+        out.append((route, text))
+
+
+def _held_from(text: str, pos: int) -> int:
+    """Where a suffix that may still become a token starts (len(text) when none)."""
+    for index in range(max(pos, len(text) - _LONGEST_TOKEN + 1), len(text)):
+        if text[index] == "<" and text[index:] in _TOKEN_PREFIXES:
+            return index
+    return len(text)
+
+
 # ---- guardrail/scaffolding.py: the whole module after its imports ----
 
 
@@ -1085,8 +1380,14 @@ def _matcher(registry: Registry) -> _Matcher:
 
 @functools.lru_cache(maxsize=64)
 def _markers(registry: Registry) -> Registry:
-    """The patterns found by their markers: all but a whole reply of calls (json_reply)."""
-    return tuple(p for p in registry if p.kind != "json_reply")
+    """The patterns found by their markers: all but a whole reply of calls (json_reply) and
+    harmony's messages (read by their own reader, in front of the rest)."""
+    return tuple(p for p in registry if p.kind not in ("json_reply", "harmony"))
+
+
+@functools.lru_cache(maxsize=64)
+def _reads_harmony(registry: Registry) -> bool:
+    return any(p.kind == "harmony" for p in registry)
 
 
 @dataclass(frozen=True)
@@ -1150,6 +1451,7 @@ class ScaffoldingFilter:
         "_fast",
         "_fences",
         "_flushed",
+        "_harmony",
         "_held",
         "_inside",
         "_json",
@@ -1157,6 +1459,7 @@ class ScaffoldingFilter:
         "_matcher",
         "_preview",
         "_quote",
+        "_reasoning",
         "_reply",
         "_span",
         "_track",
@@ -1173,7 +1476,10 @@ class ScaffoldingFilter:
             raise ValueError("a registry needs a pattern with a marker")
         self._matcher = _matcher(markers)
         # a whole reply of JSON calls (Llama's): read from its start until it is decided
-        self._reply = ReplyCalls() if len(markers) < len(registry) else None
+        self._reply = ReplyCalls() if any(p.kind == "json_reply" for p in registry) else None
+        # gpt-oss's messages: routed to the answer (read on below), the reasoning, or away
+        self._harmony = HarmonyReader() if _reads_harmony(registry) else None
+        self._reasoning: list[str] = []
         self._held = ""
         self._span: Pattern | None = None
         self._inside = _NOTHING_INSIDE
@@ -1199,10 +1505,41 @@ class ScaffoldingFilter:
     @property
     def held(self) -> str:
         """The text held back right now (what could still become markup)."""
-        return self._reply.text if self._reply is not None else self._held
+        held = self._reply.text if self._reply is not None else self._held
+        return held + self._harmony.held if self._harmony is not None else held
+
+    def take_reasoning(self) -> str:
+        """The reasoning routed out of the answer text since the last call (harmony's
+        `analysis` channel), never filtered (G9); '' when there is none."""
+        if not self._reasoning:
+            return ""
+        text = "".join(self._reasoning)
+        self._reasoning.clear()
+        return text
 
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
+        harmony = self._harmony
+        if harmony is not None and ("<" in chunk or not harmony.idle):
+            return self._routed(harmony.feed(chunk))
+        return self._feed_answer(chunk)
+
+    def _routed(self, pieces: Routed) -> str:
+        """Harmony's pieces: answer text read on, reasoning kept for take_reasoning(),
+        markup counted as stripped."""
+        out: list[str] = []
+        for route, text in pieces:
+            if route == "answer":
+                out.append(self._feed_answer(text))
+            elif route == "reasoning":
+                self._reasoning.append(text)
+            elif route == "stripped":
+                self._strip(text)
+            else:
+                self._count_span()
+        return "".join(out)
+
+    def _feed_answer(self, chunk: str) -> str:
         if self._reply is not None:
             return self._feed_reply(chunk)
         fast = self._fast
@@ -1279,6 +1616,7 @@ class ScaffoldingFilter:
         """
         if self._flushed:
             return ""
+        routed = self._routed(self._harmony.flush()) if self._harmony is not None else ""
         replied = self._end_reply()
         self._flushed = True
         held, self._held = self._held, ""
@@ -1287,7 +1625,7 @@ class ScaffoldingFilter:
             self._close_span()
         self._trailing = None
         self._fast = None
-        return replied + out
+        return routed + replied + out
 
     # --- scanning ------------------------------------------------------------------------
 
@@ -1532,6 +1870,13 @@ class ScaffoldingFilter:
             if room > 0:
                 self._preview += text[:room]
 
+    def _count_span(self) -> None:
+        """One more span (or token) stripped; the first one's preview is kept."""
+        if self.stripped_spans == 0:
+            self.first_span = self._preview
+            self._preview = ""
+        self.stripped_spans += 1
+
     def _strip_trailer(self, text: str) -> None:
         """A trailer belongs to the span before it, in the count and in the preview."""
         self.stripped_chars += len(text)
@@ -1539,10 +1884,7 @@ class ScaffoldingFilter:
             self.first_span = (self.first_span + text)[:PREVIEW_CHARS]
 
     def _close_span(self) -> None:
-        if self.stripped_spans == 0:
-            self.first_span = self._preview
-            self._preview = ""
-        self.stripped_spans += 1
+        self._count_span()
         span, self._span = self._span, None
         self._json = "off"
         if span is not None and span.trailers:
@@ -1575,6 +1917,11 @@ class RoundFilter:
         if not self.visible and shown and not shown.isspace():
             self.visible = True
         return shown
+
+    def take_reasoning(self) -> str:
+        """Reasoning the filter routed out of the answer text since the last call (gpt-oss's
+        `analysis` channel written into content); '' when there is none."""
+        return self._filter.take_reasoning()
 
     @property
     def stripped_chars(self) -> int:
@@ -1766,11 +2113,15 @@ class Filter:
             self._open.pop(key)
             tail, malformed = reply.end(tool_call_finish=finish == "tool_calls")
             shown = MALFORMED_REPLY if malformed else shown + tail
-        if text is None and not shown:
+        thought = reply.filter.take_reasoning()
+        if text is None and not shown and not thought:
             return
         if delta is None:
             delta = choice["delta"] = {}
         delta["content"] = shown
+        if thought:  # gpt-oss's analysis channel: Open WebUI shows it as reasoning
+            before = delta.get("reasoning_content")
+            delta["reasoning_content"] = (before if isinstance(before, str) else "") + thought
 
 
 def _reply_name(chunk: JSONObject, metadata: object) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from app.rag.types import (
     ToolOutcome,
     ToolSpec,
 )
+from guardrail import Registry, registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
 from guardrail.registries import DEFAULT_REGISTRY
 
@@ -342,6 +343,7 @@ async def guarded(
     *,
     max_rounds: int = 3,
     record: AgentRecord | None = None,
+    registry: Registry = DEFAULT_REGISTRY,
 ) -> tuple[list[AgentEvent], AgentRecord, list[str]]:
     record = record if record is not None else AgentRecord()
     log = logging.Logger("test-agent")
@@ -350,9 +352,7 @@ async def guarded(
     handler.emit = lambda rec: lines.append(rec.getMessage())  # type: ignore[method-assign]
     log.addHandler(handler)
     async with asyncio.timeout(DEADLINE_S):
-        turn = run_agent(
-            chat, tools, list(USER), record, max_rounds, registry=DEFAULT_REGISTRY, log=log
-        )
+        turn = run_agent(chat, tools, list(USER), record, max_rounds, registry=registry, log=log)
         items = [item async for item in turn]
     return items, record, lines
 
@@ -371,6 +371,24 @@ async def test_answer_text_is_filtered_and_thinking_is_not() -> None:
     assert content(items) == "Backups run nightly."
     assert record.scaffold_stripped == len(SPAN)
     assert record.content_chars == len("Backups run nightly.")
+
+
+async def test_harmony_analysis_written_into_the_answer_is_shown_as_thinking() -> None:
+    script: list[Item] = [
+        StreamPiece("content", "<|channel|>analysis<|message|>User asks when. Check"),
+        StreamPiece("content", " notes.<|end|><|start|>assistant<|channel|>final<|message|>Nig"),
+        StreamPiece("content", "htly at 02:00.<|return|>"),
+        RoundEnd((), "stop"),
+    ]
+
+    items, record, _ = await guarded(FakeChat([script]), registry=registry_for("gpt-oss-20b"))
+
+    thinking = [i.text for i in items if isinstance(i, StreamPiece) and i.kind == "thinking"]
+    assert "".join(thinking) == "User asks when. Check notes."
+    assert content(items) == "Nightly at 02:00."
+    assert items.index(StreamPiece("thinking", "User asks when. Check")) == 0
+    assert record.thinking_chars == len("User asks when. Check notes.")
+    assert not any(isinstance(item, RecoveryNotice) for item in items)
 
 
 async def test_without_a_registry_every_piece_is_the_very_object_the_model_sent() -> None:

@@ -158,6 +158,52 @@ def test_reasoning_is_never_filtered():
     assert out == [sse(p) for p in payloads] + [DONE_EVENT]
 
 
+HARMONY = (
+    "<|channel|>analysis<|message|>Check the notes.<|end|><|start|>assistant<|channel|>final"
+    "<|message|>Nightly at 02:00.<|return|>"
+)
+"""gpt-oss's analysis channel, then its answer, as a server that does not parse harmony
+sends them (llama.cpp tests/test-chat.cpp, GPT-OSS)."""
+
+
+def reasoning(out: list[bytes]) -> str:
+    text: list[str] = []
+    for event in out:
+        data = event.removeprefix(b"data: ").strip()
+        if data != b"[DONE]":
+            text += [c["delta"].get("reasoning_content") or "" for c in json.loads(data)["choices"]]
+    return "".join(text)
+
+
+@given(st.lists(st.integers(0, 200), max_size=12))
+def test_harmony_analysis_in_the_content_goes_out_as_reasoning_content_at_any_chunking(
+    cuts: list[int],
+):
+    out = play(StreamGuard(registry_for("gpt-oss-20b")), stream_of(cut_anywhere(HARMONY, cuts)))
+    assert out is not None
+    assert (content(out), reasoning(out)) == ("Nightly at 02:00.", "Check the notes.")
+
+
+def test_reasoning_routed_out_of_the_content_joins_the_reasoning_field_the_upstream_uses():
+    guard = StreamGuard(registry_for("gpt-oss"))
+    payloads = [chunk({"reasoning": "Own. ", "content": HARMONY}, "stop")]
+    out = play(guard, payloads)
+    assert out is not None
+    delta = json.loads(out[0].removeprefix(b"data: "))["choices"][0]["delta"]
+    assert delta == {"reasoning": "Own. Check the notes.", "content": "Nightly at 02:00."}
+
+
+def test_a_whole_completions_harmony_analysis_goes_to_its_reasoning_content():
+    message = {"role": "assistant", "content": HARMONY}
+    completion = {"id": "c1", "choices": [{"index": 0, "message": message}]}
+    assert CompletionGuard(registry_for("gpt-oss-120b")).filter(completion)
+    assert message == {
+        "role": "assistant",
+        "content": "Nightly at 02:00.",
+        "reasoning_content": "Check the notes.",
+    }
+
+
 def test_a_whole_completion_is_filtered_and_recovered_like_a_stream():
     def completion(text: str, **meta: Any) -> dict[str, Any]:
         message = {"role": "assistant", "content": text, "reasoning_content": CALL}

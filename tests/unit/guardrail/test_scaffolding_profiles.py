@@ -74,11 +74,11 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "ab",
     ),
     (  # TensorRT-LLM #9256
-        "harmony-commentary", "harmony",
+        "harmony-messages", "harmony",
         '<|channel|>commentary<|message|>{\n  "path": "/", "depth": 1}<|end|>', "",
     ),
     (  # odysseus #4522 / PR #4523
-        "harmony-commentary", "harmony",
+        "harmony-messages", "harmony",
         "Searching. <|channel|>commentary to=functions.web_search<|message|>{...}<|call|>",
         "Searching. ",
     ),
@@ -484,10 +484,15 @@ def shape_table() -> str:
                 "braced": "the `}` closing its first `{`",
                 "json_value": "the close of its first object or list",
                 "json_reply": "the reply's end: the whole reply, when it is nothing but calls",
+                "harmony": "its message's end: `<\\|end\\|>`, `<\\|call\\|>`, `<\\|return\\|>`"
+                " or the next header; routed by its header (below)",
             }.get(p.kind, "")
+            opens = f"`{cell(p.start)}`"
+            if p.kind == "harmony":
+                opens = "`<\\|start\\|>`, `<\\|channel\\|>`, or ` to=` at the reply's start"
             rows.append(
                 f"| `{p.name}` | {f'`{profile}`' if profile else '(default)'} | {p.kind}"
-                f" | `{cell(p.start)}` | {ends} | {cell(p.source)} |"
+                f" | {opens} | {ends} | {cell(p.source)} |"
             )
     return "\n".join(rows)
 

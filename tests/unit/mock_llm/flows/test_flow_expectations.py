@@ -44,11 +44,19 @@ FAMILY_MARKUP = {
     "Nemotron": re.compile(r"<TOOLCALL>.*?</TOOLCALL>", re.DOTALL),
     "GLM": re.compile(r"<arg_key>.*?</arg_value>", re.DOTALL),
     "MiniMax": re.compile(r"<minimax:tool_call>.*?</minimax:tool_call>", re.DOTALL),
-    "gpt-oss": re.compile(r"\Aanalysis.*?assistantfinal", re.DOTALL),
+    "gpt-oss": re.compile(
+        r"\Aanalysis.*?assistantfinal"  # the residue of tokens a server dropped
+        r"|<\|start\|>assistant to=[\w.]+<\|channel\|>\w+(?: json)?<\|message\|>.*?<\|call\|>"
+        r"|(?:<\|start\|>assistant)?<\|channel\|>\w+<\|message\|>|<\|end\|>|<\|return\|>",
+        re.DOTALL,
+    ),
 }
 """Each family flow's shape, spelled here again (not read from the guardrail's registry)."""
+REASONING = re.compile(r"(?<=<\|channel\|>analysis<\|message\|>)[^<]*")
+"""Harmony's analysis channel: reasoning, taken out of the answer but not stripped (not
+counted in G10's figure)."""
 SPECIAL_FLOWS = {"deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "kimi-k3-tools",
-                 "gemma-tool-call"}  # fmt: skip
+                 "gemma-tool-call", "harmony-messages"}  # fmt: skip
 """Family flows whose markup is special tokens: stripped whatever the model, so they state
 no `elsewhere`."""
 FAMILY_FLOWS = {
@@ -56,7 +64,7 @@ FAMILY_FLOWS = {
     "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
     "glm-bare-arguments", "minimax-xml-call", "harmony-residue", "mistral-call-then-prose",
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
-    "llama-json-call",
+    "llama-json-call", "harmony-messages",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
@@ -84,8 +92,9 @@ def oracle(flow: Flow, *shapes: re.Pattern[str]) -> Expect:
     for request in range(MAX_ROUNDS):
         step = flow.step_for(request)
         turn.requests += 1
-        stripped = sum(len(m.group()) for m in markup.finditer(step.content))
-        visible = markup.sub("", step.content)
+        content = REASONING.sub("", step.content)
+        stripped = sum(len(m.group()) for m in markup.finditer(content))
+        visible = markup.sub("", content)
         turn.stripped_chars += stripped
         if step.tool_calls:
             turn.shown += visible
