@@ -33,6 +33,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "qwen3-coder": "look-alike",  # <function=
     "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
+    "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
     "llama-json": "look-alike",  # a reply of nothing but {"name": ..., "parameters": ...}
@@ -73,7 +74,12 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
-    Family("DeepSeek", ("deepseek",), ("deepseek",)),
+    Family(
+        "DeepSeek",
+        ("deepseek",),
+        ("deepseek", "deepseek-xml"),
+        "DSML with its markers stripped (`<invoke name=...>`) only for DeepSeek names",
+    ),
     Family(
         "gpt-oss",
         ("gpt-oss", "gpt_oss", "harmony"),

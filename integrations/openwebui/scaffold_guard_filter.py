@@ -321,10 +321,17 @@ JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
 """What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
 
-DSML_BARS = {"｜": "", "｜｜": "-doubled", "‖": "-u2016", "|": "-ascii", "||": "-ascii-doubled"}
+DSML_BARS = {
+    "｜": "",
+    "｜｜": "-doubled",
+    "‖": "-u2016",
+    "|": "-ascii",
+    "||": "-ascii-doubled",
+    " | ": "-ascii-padded",
+}
 """DeepSeek's DSML bar (U+FF5C) and the spellings models mangle it into: doubled and
-U+2016 (lsdefine/GenericAgent #804), ASCII (cline/cline #13348), ASCII doubled
-(AgentFlocks/flocks PR #687)."""
+U+2016 (lsdefine/GenericAgent #804), ASCII (cline/cline #13348), ASCII doubled and ASCII
+with a space each side (AgentFlocks/flocks PR #687)."""
 _DSML_SOURCES = {
     "function_calls": f"{_VLLM}deepseekv32_tool_parser.py",
     "tool_calls": "DeepSeek V4 DSML, per sgl-project/sglang #40236 and #35736",
@@ -332,17 +339,22 @@ _DSML_SOURCES = {
     " calls": "DeepSeek V4.1 DSML, a space after the bars: vllm deepseek_v41 parser;"
     " zed-industries/zed #59503",
     " invoke": "DeepSeek V4.1 DSML without its section wrapper (zed-industries/zed #59503)",
+    "calls": "DSML's `calls` section with no space: kittors/deepseek-web-api #11;"
+    " diegosouzapw/OmniRoute PR #13345",
+    "tool_use": "DSML's `tool_use` section: AgentFlocks/flocks PR #687",
 }
 
 
 def _dsml() -> Registry:
-    """The DSML blocks in every bar spelling; a block closes in any spelling."""
+    """The DSML blocks in every bar spelling; a block closes in any spelling. An opener
+    needs no `>`: models end it with `|` (CJackHwang/ds2api #389) or the turn ends right
+    after it (earendil-works/pi #3712)."""
     return tuple(
         Pattern(
             f"deepseek-dsml-{block.strip().replace('_', '-')}{suffix}"
             + ("-v41" if block.startswith(" ") else ""),
             "span",
-            f"<{bar}DSML{bar}{block}" + ("" if block.strip() == "invoke" else ">"),
+            f"<{bar}DSML{bar}{block}",
             ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
             source=_DSML_SOURCES[block]
             + (
@@ -426,6 +438,34 @@ PROFILES: dict[str, Registry] = {
         ),
         *_deepseek_mangled(),
         *_dsml(),
+    ),
+    "deepseek-xml": (
+        Pattern(
+            "deepseek-bare-function-calls",
+            "span",
+            "<function_calls>",
+            ends=("</function_calls>",),
+            special=False,
+            hint=seq(SPACE, Lit("<invoke name=")),
+            source="DSML with its markers stripped: sglang deepseekv32_detector.py"
+            ' ("Format 3 - Without DSML tags")',
+        ),
+        Pattern(
+            "deepseek-bare-invoke",
+            "span",
+            "<invoke name=",
+            ends=("</invoke>",),
+            special=False,
+            hint=seq(
+                Lit('"'),
+                NAME,
+                Lit('">'),
+                SPACE,
+                alt(Lit("<parameter name="), Lit("</invoke>"), Lit("{")),
+            ),
+            source="DeepSeek V4 Flash's invoke with no DSML and no wrapper, from the official"
+            " API: anomalyco/opencode #34676; sglang deepseekv32_detector.py (Format 4: JSON)",
+        ),
     ),
     "harmony": (
         Pattern(
@@ -666,6 +706,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "qwen3-coder": "look-alike",  # <function=
     "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
+    "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
     "llama-json": "look-alike",  # a reply of nothing but {"name": ..., "parameters": ...}
@@ -706,7 +747,12 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family("Qwen", ("qwen", "qwq"), ("hermes",)),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
-    Family("DeepSeek", ("deepseek",), ("deepseek",)),
+    Family(
+        "DeepSeek",
+        ("deepseek",),
+        ("deepseek", "deepseek-xml"),
+        "DSML with its markers stripped (`<invoke name=...>`) only for DeepSeek names",
+    ),
     Family(
         "gpt-oss",
         ("gpt-oss", "gpt_oss", "harmony"),

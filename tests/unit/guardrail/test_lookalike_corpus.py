@@ -54,6 +54,9 @@ CORPUS: dict[str, tuple[str, ...]] = {
         "DeepSeek writes tool_calls_begin and tool_calls_end between fullwidth bars.",
         "The DSML block is named function_calls; |DSML| alone is not an opener.",
         "A pipe table: | DSML | function_calls | invoke |",
+        'Anthropic-style calls look like `<invoke name="read">` with parameters inside.',
+        'Stripped of its bars, DSML becomes <function_calls> around <invoke name="...">.',
+        '```xml\n<invoke name="read">\n<parameter name="path">/a</parameter>\n</invoke>\n```',
     ),
     "gpt-oss": (
         "The analysis channel holds reasoning; assistantfinal marks the answer.",
@@ -61,6 +64,8 @@ CORPUS: dict[str, tuple[str, ...]] = {
         "Our analysisWe keep in the notes.assistantfinal is a word too.",
         "Analysis: the backup ran at 02:00.",
         "The channel names are analysis, commentary and final.",
+        "to=functions.get_weather is how the header names its recipient.",
+        " to=assistant, then the answer.",
     ),
     "Mistral": (
         "Mistral models start a call with [TOOL_CALLS] and then a JSON list.",

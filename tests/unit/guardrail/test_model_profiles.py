@@ -26,7 +26,7 @@ from ..helpers.scaffolding import strip
 
 # A special token's delimiters no prose writes: `<|` `|>`, DeepSeek's fullwidth bar, and the
 # DSML name between the bars models mangle it into (U+2016, ASCII).
-TOKEN_SPELLINGS = ("<|", "|>", "\uff5c", "\u2016DSML\u2016", "|DSML|")
+TOKEN_SPELLINGS = ("<|", "|>", "\uff5c", "\u2016DSML\u2016", "|DSML|", "| DSML |")
 
 MODEL_NAMES = [
     ("lfm2-1.2b", ()),
@@ -36,7 +36,7 @@ MODEL_NAMES = [
     ("qwen3-coder:30b", ("hermes", "qwen3-coder")),
     ("gemma3:4b", ("gemma-plain",)),
     ("google/functiongemma-270m-it", ("gemma-plain",)),
-    ("deepseek-r1:7b", ("deepseek",)),
+    ("deepseek-r1:7b", ("deepseek", "deepseek-xml")),
     ("gpt-oss:20b", ("harmony", "harmony-residue")),
     ("openai/gpt-oss-120b", ("harmony", "harmony-residue")),
     ("mistral-small3.2", ("mistral",)),

@@ -168,6 +168,55 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         'a<|DSML|tool_calls><|DSML|invoke name="read"></|DSML|invoke></｜DSML｜tool_calls>b',
         "ab",
     ),
+    (  # AgentFlocks/flocks PR #687: ASCII bars with a space each side
+        "deepseek-dsml-tool-calls-ascii-padded", "deepseek",
+        'a< | DSML | tool_calls>< | DSML | invoke name="read"></ | DSML | invoke>'
+        "</ | DSML | tool_calls>b",
+        "ab",
+    ),
+    (  # CJackHwang/ds2api #389: the opener ended by `|`, CDATA values
+        "deepseek-dsml-tool-calls-ascii", "deepseek",
+        '<|DSML|tool_calls|\n   <|DSML|invoke name="terminal">\n     <|DSML|parameter'
+        ' name="command"><![CDATA[find "/home" -type d]]></|DSML|parameter>\n'
+        "   </|DSML|invoke>\n </|DSML|tool_calls>\nDone.",
+        "\nDone.",
+    ),
+    (  # earendil-works/pi #3712: the turn ends right after an opener with no `>`
+        "deepseek-dsml-tool-calls", "deepseek",
+        "Let me check the notes.\n<｜DSML｜tool_calls",
+        "Let me check the notes.\n",
+    ),
+    *(  # kittors/deepseek-web-api #11, diegosouzapw/OmniRoute PR #13345: a `calls` section
+        (
+            f"deepseek-dsml-calls{suffix}", "deepseek",
+            f'a<{bar}DSML{bar}calls>\n<{bar}DSML{bar}invoke name="pwsh">\n<{bar}DSML{bar}'
+            'parameter name="command" string="true">Get-ChildItem -Force</'
+            f"{bar}DSML{bar}parameter>\n</{bar}DSML{bar}invoke>\n</{bar}DSML{bar}calls>b",
+            "ab",
+        )
+        for bar, suffix in EVERY_BAR
+    ),
+    *(  # AgentFlocks/flocks PR #687: a `tool_use` section
+        (
+            f"deepseek-dsml-tool-use{suffix}", "deepseek",
+            f'a<{bar}DSML{bar}tool_use><{bar}DSML{bar}invoke name="read">'
+            f"</{bar}DSML{bar}invoke></{bar}DSML{bar}tool_use>b",
+            "ab",
+        )
+        for bar, suffix in EVERY_BAR
+    ),
+    (  # anomalyco/opencode #34676: DeepSeek V4 Flash, official API, DSML markers stripped
+        "deepseek-bare-invoke", "deepseek-xml",
+        'I will read it.\n<invoke name="read">\n<parameter name="filePath" string="true">'
+        "/home/u/src/api.ts</parameter>\n</invoke>",
+        "I will read it.\n",
+    ),
+    (  # sglang deepseekv32_detector.py, "Format 3 - Without DSML tags"
+        "deepseek-bare-function-calls", "deepseek-xml",
+        'a<function_calls>\n<invoke name="get_weather">\n<parameter name="location"'
+        ' string="true">Paris</parameter>\n</invoke>\n</function_calls>b',
+        "ab",
+    ),
     *(  # vllm deepseekv32_tool_parser.py's block, in each mangled bar
         (
             f"deepseek-dsml-function-calls{suffix}", "deepseek",

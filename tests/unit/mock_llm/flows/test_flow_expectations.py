@@ -28,7 +28,9 @@ MARKUP = re.compile(
 _BAR = "(?:\uff5c|\u2016|\\|){1,2}"  # DSML's bar: fullwidth, double, ASCII
 FAMILY_MARKUP = {
     "DeepSeek": re.compile(
-        f"<{_BAR}DSML{_BAR}( ?)(?:tool_)?calls>.*?</{_BAR}DSML{_BAR}\\1(?:tool_)?calls>", re.DOTALL
+        f"<{_BAR}DSML{_BAR}( ?)(?:tool_)?calls>.*?</{_BAR}DSML{_BAR}\\1(?:tool_)?calls>"
+        r'|<invoke name="\w+">\n<parameter name=.*?</invoke>',  # DSML with its markers stripped
+        re.DOTALL,
     ),
     "Gemma": re.compile(r"<\|tool_call>.*?<tool_call\|>|(?<!\w)call:\w+\{.*?\}", re.DOTALL),
     # a JSON string is read whole (a quoted end marker is data); an opener alone on the last
@@ -64,7 +66,7 @@ FAMILY_FLOWS = {
     "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
     "glm-bare-arguments", "minimax-xml-call", "harmony-residue", "mistral-call-then-prose",
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
-    "llama-json-call", "harmony-messages",
+    "llama-json-call", "harmony-messages", "deepseek-bare-invoke",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
