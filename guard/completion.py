@@ -8,7 +8,8 @@ analysis channel written as text) joins the message's reasoning field. A single-
 reply with no tool calls whose visible content is empty because something was stripped
 gets the one recovery (`wants_recovery`); the recovery's completion is filtered by a
 CompletionGuard made with `follows=` the first, which gives it the first one's id, creation
-time and model, and says whether it stayed empty (`malformed`, contract G3); those rules are `guard.reply`'s.
+time and model, and says whether it stayed empty (`malformed`, contract G3); those rules
+are `guard.reply`'s.
 """
 
 from __future__ import annotations
