@@ -11,6 +11,8 @@ Deliberate choices:
   refuses an empty text block when the client sends the conversation back. One that
   stripped nothing stays as it came.
 - Thinking blocks are never filtered (G9): their signature covers them as they came.
+  Reasoning the filter routes out of a text block (gpt-oss's analysis channel written as
+  text) becomes a thinking block of its own before it, with an empty signature.
 - The correction goes into the top-level `system` (`system_with_correction`), so the model
   never sees a second system prompt; `tools` and `tool_choice` are removed, the rest sent
   as it came.
@@ -78,6 +80,8 @@ class MessageGuard(WholeReply):
                 continue
             one = self.new_filter()
             shown = one.feed(text) + one.flush()
+            if thought := one.take_reasoning():  # gpt-oss's analysis channel, as text
+                kept.append({"type": "thinking", "thinking": thought, "signature": ""})
             if shown == text:
                 kept.append(block)
                 continue

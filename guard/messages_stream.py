@@ -17,6 +17,10 @@ Deliberate choices:
   index); a renumbered event is rewritten (compact JSON) even if nothing else changed.
 - An upstream `error` event ends the reply as it came, and is never recovered.
 - An event that is not a JSON object is not ours to judge: it goes out as it came.
+- Reasoning the filter routes out of a text block (gpt-oss's analysis channel written as
+  text) goes out at once in a `thinking` block the guard opens (with an empty signature:
+  no model signed it), closed before any other block's event; while the text block is
+  still held, the thinking block comes before it, as a real reply orders them.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class MessagesStreamGuard(Reply):
     _decided: bool = False  # the reply's end was seen and judged
     _blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
     _next_index: int = 0  # the client's index for the next block that goes out
+    _thinking: int | None = None  # the client's index of the thinking block the guard opened
 
     def __post_init__(self) -> None:
         if isinstance(self.follows, MessagesStreamGuard):
@@ -104,6 +109,7 @@ class MessagesStreamGuard(Reply):
         if self.recovering or self.ended or (not self._decided and self._decide(out)):
             return out
         self._close_all(out)
+        self._end_thinking(out)
         return out
 
     def fail(self, message: str, status: int) -> list[bytes]:
@@ -121,6 +127,7 @@ class MessagesStreamGuard(Reply):
         nothing more of it goes out)."""
         self._decided = True
         self._close_all(out)
+        self._end_thinking(out)
         if self.wants_recovery:
             self.recovering = True
             return True
@@ -143,6 +150,7 @@ class MessagesStreamGuard(Reply):
             return
         block.held = []
         shown = self._filter(block).feed(text)
+        self._think(out, self._filter(block))
         if shown != text and is_object(announced):  # a text block is an object
             announced["text"] = shown
         self._add(out, block, _Pending(event, parsed, shown != text))
@@ -157,6 +165,7 @@ class MessagesStreamGuard(Reply):
             self._send(out, block, _Pending(event, parsed, False))
             return
         shown = self._filter(block).feed(text)
+        self._think(out, self._filter(block))
         if not shown:
             return  # nothing to show (held back or stripped): not sent
         if shown != text and is_object(delta):  # a text delta is an object
@@ -172,6 +181,7 @@ class MessagesStreamGuard(Reply):
             cast(list[_Pending], holding[-1].held).append(_Pending(event, parsed, False, True))
             return
         self._release_all(out)
+        self._end_thinking(out)
         out.append(raw_event(event.event, event.data))
 
     def _stop(self, out: list[bytes], event: SseEvent, parsed: dict[str, Any]) -> None:
@@ -197,6 +207,8 @@ class MessagesStreamGuard(Reply):
         the block shows, or is dropped when it stripped something and showed nothing."""
         one, block.filter = block.filter, None
         tail = one.flush() if one is not None else ""
+        if one is not None:
+            self._think(out, one)
         if tail:
             fields = {"type": "text_delta", "text": tail}
             delta = {"type": "content_block_delta", "index": block.key, "delta": fields}
@@ -243,6 +255,7 @@ class MessagesStreamGuard(Reply):
             assert pending.event is not None
             out.append(raw_event(pending.event.event, pending.event.data))
             return
+        self._end_thinking(out)
         if block.index is None:
             block.index = self._next_index
             self._next_index += 1
@@ -254,6 +267,31 @@ class MessagesStreamGuard(Reply):
             out.append(event_bytes(parsed))
         else:
             out.append(raw_event(event.event, event.data))
+
+    # --- reasoning routed out of the text ---------------------------------------------------
+
+    def _think(self, out: list[bytes], one: RoundFilter) -> None:
+        """Reasoning the filter routed out of a text block (gpt-oss's analysis channel
+        written as text): a thinking block's delta, in a block the guard opens for it."""
+        thought = one.take_reasoning()
+        if not thought:
+            return
+        if self._thinking is None:
+            self._thinking = self._next_index
+            self._next_index += 1
+            block = {"type": "thinking", "thinking": "", "signature": ""}
+            start = {"type": "content_block_start", "index": self._thinking}
+            out.append(event_bytes({**start, "content_block": block}))
+        delta = {"type": "thinking_delta", "thinking": thought}
+        out.append(
+            event_bytes({"type": "content_block_delta", "index": self._thinking, "delta": delta})
+        )
+
+    def _end_thinking(self, out: list[bytes]) -> None:
+        """Close the thinking block the guard opened, before anything else goes out."""
+        if self._thinking is not None:
+            out.append(event_bytes({"type": "content_block_stop", "index": self._thinking}))
+            self._thinking = None
 
 
 def _key(parsed: dict[str, Any]) -> int:

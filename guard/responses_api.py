@@ -8,6 +8,9 @@ answer texts rewritten and read back (`rewrite_texts`, `output_text_of`,
 Deliberate choices:
 - Every item that is not a `message` or `reasoning` counts as a tool call, so a reply with
   an item the guard does not know is never retried.
+- Reasoning the filter routes out of a message's text (gpt-oss's analysis channel written
+  as text) becomes a `reasoning` item right after that message item, streamed or whole:
+  in a stream the message item has gone out by then, and no index already sent moves.
 - The correction goes where the request keeps its system message (`instructions`, else
   the first `system`/`developer` input message, else new `instructions`), so the model
   never sees a second one; tool fields are removed, the rest sent as it came.
@@ -19,7 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from guardrail.json_shapes import JSONObject, as_array, is_array, is_object, objects
+from guardrail.json_shapes import JSONObject, as_array, as_object, is_array, is_object, objects
 from guardrail.patterns import Registry
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
 from servekit.json_codec import parse_object
@@ -69,6 +72,26 @@ def rewrite_texts(output: object, text_of: TextOf) -> bool:
                 part["text"] = shown
                 changed = True
     return changed
+
+
+def reasoning_item(message_id: object, text: str) -> dict[str, Any]:
+    """A `reasoning` item holding reasoning the filter routed out of a message's text
+    (gpt-oss's analysis channel written as text); its id is made from the message's."""
+    item_id = f"rs_{message_id}" if isinstance(message_id, str) else "rs_guard"
+    content = [{"type": "reasoning_text", "text": text}]
+    return {"id": item_id, "type": "reasoning", "summary": [], "content": content,
+            "status": "completed"}  # fmt: skip
+
+
+def with_reasoning_items(output: list[Any], after: dict[int, str]) -> list[Any]:
+    """`output` with a reasoning item right after each message item at a position of
+    `after` (the reasoning routed out of that message's text)."""
+    items: list[Any] = []
+    for position, item in enumerate(output):
+        items.append(item)
+        if position in after:
+            items.append(reasoning_item((as_object(item) or {}).get("id"), after[position]))
+    return items
 
 
 def rewrite_output_text(response: dict[str, Any], joined: str, registry: Registry) -> bool:

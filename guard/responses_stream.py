@@ -18,6 +18,11 @@ Deliberate choices:
   takes the first stream's `id` and `created_at` (the SDK refuses a changing id) and lists
   the first stream's items the client saw before its own.
 - A part that never came as deltas is filtered whole at its first final event.
+- Reasoning routed out of a message's text (gpt-oss's analysis channel written as text)
+  goes out as a `reasoning` item right after the message item's `output_item.done` (the
+  message's events are out by then, so no index the client has moves); the upstream's later
+  items move up by one, and the completion lists the item in the same place. A message
+  item that is dropped for the recovery takes its reasoning with it.
 """
 
 from __future__ import annotations
@@ -32,12 +37,13 @@ from guard.responses_api import (
     is_tool_call,
     output_text_of,
     raw_event,
+    reasoning_item,
     rewrite_output_text,
     rewrite_texts,
     text_parts,
     typed,
 )
-from guardrail.json_shapes import is_array, is_object, string_field
+from guardrail.json_shapes import as_object, is_array, is_object, string_field
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from servekit.sse import SseEvent
 
@@ -88,7 +94,11 @@ class ResponsesStreamGuard(Reply):
     _last_assigned: int = -1
     _last_sent: int = -1
     _top_index: int = -1  # the highest output index that went out
-    _offset: int = 0  # added to a recovery's output indexes
+    _offset: int = 0  # added to upstream output indexes (a recovery's; after a reasoning item)
+    _thoughts: dict[int, list[str]] = field(default_factory=dict[int, list[str]])
+    """Reasoning routed out of each message item's text, by the item's output index."""
+    _reasoning_after: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    """The reasoning item the client got right after a message item, by the message's id."""
 
     def __post_init__(self) -> None:
         first = self.follows
@@ -217,6 +227,7 @@ class ResponsesStreamGuard(Reply):
         part = self._open_part(_key(index, parsed), parsed.get("item_id"))
         assert part.filter is not None
         shown = part.filter.feed(delta)
+        self._keep_thought(index, part.filter)
         if shown:  # nothing kept for a delta that shows nothing (a span's inside)
             part.shown.append(shown)
         self._gate(out, index)
@@ -270,6 +281,8 @@ class ResponsesStreamGuard(Reply):
                 key = (_index(index), content_index)
                 changed = self._close_text(out, key, part, index) or changed
         self._forward(out, event, parsed, changed, index, finished)
+        if finished is not None and index is not None and self._thoughts.get(index):
+            self._reasoning_item(out, index, finished)
 
     def _completion(
         self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], changed: bool
@@ -297,6 +310,9 @@ class ResponsesStreamGuard(Reply):
         output = response.get("output")
         joined = output_text_of(output)
         changed = rewrite_texts(output, self._final_text)
+        if self._reasoning_after and is_array(output):
+            response["output"] = output = self._with_reasoning(output)
+            changed = True
         if self.follows is not None:
             changed = self._take_identity(response) or changed
             if self._earlier_items and is_array(output):
@@ -358,6 +374,7 @@ class ResponsesStreamGuard(Reply):
                 part = self._parts[key] = _Part(None, None, [self.whole(given)])
         elif part.filter is not None:
             tail = part.filter.flush()
+            self._keep_thought(key[0], part.filter)
             part.filter = None
             if tail:
                 part.shown.append(tail)
@@ -378,6 +395,42 @@ class ResponsesStreamGuard(Reply):
         for key, part in list(self._parts.items()):
             if part.filter is not None:
                 self._close(out, key, None, key[0])
+
+    # --- reasoning routed out of the text --------------------------------------------------
+
+    def _keep_thought(self, index: int | None, one: RoundFilter) -> None:
+        if (thought := one.take_reasoning()) and index is not None:
+            self._thoughts.setdefault(index, []).append(thought)
+
+    def _reasoning_item(self, out: list[bytes], index: int, message: dict[str, Any]) -> None:
+        """The reasoning routed out of a finished message item's text, as a reasoning item
+        right after it; the upstream's later items move up by one."""
+        text = "".join(self._thoughts.pop(index))
+        item = reasoning_item(message.get("id"), text)
+        where: dict[str, Any] = {"item_id": item["id"], "output_index": index + 1}
+        added: dict[str, Any] = {**item, "content": [], "status": "in_progress"}
+        part = {**where, "content_index": 0}
+        self._offset += 1
+        self._write(out, {"type": "response.output_item.added", "output_index": index + 1,
+                          "item": added}, index + 1)  # fmt: skip
+        self._write(out, {"type": "response.reasoning_text.delta", **part, "delta": text},
+                    index + 1)  # fmt: skip
+        self._write(out, {"type": "response.reasoning_text.done", **part, "text": text}, index + 1)
+        self._write(out, {"type": "response.output_item.done", "output_index": index + 1,
+                          "item": item}, index + 1, item)  # fmt: skip
+        if isinstance(message_id := message.get("id"), str):
+            self._reasoning_after[message_id] = item
+
+    def _with_reasoning(self, output: list[Any]) -> list[Any]:
+        """The completion's items with the reasoning items the client got, each right after
+        its message item."""
+        items: list[Any] = []
+        for item in output:
+            items.append(item)
+            item_id = (as_object(item) or {}).get("id")
+            if isinstance(item_id, str) and item_id in self._reasoning_after:
+                items.append(self._reasoning_after[item_id])
+        return items
 
     # --- holding, numbering, sending ------------------------------------------------------
 
@@ -466,10 +519,16 @@ class ResponsesStreamGuard(Reply):
         data = event_bytes(parsed) if changed else raw_event(event.event, event.data)
         self._put(out, _Held(data, number, index, item))
 
-    def _write(self, out: list[bytes], fields: dict[str, Any], index: int | None) -> None:
+    def _write(
+        self,
+        out: list[bytes],
+        fields: dict[str, Any],
+        index: int | None,
+        item: dict[str, Any] | None = None,
+    ) -> None:
         number = self._next_number()
         self._put(
-            out, _Held(event_bytes({**fields, "sequence_number": number}), number, index, None)
+            out, _Held(event_bytes({**fields, "sequence_number": number}), number, index, item)
         )
 
     def _put(self, out: list[bytes], one: _Held) -> None:

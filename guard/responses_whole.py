@@ -23,8 +23,9 @@ from guard.responses_api import (
     output_text_of,
     rewrite_output_text,
     rewrite_texts,
+    with_reasoning_items,
 )
-from guardrail.json_shapes import objects
+from guardrail.json_shapes import is_array, objects
 
 
 @dataclass
@@ -35,5 +36,16 @@ class ResponseGuard(WholeReply):
         if any(is_tool_call(item) for item in objects(output)):
             self.tool_calls = True
         joined = output_text_of(output)
-        changed = rewrite_texts(output, lambda _p, _i, _c, text: self.whole(text))
+        thoughts: dict[int, str] = {}
+
+        def shown(position: int, _item: object, _index: int, text: str) -> str:
+            text, thought = self.whole_parts(text)
+            if thought:
+                thoughts[position] = thoughts.get(position, "") + thought
+            return text
+
+        changed = rewrite_texts(output, shown)
+        if thoughts and is_array(output):
+            response["output"] = with_reasoning_items(output, thoughts)
+            changed = True
         return rewrite_output_text(response, joined, self.registry) or changed

@@ -26,7 +26,13 @@ from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY
 from mock_llm.wire.anthropic import event, message, stream_events
 
-from ..helpers.scaffolding import cut_anywhere
+from ..helpers.scaffolding import (
+    HARMONY_ANSWER,
+    HARMONY_REASONING,
+    HARMONY_REPLY,
+    cut_anywhere,
+    routed_reasoning,
+)
 from .test_guard_responses import ANSWERED, ASKED, CALL, CLEAN, FLOWS, LOOKALIKE, META, decode
 
 EVENTS = pydantic.TypeAdapter[RawMessageStreamEvent](RawMessageStreamEvent)
@@ -274,7 +280,8 @@ def test_each_built_in_flow_as_the_mock_streams_it_shows_the_filtered_text(name:
         assert kinds(events) == ["message_start", "ping"]
         return
     assert text_of(events) == scrub(step.content, registry)
-    assert text_of(events, "thinking") == step.reasoning
+    routed = routed_reasoning(step.content, registry)  # harmony's analysis channel, as text
+    assert text_of(events, "thinking") == (step.reasoning or "") + routed
     if "<" not in step.content:  # nothing the filter could strip or hold back
         assert b"".join(out) == raw
 
@@ -450,6 +457,26 @@ def test_a_hostile_text_delta_of_a_block_never_started_is_filtered():
     delta: dict[str, Any] = {"type": "content_block_delta", "index": 3, "delta": text_delta}
     out = [json.loads(e.data) for e in decode(b"".join(played(guard(), wire_bytes([delta]))))]
     assert out == [{**delta, "index": 0, "delta": {"type": "text_delta", "text": "Hi "}}]
+
+
+@given(st.lists(st.integers(0, 200), max_size=10))
+def test_harmony_analysis_in_a_text_block_streams_as_a_thinking_block_before_it(cuts: list[int]):
+    out = played(
+        MessagesStreamGuard(registry_for("gpt-oss-20b")),
+        wire_bytes(build(("text", pieces(HARMONY_REPLY, cuts)))),
+    )
+    events = parsed(out)
+    assert block_types(events) == ["thinking", "text"]
+    assert (text_of(events, "thinking"), text_of(events)) == (HARMONY_REASONING, HARMONY_ANSWER)
+
+
+def test_a_whole_messages_harmony_analysis_becomes_a_thinking_block_before_its_text():
+    answer = whole(text(HARMONY_REPLY))
+    assert MessageGuard(registry_for("gpt-oss-20b")).filter(answer)
+    assert answer["content"] == [
+        {"type": "thinking", "thinking": HARMONY_REASONING, "signature": ""},
+        {"type": "text", "text": HARMONY_ANSWER},
+    ]
 
 
 # --- whole ------------------------------------------------------------------------------------

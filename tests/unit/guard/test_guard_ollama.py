@@ -30,7 +30,7 @@ from servekit.sse import LineTooLong
 
 from ...support.families import hidden_canary
 from ...support.ollama_generate import as_generate_line
-from ..helpers.scaffolding import cut_anywhere
+from ..helpers.scaffolding import HARMONY_ANSWER, HARMONY_REASONING, HARMONY_REPLY, cut_anywhere
 from .test_guard_responses import ANSWERED
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
@@ -276,31 +276,25 @@ def test_thinking_is_never_filtered_at_any_chunking(api: OllamaApi, cuts: list[i
     assert out == lines
 
 
-HARMONY = (
-    "<|channel|>analysis<|message|>Check the notes.<|end|><|start|>assistant<|channel|>final"
-    "<|message|>Nightly at 02:00.<|return|>"
-)
-
-
 @APIS
 @given(st.lists(st.integers(0, 200), max_size=12))
 def test_harmony_analysis_in_the_text_goes_out_as_thinking_at_any_chunking(
     api: OllamaApi, cuts: list[int]
 ):
     guard = OllamaStreamGuard(registry_for("gpt-oss:20b"), api=api)
-    out = play(guard, stream_of(api, cut_anywhere(HARMONY, cuts)))
-    assert text_of(api, out) == "Nightly at 02:00."
-    assert text_of(api, out, "thinking") == "Check the notes."
+    out = play(guard, stream_of(api, cut_anywhere(HARMONY_REPLY, cuts)))
+    assert text_of(api, out) == HARMONY_ANSWER
+    assert text_of(api, out, "thinking") == HARMONY_REASONING
 
 
 @APIS
 def test_a_whole_answers_harmony_analysis_joins_its_thinking(api: OllamaApi):
-    answer = json.loads(line(api, HARMONY, done=True, thinking="Own. "))
+    answer = json.loads(line(api, HARMONY_REPLY, done=True, thinking="Own. "))
     assert OllamaWholeGuard(registry_for("gpt-oss:20b"), api=api).filter(answer)
     holder = answer if api is GENERATE else answer["message"]
     assert (holder[api.text_key], holder["thinking"]) == (
-        "Nightly at 02:00.",
-        "Own. Check the notes.",
+        HARMONY_ANSWER,
+        "Own. " + HARMONY_REASONING,
     )
 
 

@@ -28,7 +28,13 @@ from mock_llm.wire.responses import response as mock_response
 from mock_llm.wire.responses import stream_events
 from servekit.sse import SseDecoder, SseEvent
 
-from ..helpers.scaffolding import cut_at
+from ..helpers.scaffolding import (
+    HARMONY_ANSWER,
+    HARMONY_REASONING,
+    HARMONY_REPLY,
+    cut_at,
+    routed_reasoning,
+)
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 CALL = f"{START}[read(path='/homelab/x.md')]{END}"
@@ -287,10 +293,44 @@ def test_each_built_in_flow_as_the_mock_streams_it_shows_the_filtered_text(name:
     out += rest
     events = parsed(out)
     assert text_of(events) == scrub(step.content, registry)
-    assert text_of(events, "response.reasoning_text.delta") == step.reasoning
+    routed = routed_reasoning(step.content, registry)  # harmony's analysis channel, as text
+    assert text_of(events, "response.reasoning_text.delta") == (step.reasoning or "") + routed
     assert numbers(events) == list(range(len(events)))
     if "<" not in step.content:  # nothing the filter could strip or hold back
         assert b"".join(out) == raw
+
+
+@given(st.lists(st.integers(0, 200), max_size=10))
+def test_harmony_analysis_in_a_message_streams_as_a_reasoning_item_right_after_it(
+    cuts: list[int],
+):
+    raw = wire_bytes(build(split(HARMONY_REPLY, cuts), arguments='{"path": "/a"}'))
+    events = parsed(played(ResponsesStreamGuard(registry_for("gpt-oss-20b")), raw))
+    assert text_of(events) == HARMONY_ANSWER
+    assert text_of(events, "response.reasoning_text.delta") == HARMONY_REASONING
+    assert numbers(events) == list(range(len(events)))
+    added = [
+        (e["output_index"], e["item"]["type"])
+        for e in events
+        if e["type"] == "response.output_item.added"
+    ]
+    assert added == [(0, "message"), (1, "reasoning"), (2, "function_call")]
+    final = Response.model_validate(events[-1]["response"])
+    assert [item.type for item in final.output] == ["message", "reasoning", "function_call"]
+    assert final.output_text == HARMONY_ANSWER
+
+
+def test_a_whole_responses_harmony_analysis_becomes_a_reasoning_item_after_its_message():
+    response = whole(HARMONY_REPLY)
+    assert ResponseGuard(registry_for("gpt-oss-20b")).filter(response)
+    final = Response.model_validate(response)
+    assert [item.type for item in final.output] == ["reasoning", "message", "reasoning"]
+    assert final.output_text == HARMONY_ANSWER
+    routed = response["output"][2]
+    assert (routed["id"], routed["content"]) == (
+        "rs_msg",
+        [{"type": "reasoning_text", "text": HARMONY_REASONING}],
+    )
 
 
 # --- the one recovery -------------------------------------------------------------------------

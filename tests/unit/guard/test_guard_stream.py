@@ -19,7 +19,7 @@ from servekit.openai_chunks import DONE_EVENT
 
 from ...support.families import hidden_canary
 from ..conftest import sent_body, sent_events
-from ..helpers.scaffolding import cut_anywhere
+from ..helpers.scaffolding import HARMONY_ANSWER, HARMONY_REASONING, HARMONY_REPLY, cut_anywhere
 from .test_guard_responses import ANSWERED, ASKED, FLOWS
 from .test_guard_responses import META as MOCK_META
 
@@ -158,14 +158,6 @@ def test_reasoning_is_never_filtered():
     assert out == [sse(p) for p in payloads] + [DONE_EVENT]
 
 
-HARMONY = (
-    "<|channel|>analysis<|message|>Check the notes.<|end|><|start|>assistant<|channel|>final"
-    "<|message|>Nightly at 02:00.<|return|>"
-)
-"""gpt-oss's analysis channel, then its answer, as a server that does not parse harmony
-sends them (llama.cpp tests/test-chat.cpp, GPT-OSS)."""
-
-
 def reasoning(out: list[bytes]) -> str:
     text: list[str] = []
     for event in out:
@@ -179,28 +171,30 @@ def reasoning(out: list[bytes]) -> str:
 def test_harmony_analysis_in_the_content_goes_out_as_reasoning_content_at_any_chunking(
     cuts: list[int],
 ):
-    out = play(StreamGuard(registry_for("gpt-oss-20b")), stream_of(cut_anywhere(HARMONY, cuts)))
+    out = play(
+        StreamGuard(registry_for("gpt-oss-20b")), stream_of(cut_anywhere(HARMONY_REPLY, cuts))
+    )
     assert out is not None
-    assert (content(out), reasoning(out)) == ("Nightly at 02:00.", "Check the notes.")
+    assert (content(out), reasoning(out)) == (HARMONY_ANSWER, HARMONY_REASONING)
 
 
 def test_reasoning_routed_out_of_the_content_joins_the_reasoning_field_the_upstream_uses():
     guard = StreamGuard(registry_for("gpt-oss"))
-    payloads = [chunk({"reasoning": "Own. ", "content": HARMONY}, "stop")]
+    payloads = [chunk({"reasoning": "Own. ", "content": HARMONY_REPLY}, "stop")]
     out = play(guard, payloads)
     assert out is not None
     delta = json.loads(out[0].removeprefix(b"data: "))["choices"][0]["delta"]
-    assert delta == {"reasoning": "Own. Check the notes.", "content": "Nightly at 02:00."}
+    assert delta == {"reasoning": "Own. " + HARMONY_REASONING, "content": HARMONY_ANSWER}
 
 
 def test_a_whole_completions_harmony_analysis_goes_to_its_reasoning_content():
-    message = {"role": "assistant", "content": HARMONY}
+    message = {"role": "assistant", "content": HARMONY_REPLY}
     completion = {"id": "c1", "choices": [{"index": 0, "message": message}]}
     assert CompletionGuard(registry_for("gpt-oss-120b")).filter(completion)
     assert message == {
         "role": "assistant",
-        "content": "Nightly at 02:00.",
-        "reasoning_content": "Check the notes.",
+        "content": HARMONY_ANSWER,
+        "reasoning_content": HARMONY_REASONING,
     }
 
 

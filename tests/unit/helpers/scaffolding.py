@@ -34,3 +34,19 @@ def run(
 
 def strip(text: str, registry: Registry = DEFAULT_REGISTRY) -> str:
     return run([text], registry)[0]
+
+
+def routed_reasoning(text: str, registry: Registry) -> str:
+    """The reasoning a filter routes out of `text` as one whole stream (gpt-oss's analysis
+    channel written as text)."""
+    return run([text], registry)[1].take_reasoning()
+
+
+HARMONY_REASONING = "Check the notes."
+HARMONY_ANSWER = "Nightly at 02:00."
+HARMONY_REPLY = (
+    f"<|channel|>analysis<|message|>{HARMONY_REASONING}<|end|><|start|>assistant"
+    f"<|channel|>final<|message|>{HARMONY_ANSWER}<|return|>"
+)
+"""gpt-oss's analysis channel, then its answer, as a server that does not parse harmony
+writes them into the answer text (llama.cpp tests/test-chat.cpp, GPT-OSS)."""

@@ -40,6 +40,7 @@ from ...support.litellm_chunks import (
     stream,
     usage_chunk,
 )
+from ..helpers.scaffolding import HARMONY_ANSWER, HARMONY_REASONING, HARMONY_REPLY
 
 pytestmark = THIRD_PARTY_WARNINGS
 
@@ -195,27 +196,21 @@ def test_reasoning_is_never_filtered():
     assert guard.stripped_chars == 0
 
 
-HARMONY = (
-    "<|channel|>analysis<|message|>Check the notes.<|end|><|start|>assistant<|channel|>final"
-    "<|message|>Nightly at 02:00.<|return|>"
-)
-
-
 @given(st.lists(st.integers(0, 200), max_size=8))
 def test_harmony_analysis_in_the_content_goes_out_as_reasoning_content(offsets: list[int]):
     guard = StreamFilter(registry_for("gpt-oss-20b"))
-    _, out = run(stream(cut(HARMONY, offsets)), guard)
+    _, out = run(stream(cut(HARMONY_REPLY, offsets)), guard)
     thought = "".join(
         getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in out if c.choices
     )
-    assert (shown(out), thought) == ("Nightly at 02:00.", "Check the notes.")
+    assert (shown(out), thought) == (HARMONY_ANSWER, HARMONY_REASONING)
 
 
 def test_a_whole_completions_harmony_analysis_goes_to_its_reasoning_content():
-    whole = completion(HARMONY)
+    whole = completion(HARMONY_REPLY)
     CompletionFilter(registry_for("gpt-oss-20b")).filter(whole)
     message = whole.choices[0].message
-    assert (message.content, message.reasoning_content) == ("Nightly at 02:00.", "Check the notes.")
+    assert (message.content, message.reasoning_content) == (HARMONY_ANSWER, HARMONY_REASONING)
 
 
 def test_tool_calls_pass_untouched_and_a_round_with_one_never_recovers():
