@@ -37,6 +37,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
     "llama-json": "look-alike",  # a reply of nothing but {"name": ..., "parameters": ...}
+    "llama-pythonic": "look-alike",  # a reply of nothing but [f(a=1), g(b='x')]
     "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
     "minimax": "look-alike",  # <minimax:tool_call>, [TOOL_CALL]
     "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
@@ -94,8 +95,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "Llama",
         ("llama",),
-        ("llama-json",),
-        "a reply of nothing but JSON calls (Llama 3.x's, with no marker) is a call",
+        ("llama-json", "llama-pythonic"),
+        "a reply of nothing but JSON calls (Llama 3.1+) or a Python list of calls (Llama 3.2"
+        " to 4), with no marker, is a call",
     ),
     Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
     Family(

@@ -12,7 +12,9 @@ from typing import Literal
 
 from guardrail.shapes import Shape
 
-PatternKind = Literal["span", "token", "to_end", "braced", "json_value", "json_reply", "harmony"]
+PatternKind = Literal[
+    "span", "token", "to_end", "braced", "json_value", "json_reply", "pythonic_reply", "harmony"
+]
 Boundary = Literal["any", "word", "start"]
 JsonStrings = Literal["never", "leading", "always"]
 TRAILER_SPACE = 8
@@ -33,6 +35,8 @@ class Pattern:
     `[TOOL_CALLS]name[ARGS]{...}`, which has no end marker), `skips` read as whole tokens
     on the way (`[ARGS]` is not an array); `json_reply` is the whole reply when it is nothing
     but JSON calls with no marker (Llama 3.x, guardrail/json_reply.py; its `start` is `{`);
+    `pythonic_reply` the whole reply when it is nothing but a Python list of calls
+    (`[f(a=1)]`: Llama 3.2 to 4, guardrail/pythonic_reply.py; its `start` is `[`);
     `harmony` is gpt-oss's messages, routed by their headers to the answer, the reasoning or
     away (guardrail/harmony.py; its `start` is `<|channel|>`).
 
@@ -81,6 +85,8 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
         if self.kind == "json_reply" and (self.start != "{" or self.hint is not None):
             raise ValueError(f"pattern {self.name!r}: a json_reply starts with {{ and no hint")
+        if self.kind == "pythonic_reply" and (self.start != "[" or self.hint is not None):
+            raise ValueError(f"pattern {self.name!r}: a pythonic_reply starts with [ and no hint")
         if self.kind == "harmony" and (self.start != "<|channel|>" or self.hint is not None):
             raise ValueError(f"pattern {self.name!r}: harmony starts with <|channel|>, no hint")
         if self.skips and self.kind != "json_value":

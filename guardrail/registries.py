@@ -252,6 +252,17 @@ PROFILES: dict[str, Registry] = {
             f" '; '); {_VLLM}llama_tool_parser.py and its tests (llama3_json)",
         ),
     ),
+    "llama-pythonic": (
+        Pattern(
+            "llama-pythonic-reply",
+            "pythonic_reply",
+            "[",
+            special=False,
+            source="Meta llama-models models/llama3_2 and llama4 prompt formats ([func(a=1), ...]"
+            f" as the whole reply); {_VLLM}pythonic_tool_parser.py, llama4_pythonic_tool_parser.py"
+            " and their tests",
+        ),
+    ),
     "kimi": (
         Pattern(
             "kimi-tool-calls-section",

@@ -23,9 +23,9 @@ from typing import Literal
 
 from guardrail.code_context import CodeContext
 from guardrail.harmony import HarmonyReader, Routed
-from guardrail.json_reply import ReplyCalls
 from guardrail.patterns import BLANKS, TRAILER_SPACE, Pattern, Registry
 from guardrail.registries import DEFAULT_REGISTRY
+from guardrail.reply_calls import WHOLE_REPLY_KINDS, reader_for
 from guardrail.shapes import Chars, Compiled, Lit, alt, compiled, seq
 
 PREVIEW_CHARS = 200
@@ -82,9 +82,9 @@ def _matcher(registry: Registry) -> _Matcher:
 
 @functools.lru_cache(maxsize=64)
 def _markers(registry: Registry) -> Registry:
-    """The patterns found by their markers: all but a whole reply of calls (json_reply) and
-    harmony's messages (read by their own reader, in front of the rest)."""
-    return tuple(p for p in registry if p.kind not in ("json_reply", "harmony"))
+    """The patterns found by their markers: all but a whole reply of calls (json_reply,
+    pythonic_reply) and harmony's messages (read by their own reader, in front of the rest)."""
+    return tuple(p for p in registry if p.kind not in (*WHOLE_REPLY_KINDS, "harmony"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -178,7 +178,7 @@ class ScaffoldingFilter:
             raise ValueError("a registry needs a pattern with a marker")
         self._matcher = _matcher(markers)
         # a whole reply of JSON calls (Llama's): read from its start until it is decided
-        self._reply = ReplyCalls() if any(p.kind == "json_reply" for p in registry) else None
+        self._reply = reader_for(registry)
         # gpt-oss's messages: routed to the answer (read on below), the reasoning, or away
         self._harmony = HarmonyReader() if _reads_harmony(registry) else None
         self._reasoning: list[str] = []

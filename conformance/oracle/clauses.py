@@ -36,7 +36,7 @@ FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gem
                 "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
                 "glm-bare-arguments", "minimax-xml-call", "harmony-residue",
                 "harmony-messages", "mistral-call-then-prose", "kimi-k3-tools",
-                "llama-json-call", "deepseek-bare-invoke")  # fmt: skip
+                "llama-json-call", "deepseek-bare-invoke", "llama-pythonic-call")  # fmt: skip
 """The mock's family flows: each plays one model family's own leak shape (G13)."""
 SPECIAL_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gemma-tool-call",
                  "kimi-k3-tools", "harmony-messages")  # fmt: skip

@@ -33,7 +33,9 @@ import guardrail.json_shapes
 import guardrail.model_profiles
 import guardrail.patterns
 import guardrail.policy
+import guardrail.pythonic_reply
 import guardrail.registries
+import guardrail.reply_calls
 import guardrail.scaffolding
 import guardrail.shapes
 from integrations.openwebui import filter_template
@@ -127,6 +129,8 @@ LIBRARY = (
     guardrail.model_profiles,
     guardrail.code_context,
     guardrail.json_reply,
+    guardrail.pythonic_reply,
+    guardrail.reply_calls,
     guardrail.harmony,
     guardrail.scaffolding,
 )

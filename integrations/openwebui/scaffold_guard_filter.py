@@ -23,6 +23,7 @@ enable it and make it global (or attach it to models); see docs/integrations.md.
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import re
@@ -30,7 +31,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, Protocol, TypeGuard
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -187,7 +188,9 @@ def compiled(shape: Shape) -> Compiled:
 # ---- guardrail/patterns.py: the whole module after its imports ----
 
 
-PatternKind = Literal["span", "token", "to_end", "braced", "json_value", "json_reply", "harmony"]
+PatternKind = Literal[
+    "span", "token", "to_end", "braced", "json_value", "json_reply", "pythonic_reply", "harmony"
+]
 Boundary = Literal["any", "word", "start"]
 JsonStrings = Literal["never", "leading", "always"]
 TRAILER_SPACE = 8
@@ -208,6 +211,8 @@ class Pattern:
     `[TOOL_CALLS]name[ARGS]{...}`, which has no end marker), `skips` read as whole tokens
     on the way (`[ARGS]` is not an array); `json_reply` is the whole reply when it is nothing
     but JSON calls with no marker (Llama 3.x, guardrail/json_reply.py; its `start` is `{`);
+    `pythonic_reply` the whole reply when it is nothing but a Python list of calls
+    (`[f(a=1)]`: Llama 3.2 to 4, guardrail/pythonic_reply.py; its `start` is `[`);
     `harmony` is gpt-oss's messages, routed by their headers to the answer, the reasoning or
     away (guardrail/harmony.py; its `start` is `<|channel|>`).
 
@@ -256,6 +261,8 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
         if self.kind == "json_reply" and (self.start != "{" or self.hint is not None):
             raise ValueError(f"pattern {self.name!r}: a json_reply starts with {{ and no hint")
+        if self.kind == "pythonic_reply" and (self.start != "[" or self.hint is not None):
+            raise ValueError(f"pattern {self.name!r}: a pythonic_reply starts with [ and no hint")
         if self.kind == "harmony" and (self.start != "<|channel|>" or self.hint is not None):
             raise ValueError(f"pattern {self.name!r}: harmony starts with <|channel|>, no hint")
         if self.skips and self.kind != "json_value":
@@ -516,6 +523,17 @@ PROFILES: dict[str, Registry] = {
             f" '; '); {_VLLM}llama_tool_parser.py and its tests (llama3_json)",
         ),
     ),
+    "llama-pythonic": (
+        Pattern(
+            "llama-pythonic-reply",
+            "pythonic_reply",
+            "[",
+            special=False,
+            source="Meta llama-models models/llama3_2 and llama4 prompt formats ([func(a=1), ...]"
+            f" as the whole reply); {_VLLM}pythonic_tool_parser.py, llama4_pythonic_tool_parser.py"
+            " and their tests",
+        ),
+    ),
     "kimi": (
         Pattern(
             "kimi-tool-calls-section",
@@ -710,6 +728,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "harmony": "special",  # <|channel|>commentary
     "llama": "special",  # <|python_tag|>, <|python_start|>
     "llama-json": "look-alike",  # a reply of nothing but {"name": ..., "parameters": ...}
+    "llama-pythonic": "look-alike",  # a reply of nothing but [f(a=1), g(b='x')]
     "kimi": "special",  # <|tool_calls_section_begin|>, <|tool_call_begin|>
     "minimax": "look-alike",  # <minimax:tool_call>, [TOOL_CALL]
     "minimax-m1": "look-alike",  # <tool_calls> (MiniMax-M1, Jamba)
@@ -767,8 +786,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "Llama",
         ("llama",),
-        ("llama-json",),
-        "a reply of nothing but JSON calls (Llama 3.x's, with no marker) is a call",
+        ("llama-json", "llama-pythonic"),
+        "a reply of nothing but JSON calls (Llama 3.1+) or a Python list of calls (Llama 3.2"
+        " to 4), with no marker, is a call",
     ),
     Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
     Family(
@@ -1076,6 +1096,207 @@ class ReplyCalls:
             return False
         self._calls += 1
         return True
+
+
+# ---- guardrail/pythonic_reply.py: the whole module after its imports ----
+
+
+State = Literal["start", "name", "in_name", "paren", "args", "after", "done"]
+_NAME_START = re.compile(r"[A-Za-z_]")
+_NAME_CHAR = re.compile(r"[A-Za-z0-9_.]")
+NAME_LIMIT = 64
+_OPENERS, _CLOSERS = "([{", ")]}"
+
+
+def is_pythonic_call(source: str) -> bool:
+    """Whether `source` is one call as the pythonic format writes it: a (dotted) name and
+    keyword arguments whose values are literals."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    call = tree.body
+    if not isinstance(call, ast.Call) or call.args or not _is_name(call.func):
+        return False
+    for keyword in call.keywords:
+        if keyword.arg is None:  # **kwargs
+            return False
+        try:
+            ast.literal_eval(keyword.value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return False
+    return True
+
+
+def _is_name(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+class PythonicCalls:
+    """Reads a reply from its start, as json_reply.ReplyCalls does: `feed` says whether it
+    may still be nothing but a list of calls ("maybe") or not ("no", final); `complete()`
+    at the end says whether it is."""
+
+    __slots__ = ("_call_at", "_calls", "_depth", "_escaped", "_name", "_quote", "_state",
+                 "_verdict", "text")  # fmt: skip
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._verdict: Reading = "maybe"
+        self._state: State = "start"
+        self._name = 0  # the current name's length
+        self._depth = 0  # brackets open inside the current call's parentheses
+        self._quote = ""  # the quote a string inside the call is in, if any
+        self._escaped = False
+        self._call_at = 0
+        self._calls = 0
+
+    @property
+    def calls(self) -> int:
+        """The calls read whole so far."""
+        return self._calls
+
+    def feed(self, chunk: str) -> Reading:
+        if self._verdict == "no":
+            return "no"
+        at = len(self.text)
+        self.text += chunk
+        if len(self.text) > HOLD_LIMIT:
+            self._verdict = "no"
+            return "no"
+        for index in range(at, len(self.text)):
+            if not self._read(self.text[index], index):
+                self._verdict = "no"
+                break
+        return self._verdict
+
+    def complete(self) -> bool:
+        """At the reply's end: whether all of it is a closed list of calls."""
+        return self._verdict == "maybe" and self._state == "done" and self._calls > 0
+
+    def _read(self, char: str, index: int) -> bool:
+        """Read one character; False when the reply can no longer be only calls."""
+        state = self._state
+        if state == "args":
+            return self._read_args(char, index)
+        if state in ("start", "done"):
+            if char in BLANKS:
+                return True
+            if state == "done" or char != "[":
+                return False
+            self._state = "name"
+            return True
+        if state == "name":
+            if char in BLANKS:
+                return True
+            if _NAME_START.match(char) is None:
+                return False
+            self._state, self._name, self._call_at = "in_name", 1, index
+            return True
+        if state == "in_name":
+            if _NAME_CHAR.match(char) is not None:
+                self._name += 1
+                return self._name <= NAME_LIMIT
+            self._state = "paren"
+            return self._read(char, index)
+        if state == "paren":
+            if char in BLANKS:
+                return True
+            if char != "(":
+                return False
+            self._state, self._depth = "args", 1
+            return True
+        # after a call: more calls, or the list's end
+        if char in BLANKS:
+            return True
+        if char == ",":
+            self._state = "name"
+            return True
+        if char == "]":
+            self._state = "done"
+            return True
+        return False
+
+    def _read_args(self, char: str, index: int) -> bool:
+        """Inside a call's parentheses: strings and brackets, until they close."""
+        if self._quote:
+            if self._escaped:
+                self._escaped = False
+            elif char == "\\":
+                self._escaped = True
+            elif char == self._quote:
+                self._quote = ""
+            return True
+        if char in "'\"":
+            self._quote = char
+        elif char in _OPENERS:
+            self._depth += 1
+        elif char in _CLOSERS:
+            self._depth -= 1
+            if self._depth == 0:
+                self._state = "after"
+                if not is_pythonic_call(self.text[self._call_at : index + 1]):
+                    return False
+                self._calls += 1
+        return True
+
+
+# ---- guardrail/reply_calls.py: the whole module after its imports ----
+
+
+WHOLE_REPLY_KINDS = ("json_reply", "pythonic_reply")
+
+
+class CallReply(Protocol):
+    """A reader of a reply that may be nothing but calls."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def calls(self) -> int: ...
+
+    def feed(self, chunk: str) -> Reading: ...
+
+    def complete(self) -> bool: ...
+
+
+class EitherReply:
+    """One reply read by several readers: "maybe" while any of them may still be calls,
+    complete when one is."""
+
+    __slots__ = ("_readers", "text")
+
+    def __init__(self, *readers: CallReply) -> None:
+        self._readers = list(readers)
+        self.text = ""
+
+    @property
+    def calls(self) -> int:
+        return max((r.calls for r in self._readers if r.complete()), default=0)
+
+    def feed(self, chunk: str) -> Reading:
+        self.text += chunk
+        self._readers = [r for r in self._readers if r.feed(chunk) == "maybe"]
+        return "maybe" if self._readers else "no"
+
+    def complete(self) -> bool:
+        return any(r.complete() for r in self._readers)
+
+
+def reader_for(registry: Registry) -> CallReply | None:
+    """The reader for the whole-reply kinds `registry` has (None: it has none)."""
+    kinds = {p.kind for p in registry}
+    readers: list[CallReply] = []
+    if "json_reply" in kinds:
+        readers.append(ReplyCalls())
+    if "pythonic_reply" in kinds:
+        readers.append(PythonicCalls())
+    if len(readers) > 1:
+        return EitherReply(*readers)
+    return readers[0] if readers else None
 
 
 # ---- guardrail/harmony.py: the whole module after its imports ----
@@ -1426,9 +1647,9 @@ def _matcher(registry: Registry) -> _Matcher:
 
 @functools.lru_cache(maxsize=64)
 def _markers(registry: Registry) -> Registry:
-    """The patterns found by their markers: all but a whole reply of calls (json_reply) and
-    harmony's messages (read by their own reader, in front of the rest)."""
-    return tuple(p for p in registry if p.kind not in ("json_reply", "harmony"))
+    """The patterns found by their markers: all but a whole reply of calls (json_reply,
+    pythonic_reply) and harmony's messages (read by their own reader, in front of the rest)."""
+    return tuple(p for p in registry if p.kind not in (*WHOLE_REPLY_KINDS, "harmony"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -1522,7 +1743,7 @@ class ScaffoldingFilter:
             raise ValueError("a registry needs a pattern with a marker")
         self._matcher = _matcher(markers)
         # a whole reply of JSON calls (Llama's): read from its start until it is decided
-        self._reply = ReplyCalls() if any(p.kind == "json_reply" for p in registry) else None
+        self._reply = reader_for(registry)
         # gpt-oss's messages: routed to the answer (read on below), the reasoning, or away
         self._harmony = HarmonyReader() if _reads_harmony(registry) else None
         self._reasoning: list[str] = []

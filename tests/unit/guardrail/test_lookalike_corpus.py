@@ -83,6 +83,12 @@ CORPUS: dict[str, tuple[str, ...]] = {
         'The call looks like {"name": "get_weather", "parameters": {"city": "Paris"}}.',
         '```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```',
         '{"name": "get weather", "parameters": {}}',
+        # lists a user asked for: only a whole reply of calls with literal keywords is a call
+        "[1] Backups run nightly.",
+        "[Backups](https://example.com/backups) run nightly at 02:00.",
+        "[get_weather(city='Paris')] is the call it would make.",
+        "[sorted(xs), len(xs)]",
+        "```python\n[get_weather(city='Paris')]\n```",
         '{"name": "f", "parameters": "none"}',
         '; {"name": "f", "parameters": {}}',
     ),

@@ -449,9 +449,12 @@ def accepted(registry: Registry) -> bool:
     return True
 
 
-FUZZED_PROFILES = sorted(p for p in PROFILES if p not in ("llama-json", "harmony"))
-"""Every profile but the whole-reply one, which holds a reply far past the markers' bound
-while it may be nothing but calls (its property is tests/unit/guardrail/test_json_reply.py's),
+FUZZED_PROFILES = sorted(
+    p for p in PROFILES if p not in ("llama-json", "llama-pythonic", "harmony")
+)
+"""Every profile but the whole-reply ones, which hold a reply far past the markers' bound
+while it may be nothing but calls (their properties are tests/unit/guardrail/
+test_json_reply.py's and test_pythonic_reply.py's),
 and harmony's messages, which route text instead of stripping spans (its property is
 tests/unit/guardrail/test_harmony.py's)."""
 

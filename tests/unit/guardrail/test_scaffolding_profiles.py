@@ -351,6 +351,12 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         '{"name": "get_time", "arguments": {"tz": "PST \\"quoted\\" }"}}',
         "",
     ),
+    (  # vllm tests/tool_parsers (llama4_pythonic): a reply of nothing but a list of calls
+        "llama-pythonic-reply", "llama-pythonic",
+        "[get_weather(city='San Francisco', metric='celsius'), register_user(name='John Doe',"
+        " age=37, address={'city': 'San Francisco', 'state': 'CA'}, role=None)]",
+        "",
+    ),
     (  # raullenchai/Rapid-MLX PR #1592: LFM imitating its transcript
         "transcript-echo", "echo",
         'Let me look.[Calling tool: browse({"url": "https://www.iana.org/help/example-domains"})]',
@@ -533,6 +539,8 @@ def shape_table() -> str:
                 "braced": "the `}` closing its first `{`",
                 "json_value": "the close of its first object or list",
                 "json_reply": "the reply's end: the whole reply, when it is nothing but calls",
+                "pythonic_reply": "the reply's end: the whole reply, when it is nothing but a"
+                " list of calls",
                 "harmony": "its message's end: `<\\|end\\|>`, `<\\|call\\|>`, `<\\|return\\|>`"
                 " or the next header; routed by its header (below)",
             }.get(p.kind, "")

@@ -39,7 +39,10 @@ FAMILY_MARKUP = {
         r'<tool_call>(?:"(?:\\.|[^"\\])*"|.)*?</tool_call>|(?m:^)<tool_call>\s*\Z', re.DOTALL
     ),
     "Mistral": re.compile(r"\[TOOL_CALLS\]\w+\[ARGS\]\{[^{}]*\}"),
-    "Llama": re.compile(r'\A\{"name": "\w+", "parameters": \{"\w+": "[^"]*"\}\}\Z'),
+    "Llama": re.compile(
+        r'\A\{"name": "\w+", "parameters": \{"\w+": "[^"]*"\}\}\Z'  # JSON, the whole reply
+        r"|\A\[\w+\(\w+='[^']*'\)\]\Z"  # a Python list of calls, the whole reply
+    ),
     "Kimi": re.compile(r"<\|open\|>tools<\|sep\|>.*?<\|close\|>tools<\|sep\|>", re.DOTALL),
     "Qwen3-Coder": re.compile(r"<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL),
     "Seed-OSS": re.compile(r"<seed:tool_call>.*?</seed:tool_call>", re.DOTALL),
@@ -66,7 +69,7 @@ FAMILY_FLOWS = {
     "qwen3-coder-bare-function", "seed-oss-tool-call", "nemotron-toolcall",
     "glm-bare-arguments", "minimax-xml-call", "harmony-residue", "mistral-call-then-prose",
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
-    "llama-json-call", "harmony-messages", "deepseek-bare-invoke",
+    "llama-json-call", "harmony-messages", "deepseek-bare-invoke", "llama-pythonic-call",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
