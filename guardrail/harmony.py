@@ -103,7 +103,17 @@ def _inline_body(header: str) -> str:
 class HarmonyReader:
     """One stream's harmony messages, routed (see the module docstring)."""
 
-    __slots__ = ("_body", "_escaped", "_header", "_held", "_json", "_lead", "_string", "_unit")
+    __slots__ = (
+        "_body",
+        "_escaped",
+        "_header",
+        "_held",
+        "_json",
+        "_lead",
+        "_string",
+        "_unit",
+        "idle",
+    )
 
     def __init__(self) -> None:
         self._held = ""
@@ -114,24 +124,26 @@ class HarmonyReader:
         self._string = False
         self._escaped = False
         self._unit = False  # a stripped message is open
+        self.idle = False  # outside any message with nothing held: no `<`, nothing to do
 
     @property
     def held(self) -> str:
         return (self._header or "") + self._held
 
-    @property
-    def idle(self) -> bool:
-        """Outside any message with nothing held: a chunk with no `<` is answer as it is."""
-        return not self._held and self._header is None and not self._lead and self._body == "answer"
-
     def feed(self, chunk: str) -> Routed:
         """Where each piece of the stream so far goes (the rest is held)."""
-        if "<" not in chunk and self.idle:
+        if self.idle and "<" not in chunk:
             return [("answer", chunk)] if chunk else []
         out: Routed = []
         text, self._held = self._held + chunk, ""
         self._read(text, out, final=False)
+        self._set_idle()
         return out
+
+    def _set_idle(self) -> None:
+        self.idle = (
+            not self._held and self._header is None and not self._lead and self._body == "answer"
+        )
 
     def flush(self) -> Routed:
         """At the end: what was held goes where it stands; an open message ends."""
@@ -142,6 +154,7 @@ class HarmonyReader:
             header, self._header = self._header, None
             self._resolve(header, out)
         self._close(out)
+        self._set_idle()
         return out
 
     # --- reading -------------------------------------------------------------------------

@@ -52,6 +52,10 @@ class Pattern:
     (`start`). `trailers`: markers a span's end may be followed by (after at most
     TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a Qwen3-Coder
     call without its opening `<tool_call>` still ends with.
+
+    `reasoning`: the span's body is the model's reasoning, not a call (gpt-oss's analysis
+    channel once a server dropped its tokens): it goes to the filter's take_reasoning(),
+    and only the span's markers are stripped.
     """
 
     name: str
@@ -66,12 +70,15 @@ class Pattern:
     quotes: tuple[str, ...] = ()
     json_strings: JsonStrings = "never"
     skips: tuple[str, ...] = ()
+    reasoning: bool = False
 
     def __post_init__(self) -> None:
         if not self.start:
             raise ValueError(f"pattern {self.name!r}: empty start marker")
         if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
             raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
+        if self.reasoning and (self.kind != "span" or self.json_strings != "never"):
+            raise ValueError(f"pattern {self.name!r}: only a plain span's body is reasoning")
         if self.trailers and self.kind != "span":
             raise ValueError(f"pattern {self.name!r}: only a span has trailers")
         if any(trailer[:1] and trailer[0] in BLANKS for trailer in self.trailers):

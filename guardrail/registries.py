@@ -222,7 +222,18 @@ PROFILES: dict[str, Registry] = {
             special=False,
             hint=Chars("[A-Z]", 1, 1),
             boundary="start",
-            source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743",
+            reasoning=True,
+            source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743;"
+            " sglang test/srt/test_harmony_parser.py (test_parse_analysis_no_space_after_header)",
+        ),
+        Pattern(
+            "harmony-final-residue",
+            "token",
+            "assistantfinal",
+            special=False,
+            boundary="start",
+            source="gpt-oss's final header with its tokens stripped, opening the reply: sglang"
+            " python/sglang/srt/parser/harmony_parser.py (TextStrategy)",
         ),
     ),
     "llama": (

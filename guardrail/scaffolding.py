@@ -222,9 +222,15 @@ class ScaffoldingFilter:
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
         harmony = self._harmony
-        if harmony is not None and ("<" in chunk or not harmony.idle):
+        if harmony is not None and (not harmony.idle or "<" in chunk):
             return self._routed(harmony.feed(chunk))
-        return self._feed_answer(chunk)
+        # _feed_answer's body, inlined: a clean chunk costs no further call
+        if self._reply is not None:
+            return self._feed_reply(chunk)
+        fast = self._fast
+        if fast is not None and fast not in chunk:
+            return chunk
+        return self._feed(chunk)
 
     def _routed(self, pieces: Routed) -> str:
         """Harmony's pieces: answer text read on, reasoning kept for take_reasoning(),
@@ -280,7 +286,7 @@ class ScaffoldingFilter:
         if self._span is not None:
             if not held and self._json != "pending":
                 if self._inside.firsts.search(chunk) is None:
-                    self._strip(chunk)  # nothing that could end the span: all of it is span
+                    self._span_text(chunk)  # nothing could end the span: all of it is span
                     self._passed(chunk)
                     return ""
             elif held + chunk in self._inside.prefixes:
@@ -341,9 +347,9 @@ class ScaffoldingFilter:
                 end, read = self._span_end(text, pos)
                 if end is None:
                     keep = len(text) if final else self._hold_inside(text, read)
-                    self._strip(text[pos:keep])
+                    self._span_text(text[pos:keep])
                     break
-                self._strip(text[pos:end])
+                self._span_text(text[pos:end], ended=True)
                 pos = end
                 self._close_span()
                 continue
@@ -564,6 +570,20 @@ class ScaffoldingFilter:
                 self._json = "on"
             else:
                 self._json = "pending" if pattern.json_strings == "leading" else "off"
+
+    def _span_text(self, text: str, *, ended: bool = False) -> None:
+        """Text inside the open span (`ended`: its end marker last): stripped, or, for a
+        span whose body is reasoning, that body kept for take_reasoning() and only the end
+        marker stripped."""
+        span = self._span
+        if span is None or not span.reasoning:
+            self._strip(text)
+            return
+        marker = next((e for e in span.ends if text.endswith(e)), "") if ended else ""
+        body = text[: len(text) - len(marker)]
+        if body:
+            self._reasoning.append(body)
+        self._strip(marker)
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)

@@ -228,6 +228,10 @@ class Pattern:
     (`start`). `trailers`: markers a span's end may be followed by (after at most
     TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a Qwen3-Coder
     call without its opening `<tool_call>` still ends with.
+
+    `reasoning`: the span's body is the model's reasoning, not a call (gpt-oss's analysis
+    channel once a server dropped its tokens): it goes to the filter's take_reasoning(),
+    and only the span's markers are stripped.
     """
 
     name: str
@@ -242,12 +246,15 @@ class Pattern:
     quotes: tuple[str, ...] = ()
     json_strings: JsonStrings = "never"
     skips: tuple[str, ...] = ()
+    reasoning: bool = False
 
     def __post_init__(self) -> None:
         if not self.start:
             raise ValueError(f"pattern {self.name!r}: empty start marker")
         if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
             raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
+        if self.reasoning and (self.kind != "span" or self.json_strings != "never"):
+            raise ValueError(f"pattern {self.name!r}: only a plain span's body is reasoning")
         if self.trailers and self.kind != "span":
             raise ValueError(f"pattern {self.name!r}: only a span has trailers")
         if any(trailer[:1] and trailer[0] in BLANKS for trailer in self.trailers):
@@ -493,7 +500,18 @@ PROFILES: dict[str, Registry] = {
             special=False,
             hint=Chars("[A-Z]", 1, 1),
             boundary="start",
-            source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743",
+            reasoning=True,
+            source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743;"
+            " sglang test/srt/test_harmony_parser.py (test_parse_analysis_no_space_after_header)",
+        ),
+        Pattern(
+            "harmony-final-residue",
+            "token",
+            "assistantfinal",
+            special=False,
+            boundary="start",
+            source="gpt-oss's final header with its tokens stripped, opening the reply: sglang"
+            " python/sglang/srt/parser/harmony_parser.py (TextStrategy)",
         ),
     ),
     "llama": (
@@ -1366,7 +1384,17 @@ def _inline_body(header: str) -> str:
 class HarmonyReader:
     """One stream's harmony messages, routed (see the module docstring)."""
 
-    __slots__ = ("_body", "_escaped", "_header", "_held", "_json", "_lead", "_string", "_unit")
+    __slots__ = (
+        "_body",
+        "_escaped",
+        "_header",
+        "_held",
+        "_json",
+        "_lead",
+        "_string",
+        "_unit",
+        "idle",
+    )
 
     def __init__(self) -> None:
         self._held = ""
@@ -1377,24 +1405,26 @@ class HarmonyReader:
         self._string = False
         self._escaped = False
         self._unit = False  # a stripped message is open
+        self.idle = False  # outside any message with nothing held: no `<`, nothing to do
 
     @property
     def held(self) -> str:
         return (self._header or "") + self._held
 
-    @property
-    def idle(self) -> bool:
-        """Outside any message with nothing held: a chunk with no `<` is answer as it is."""
-        return not self._held and self._header is None and not self._lead and self._body == "answer"
-
     def feed(self, chunk: str) -> Routed:
         """Where each piece of the stream so far goes (the rest is held)."""
-        if "<" not in chunk and self.idle:
+        if self.idle and "<" not in chunk:
             return [("answer", chunk)] if chunk else []
         out: Routed = []
         text, self._held = self._held + chunk, ""
         self._read(text, out, final=False)
+        self._set_idle()
         return out
+
+    def _set_idle(self) -> None:
+        self.idle = (
+            not self._held and self._header is None and not self._lead and self._body == "answer"
+        )
 
     def flush(self) -> Routed:
         """At the end: what was held goes where it stands; an open message ends."""
@@ -1405,6 +1435,7 @@ class HarmonyReader:
             header, self._header = self._header, None
             self._resolve(header, out)
         self._close(out)
+        self._set_idle()
         return out
 
     # --- reading -------------------------------------------------------------------------
@@ -1787,9 +1818,15 @@ class ScaffoldingFilter:
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
         harmony = self._harmony
-        if harmony is not None and ("<" in chunk or not harmony.idle):
+        if harmony is not None and (not harmony.idle or "<" in chunk):
             return self._routed(harmony.feed(chunk))
-        return self._feed_answer(chunk)
+        # _feed_answer's body, inlined: a clean chunk costs no further call
+        if self._reply is not None:
+            return self._feed_reply(chunk)
+        fast = self._fast
+        if fast is not None and fast not in chunk:
+            return chunk
+        return self._feed(chunk)
 
     def _routed(self, pieces: Routed) -> str:
         """Harmony's pieces: answer text read on, reasoning kept for take_reasoning(),
@@ -1845,7 +1882,7 @@ class ScaffoldingFilter:
         if self._span is not None:
             if not held and self._json != "pending":
                 if self._inside.firsts.search(chunk) is None:
-                    self._strip(chunk)  # nothing that could end the span: all of it is span
+                    self._span_text(chunk)  # nothing could end the span: all of it is span
                     self._passed(chunk)
                     return ""
             elif held + chunk in self._inside.prefixes:
@@ -1906,9 +1943,9 @@ class ScaffoldingFilter:
                 end, read = self._span_end(text, pos)
                 if end is None:
                     keep = len(text) if final else self._hold_inside(text, read)
-                    self._strip(text[pos:keep])
+                    self._span_text(text[pos:keep])
                     break
-                self._strip(text[pos:end])
+                self._span_text(text[pos:end], ended=True)
                 pos = end
                 self._close_span()
                 continue
@@ -2129,6 +2166,20 @@ class ScaffoldingFilter:
                 self._json = "on"
             else:
                 self._json = "pending" if pattern.json_strings == "leading" else "off"
+
+    def _span_text(self, text: str, *, ended: bool = False) -> None:
+        """Text inside the open span (`ended`: its end marker last): stripped, or, for a
+        span whose body is reasoning, that body kept for take_reasoning() and only the end
+        marker stripped."""
+        span = self._span
+        if span is None or not span.reasoning:
+            self._strip(text)
+            return
+        marker = next((e for e in span.ends if text.endswith(e)), "") if ended else ""
+        body = text[: len(text) - len(marker)]
+        if body:
+            self._reasoning.append(body)
+        self._strip(marker)
 
     def _strip(self, text: str) -> None:
         self.stripped_chars += len(text)

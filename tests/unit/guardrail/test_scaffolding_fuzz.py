@@ -455,8 +455,9 @@ FUZZED_PROFILES = sorted(
 """Every profile but the whole-reply ones, which hold a reply far past the markers' bound
 while it may be nothing but calls (their properties are tests/unit/guardrail/
 test_json_reply.py's and test_pythonic_reply.py's),
-and harmony's messages, which route text instead of stripping spans (its property is
-tests/unit/guardrail/test_harmony.py's)."""
+and harmony's messages and residue, which route text to the reasoning instead of stripping
+it (their properties are tests/unit/guardrail/test_harmony.py's and
+test_scaffolding_shapes.py's)."""
 
 
 @st.composite
@@ -543,10 +544,12 @@ class CheckedStream:
     def strips_whole(self, rest: str) -> bool:
         """Whether the held text's first character is stripped once `rest` follows: what is
         shown then is what is shown now and a tail of the held text and `rest` (a token's
-        hint is shown after it), never all of them."""
+        hint is shown after it), never all of them; or what is shown next does not begin
+        with that character (a hint's own end may open another span and go too)."""
         later = reference(self.fed + rest, self.registry).shown
         added, coming = later[len(self.shown) :], self.filter.held + rest
-        return later.startswith(self.shown) and coming.endswith(added) and added != coming
+        tail = coming.endswith(added) and added != coming
+        return later.startswith(self.shown) and (tail or added[:1] != coming[:1])
 
     def rests(self, tail: str) -> set[str]:
         """What completes `tail` into something stripped whole: an opener (with its hint), or

@@ -244,6 +244,11 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         )
         for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
     ),
+    (  # sglang harmony_parser.py TextStrategy: the final header's residue opening the reply
+        "harmony-final-residue", "harmony-residue",
+        "assistantfinalIt looks like you're testing. How can I help?",
+        "It looks like you're testing. How can I help?",
+    ),
     (  # Augustas11/macprovider #743: gpt-oss with its special tokens stripped
         "harmony-analysis-residue", "harmony-residue",
         "analysisWe need to answer what 2+2 is. Simple.assistantfinalfour",

@@ -124,6 +124,51 @@ def test_a_start_opener_counts_only_at_the_answers_start(text: str, shown: str):
     assert every_chunking(text, RESIDUE) == {shown}
 
 
+def reasoned(chunks: list[str], registry: tuple[Pattern, ...]) -> tuple[str, str, int]:
+    """What `chunks` show, the reasoning routed out of them, and the characters stripped."""
+    f = ScaffoldingFilter(registry)
+    shown, thought = [], []
+    for chunk in chunks:
+        shown.append(f.feed(chunk))
+        thought.append(f.take_reasoning())
+    shown.append(f.flush())
+    thought.append(f.take_reasoning())
+    return "".join(shown), "".join(thought), f.stripped_chars
+
+
+@pytest.mark.parametrize(
+    ("text", "shown", "reasoning"),
+    [  # sglang test_harmony_parser.py; Augustas11/macprovider #743
+        ("analysisWe need to answer.assistantfinalFour.", "Four.", "We need to answer."),
+        ("analysisThe user asks", "", "The user asks"),
+        ("assistantfinalFour.", "Four.", ""),
+        ("It is assistantfinal here.", "It is assistantfinal here.", ""),
+    ],
+)  # fmt: skip
+def test_residue_analysis_is_reasoning_and_only_its_header_words_are_stripped(
+    text: str, shown: str, reasoning: str
+):
+    for chunks in [
+        *(chunked(text, n) for n in (1, 3, len(text))),
+        *(cut_at(text, i) for i in range(len(text))),
+    ]:
+        assert reasoned(chunks, RESIDUE) == (
+            shown,
+            reasoning,
+            len(text) - len(shown) - len(reasoning),
+        ), chunks
+
+
+@given(
+    st.text(alphabet="analysisWe.ftA ", max_size=30).map(lambda t: t + "assistantfinal" + t),
+    st.data(),
+)
+def test_residue_routes_alike_however_it_is_chunked(text: str, data: st.DataObject):
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=4)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    assert reasoned(pieces, RESIDUE) == reasoned([text], RESIDUE)
+
+
 def test_held_text_at_the_answers_start_keeps_its_place():
     f = ScaffoldingFilter(RESIDUE)
     assert f.feed("anal") == ""

@@ -59,7 +59,9 @@ FAMILY_MARKUP = {
 """Each family flow's shape, spelled here again (not read from the guardrail's registry)."""
 REASONING = re.compile(r"(?<=<\|channel\|>analysis<\|message\|>)[^<]*")
 """Harmony's analysis channel: reasoning, taken out of the answer but not stripped (not
-counted in G10's figure)."""
+counted in G10's figure), for every model (its tokens are special)."""
+RESIDUE_REASONING = re.compile(r"(?<=\Aanalysis)(?=[A-Z]).*?(?=assistantfinal)", re.DOTALL)
+"""The same with its tokens dropped by the server: reasoning for a gpt-oss model only."""
 SPECIAL_FLOWS = {"deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "kimi-k3-tools",
                  "gemma-tool-call", "harmony-messages"}  # fmt: skip
 """Family flows whose markup is special tokens: stripped whatever the model, so they state
@@ -98,6 +100,8 @@ def oracle(flow: Flow, *shapes: re.Pattern[str]) -> Expect:
         step = flow.step_for(request)
         turn.requests += 1
         content = REASONING.sub("", step.content)
+        if FAMILY_MARKUP["gpt-oss"] in shapes:
+            content = RESIDUE_REASONING.sub("", content)
         stripped = sum(len(m.group()) for m in markup.finditer(content))
         visible = markup.sub("", content)
         turn.stripped_chars += stripped
