@@ -132,7 +132,7 @@ class HarmonyReader:
 
     def feed(self, chunk: str) -> Routed:
         """Where each piece of the stream so far goes (the rest is held)."""
-        if self.idle and "<" not in chunk:
+        if self.idle and ("|" not in chunk or "<|" not in chunk) and chunk[-1:] != "<":
             return [("answer", chunk)] if chunk else []
         out: Routed = []
         text, self._held = self._held + chunk, ""
@@ -199,7 +199,7 @@ class HarmonyReader:
         header = self._header
         assert header is not None
         limit = pos + max(HEADER_LIMIT - len(header), 0)
-        found = _TOKEN.search(text, pos)
+        found = _next_token(text, pos)
         if found is None or found.start() > limit:
             keep = len(text) if final else _held_from(text, pos)
             if found is None and keep <= limit:
@@ -229,8 +229,7 @@ class HarmonyReader:
         return found.end()
 
     def _read_body(self, text: str, pos: int, out: Routed, final: bool) -> int:
-        search = _IN_JSON if self._json == "on" else _TOKEN
-        found = search.search(text, pos)
+        found = _IN_JSON.search(text, pos) if self._json == "on" else _next_token(text, pos)
         if found is None:
             keep = len(text) if final else _held_from(text, pos)
             self._emit(text[pos:keep], out)
@@ -330,6 +329,18 @@ def _route_to(out: Routed, route: Route, text: str) -> None:
         out[-1] = (route, out[-1][1] + text)
     else:
         out.append((route, text))
+
+
+def _next_token(text: str, pos: int) -> re.Match[str] | None:
+    """The first token at or after `pos`: every token begins `<|`, which str.find finds far
+    faster than the token regex can."""
+    at = text.find("<|", pos)
+    while at >= 0:
+        found = _TOKEN.match(text, at)
+        if found is not None:
+            return found
+        at = text.find("<|", at + 1)
+    return None
 
 
 def _held_from(text: str, pos: int) -> int:

@@ -19,7 +19,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from guardrail.code_context import CodeContext
 from guardrail.harmony import HarmonyReader, Routed
@@ -53,7 +53,7 @@ class _Matcher:
                     raise ValueError(f"opener {a!r} is {how} {b!r}: ambiguous")
         self.by_start = {p.start: p for p in registry}
         self.longest = max(len(s) for s in starts)
-        self.opener = re.compile("|".join(re.escape(s) for s in sorted(starts, key=len)[::-1]))
+        self.opener = re.compile(trie_pattern(starts))
         firsts = sorted({s[0] for s in starts})
         self.first = re.compile("[" + "".join(re.escape(c) for c in firsts) + "]")
         anywhere = [p for p in registry if p.boundary == "any"]
@@ -69,6 +69,30 @@ class _Matcher:
         )
         """Whether a filter keeps the character before its held text: for bounded patterns,
         and for an opener with a hint, which the answer's end may cut off (`_cut_off`)."""
+
+
+def trie_pattern(markers: Iterable[str]) -> str:
+    """A regex that finds any of `markers`, the longest where several start at one place,
+    built as a trie of their common prefixes: Python's `re` tries an alternation's branches
+    one by one, so at each `<` in a text a flat list of 60 openers costs 60 attempts, the
+    trie a few."""
+    trie: dict[str, dict[str, Any]] = {}
+    for marker in markers:
+        node = trie
+        for char in marker:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a marker ends here
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + pattern(node[char]) for char in sorted(node) if char]
+        if not branches:
+            return ""
+        if len(branches) == 1 and "" not in node:
+            return branches[0]
+        group = "(?:" + "|".join(branches) + ")"
+        return group + "?" if "" in node else group  # greedy: the longer marker first
+
+    return pattern(trie) or _NEVER
 
 
 def _proper_prefixes(markers: Iterable[str]) -> frozenset[str]:
@@ -148,7 +172,6 @@ class ScaffoldingFilter:
     __slots__ = (
         "_at_start",
         "_braces",
-        "_clean",
         "_escaped",
         "_fast",
         "_fences",
@@ -196,7 +219,6 @@ class ScaffoldingFilter:
         self._track = self._matcher.tracks  # keep _last and _at_start up to date
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text
-        self._clean = True
         self._fast: str | None = None
         self._set_clean()
         self._flushed = False
@@ -221,16 +243,16 @@ class ScaffoldingFilter:
 
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
-        harmony = self._harmony
-        if harmony is not None and (not harmony.idle or "<" in chunk):
-            return self._routed(harmony.feed(chunk))
-        # _feed_answer's body, inlined: a clean chunk costs no further call
-        if self._reply is not None:
-            return self._feed_reply(chunk)
         fast = self._fast
         if fast is not None and fast not in chunk:
-            return chunk
-        return self._feed(chunk)
+            return chunk  # nothing held, open or being read, and no opener can start here
+        harmony = self._harmony
+        if harmony is not None and (
+            not harmony.idle
+            or ("<" in chunk and (chunk[-1] == "<" or ("|" in chunk and "<|" in chunk)))
+        ):  # every harmony token starts `<|`: one-character tests first, they cost far less
+            return self._routed(harmony.feed(chunk))
+        return self._feed_answer(chunk)
 
     def _routed(self, pieces: Routed) -> str:
         """Harmony's pieces: answer text read on, reasoning kept for take_reasoning(),
@@ -245,6 +267,7 @@ class ScaffoldingFilter:
                 self._strip(text)
             else:
                 self._count_span()
+        self._set_clean()
         return "".join(out)
 
     def _feed_answer(self, chunk: str) -> str:
@@ -309,11 +332,21 @@ class ScaffoldingFilter:
             self._last, self._at_start = text[-1], False
 
     def _set_clean(self) -> None:
-        """Outside any span with nothing held, a chunk with no opener's first character is
-        returned as it is; with one first character and no fences, by a bare `in` test."""
-        clean = self._span is None and not self._held and self._trailing is None
-        self._clean = clean
+        """Outside any span with nothing held (and no reply or harmony message being read),
+        a chunk with no opener's first character is returned as it is; with one first
+        character and no fences, by a bare `in` test in feed(). Harmony's tokens all start
+        with `<`, so with harmony read that test holds only when that character is `<`."""
+        harmony = self._harmony
+        clean = (
+            self._span is None
+            and not self._held
+            and self._trailing is None
+            and self._reply is None
+            and (harmony is None or harmony.idle)
+        )
         single = self._matcher.first_char if self._fences is None and not self._track else None
+        if harmony is not None and single != "<":
+            single = None
         self._fast = single if clean else None
 
     def flush(self) -> str:

@@ -134,6 +134,21 @@ async def test_thinking_is_shown_raw_with_its_markup(app_http: httpx.AsyncClient
     assert "<|tool_call_start|>" in thinking
 
 
+async def test_harmony_analysis_in_the_answer_text_reaches_the_page_as_thinking(
+    app_http: httpx.AsyncClient, notes_app: AppUnderTest, key: str
+):
+    flow = FLOWS["harmony-messages"]
+    turn = await ask(app_http, f"{QUESTIONS['deflected']} [[mock:harmony-messages#{key}]]")
+
+    thinking = "".join(f["text"] for f in turn.of("thinking"))
+    assert thinking == "The user asks when backups run. The notes say it; answer, then read them."
+    assert flow.expect is not None
+    assert turn.text == flow.expect.shown
+    logged = log_line(notes_app.settings, turn)
+    assert logged.endswith(f" scaffold_stripped={flow.expect.stripped_chars}")
+    assert f" thinking_chars={len(thinking)} " in logged
+
+
 async def test_a_round_with_a_real_tool_call_is_not_recovered_on_the_grounded_path(
     app_http: httpx.AsyncClient, http: httpx.AsyncClient, notes_app: AppUnderTest, key: str
 ):
