@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from guardrail.model_profiles import registry_for as auto_registry
 from guardrail.patterns import Pattern, Registry
 from guardrail.registries import DEFAULT_REGISTRY, DSML_BARS, PROFILES, registry_with
 from guardrail.scaffolding import ScaffoldingFilter
@@ -567,3 +568,37 @@ def cell(text: str) -> str:
 def test_the_contract_lists_every_shape_with_its_source():
     contract = (Path(__file__).parents[3] / "docs" / "contract.md").read_text(encoding="utf-8")
     assert shape_table() in contract
+
+
+# --- documented limits (docs/contract.md, "Deliberate limits") ----------------------------
+
+DEEPSEEK = auto_registry("deepseek-v4-flash")
+LIMITS = [
+    pytest.param(  # kittors/deepseek-web-api #11: the opener lost its bars and DSML
+        '< calls>\n<|DSML|invoke name="pwsh">\n<|DSML|parameter name="command" string="true">'
+        "ls</|DSML|parameter>\n</|DSML|invoke>\n</|DSML|calls>",
+        "< calls>\n\n</|DSML|calls>",
+        id="opener-without-bars-keeps-its-line-and-orphan-closer",
+    ),
+    pytest.param(  # can1357/oh-my-pi PR #10558: closers with no opener (G7)
+        "Done.</｜DSML｜parameter>\n</｜DSML｜invoke>\n",
+        "Done.</｜DSML｜parameter>\n</｜DSML｜invoke>\n",
+        id="orphan-closers-are-text",
+    ),
+    pytest.param(  # osaurus-ai/osaurus PR #1242: a misspelled block name
+        "a<｜DSML｜tool_ccalls>x</｜DSML｜tool_ccalls>b",
+        "a<｜DSML｜tool_ccalls>x</｜DSML｜tool_ccalls>b",
+        id="misspelled-block-is-text",
+    ),
+    pytest.param(  # harmony's malformed first message: no header, so no channel to route by
+        "I must refuse<|end|>",
+        "I must refuse",
+        id="harmony-text-before-end-with-no-header-is-answer",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), LIMITS)
+def test_a_documented_limit_behaves_as_documented_at_any_chunking(text: str, shown: str):
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), DEEPSEEK)[0] == shown, size
