@@ -48,20 +48,17 @@ def is_call(obj: object) -> bool:
     )
 
 
-class ReplyCalls:
-    """Reads a reply from its start; `feed` says whether it may still be nothing but calls
-    ("maybe") or is not ("no", final: the text is an answer); `complete()` at the end says
-    whether it is."""
+class CharReader:
+    """The part every reader of a whole reply shares: the reply kept as it comes, at most
+    HOLD_LIMIT characters, read one character at a time by `_read` until it says the reply
+    can no longer be calls; `feed` says whether it may still be ("maybe") or not ("no",
+    final: the text is an answer)."""
 
-    __slots__ = ("_calls", "_depth", "_escaped", "_in_string", "_object_at", "_verdict", "text")
+    __slots__ = ("_calls", "_verdict", "text")
 
     def __init__(self) -> None:
         self.text = ""
         self._verdict: Reading = "maybe"
-        self._depth = 0
-        self._in_string = False
-        self._escaped = False
-        self._object_at = 0
         self._calls = 0
 
     @property
@@ -82,6 +79,24 @@ class ReplyCalls:
                 self._verdict = "no"
                 break
         return self._verdict
+
+    def _read(self, char: str, index: int) -> bool:
+        """Read one character; False when the reply can no longer be only calls."""
+        raise NotImplementedError
+
+
+class ReplyCalls(CharReader):
+    """Reads a reply of JSON calls from its start (CharReader); `complete()` at the end
+    says whether it is nothing but such calls."""
+
+    __slots__ = ("_depth", "_escaped", "_in_string", "_object_at")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+        self._object_at = 0
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is calls (at least one, none left open)."""

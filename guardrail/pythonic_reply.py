@@ -23,7 +23,7 @@ import ast
 import re
 from typing import Literal
 
-from guardrail.json_reply import HOLD_LIMIT, Reading
+from guardrail.json_reply import CharReader
 from guardrail.patterns import BLANKS
 
 State = Literal["start", "name", "in_name", "paren", "args", "after", "done"]
@@ -59,43 +59,20 @@ def _is_name(node: ast.expr) -> bool:
     return isinstance(node, ast.Name)
 
 
-class PythonicCalls:
-    """Reads a reply from its start, as json_reply.ReplyCalls does: `feed` says whether it
-    may still be nothing but a list of calls ("maybe") or not ("no", final); `complete()`
-    at the end says whether it is."""
+class PythonicCalls(CharReader):
+    """Reads a reply from its start, as json_reply.ReplyCalls does (CharReader); `complete()`
+    at the end says whether it is nothing but a closed list of calls."""
 
-    __slots__ = ("_call_at", "_calls", "_depth", "_escaped", "_name", "_quote", "_state",
-                 "_verdict", "text")  # fmt: skip
+    __slots__ = ("_call_at", "_depth", "_escaped", "_name", "_quote", "_state")
 
     def __init__(self) -> None:
-        self.text = ""
-        self._verdict: Reading = "maybe"
+        super().__init__()
         self._state: State = "start"
         self._name = 0  # the current name's length
         self._depth = 0  # brackets open inside the current call's parentheses
         self._quote = ""  # the quote a string inside the call is in, if any
         self._escaped = False
         self._call_at = 0
-        self._calls = 0
-
-    @property
-    def calls(self) -> int:
-        """The calls read whole so far."""
-        return self._calls
-
-    def feed(self, chunk: str) -> Reading:
-        if self._verdict == "no":
-            return "no"
-        at = len(self.text)
-        self.text += chunk
-        if len(self.text) > HOLD_LIMIT:
-            self._verdict = "no"
-            return "no"
-        for index in range(at, len(self.text)):
-            if not self._read(self.text[index], index):
-                self._verdict = "no"
-                break
-        return self._verdict
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is a closed list of calls."""

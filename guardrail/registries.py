@@ -279,9 +279,17 @@ PROFILES: dict[str, Registry] = {
             "kimi-tool-calls-section",
             "span",
             "<|tool_calls_section_begin|>",
-            ends=("<|tool_calls_section_end|>",),
+            ends=("<|tool_calls_section_end|>", "<|tool_call_section_end|>"),
             json_strings="always",
             source=f"{_VLLM}kimi_k2_tool_parser.py; MoonshotAI/Kimi-K2 #26",
+        ),
+        Pattern(
+            "kimi-tool-call-section",
+            "span",
+            "<|tool_call_section_begin|>",
+            ends=("<|tool_call_section_end|>", "<|tool_calls_section_end|>"),
+            json_strings="always",
+            source="Kimi K2's singular section token: ggml-org/llama.cpp PR #17376 (review)",
         ),
         Pattern(
             "kimi-tool-call",

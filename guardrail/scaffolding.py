@@ -112,6 +112,14 @@ def _markers(registry: Registry) -> Registry:
 
 
 @functools.lru_cache(maxsize=64)
+def _after_start(markers: Registry) -> Registry | None:
+    """The markers once the answer has begun: all but those that open only at its start
+    (None: there are none to drop, or none would be left)."""
+    later = tuple(p for p in markers if p.boundary != "start")
+    return later if later and len(later) < len(markers) else None
+
+
+@functools.lru_cache(maxsize=64)
 def _reads_harmony(registry: Registry) -> bool:
     return any(p.kind == "harmony" for p in registry)
 
@@ -181,6 +189,7 @@ class ScaffoldingFilter:
         "_inside",
         "_json",
         "_last",
+        "_later",
         "_matcher",
         "_preview",
         "_quote",
@@ -200,6 +209,7 @@ class ScaffoldingFilter:
         if not markers:
             raise ValueError("a registry needs a pattern with a marker")
         self._matcher = _matcher(markers)
+        self._later = _after_start(markers)  # the matcher once the answer has begun
         # a whole reply of JSON calls (Llama's): read from its start until it is decided
         self._reply = reader_for(registry)
         # gpt-oss's messages: routed to the answer (read on below), the reasoning, or away
@@ -330,6 +340,19 @@ class ScaffoldingFilter:
         """`text` went by without a scan: what boundaries need to know of it."""
         if self._track and text:
             self._last, self._at_start = text[-1], False
+            if self._later is not None:
+                self._begun()
+
+    def _begun(self) -> None:
+        """The answer has begun: patterns that open only at its start (gpt-oss's residue
+        `analysis`) can no longer match, so the matcher drops them, and prose with their
+        first letters costs no scan."""
+        assert self._later is not None
+        self._matcher, self._later = _matcher(self._later), None
+        if not self._matcher.plain:
+            self._fences = None
+        self._track = self._matcher.tracks
+        self._set_clean()
 
     def _set_clean(self) -> None:
         """Outside any span with nothing held (and no reply or harmony message being read),
@@ -411,9 +434,11 @@ class ScaffoldingFilter:
                 continue
             pos = match.end()
             self._open(pattern, match.group())
+        self._held = text[keep:]
         if self._track and keep:
             self._last, self._at_start = text[keep - 1], False
-        self._held = text[keep:]
+            if self._later is not None:
+                self._begun()
         self._set_clean()
         return "".join(out)
 

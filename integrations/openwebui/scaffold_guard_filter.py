@@ -557,9 +557,17 @@ PROFILES: dict[str, Registry] = {
             "kimi-tool-calls-section",
             "span",
             "<|tool_calls_section_begin|>",
-            ends=("<|tool_calls_section_end|>",),
+            ends=("<|tool_calls_section_end|>", "<|tool_call_section_end|>"),
             json_strings="always",
             source=f"{_VLLM}kimi_k2_tool_parser.py; MoonshotAI/Kimi-K2 #26",
+        ),
+        Pattern(
+            "kimi-tool-call-section",
+            "span",
+            "<|tool_call_section_begin|>",
+            ends=("<|tool_call_section_end|>", "<|tool_calls_section_end|>"),
+            json_strings="always",
+            source="Kimi K2's singular section token: ggml-org/llama.cpp PR #17376 (review)",
         ),
         Pattern(
             "kimi-tool-call",
@@ -1041,20 +1049,17 @@ def is_call(obj: object) -> bool:
     )
 
 
-class ReplyCalls:
-    """Reads a reply from its start; `feed` says whether it may still be nothing but calls
-    ("maybe") or is not ("no", final: the text is an answer); `complete()` at the end says
-    whether it is."""
+class CharReader:
+    """The part every reader of a whole reply shares: the reply kept as it comes, at most
+    HOLD_LIMIT characters, read one character at a time by `_read` until it says the reply
+    can no longer be calls; `feed` says whether it may still be ("maybe") or not ("no",
+    final: the text is an answer)."""
 
-    __slots__ = ("_calls", "_depth", "_escaped", "_in_string", "_object_at", "_verdict", "text")
+    __slots__ = ("_calls", "_verdict", "text")
 
     def __init__(self) -> None:
         self.text = ""
         self._verdict: Reading = "maybe"
-        self._depth = 0
-        self._in_string = False
-        self._escaped = False
-        self._object_at = 0
         self._calls = 0
 
     @property
@@ -1075,6 +1080,24 @@ class ReplyCalls:
                 self._verdict = "no"
                 break
         return self._verdict
+
+    def _read(self, char: str, index: int) -> bool:
+        """Read one character; False when the reply can no longer be only calls."""
+        raise NotImplementedError
+
+
+class ReplyCalls(CharReader):
+    """Reads a reply of JSON calls from its start (CharReader); `complete()` at the end
+    says whether it is nothing but such calls."""
+
+    __slots__ = ("_depth", "_escaped", "_in_string", "_object_at")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+        self._object_at = 0
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is calls (at least one, none left open)."""
@@ -1152,43 +1175,20 @@ def _is_name(node: ast.expr) -> bool:
     return isinstance(node, ast.Name)
 
 
-class PythonicCalls:
-    """Reads a reply from its start, as json_reply.ReplyCalls does: `feed` says whether it
-    may still be nothing but a list of calls ("maybe") or not ("no", final); `complete()`
-    at the end says whether it is."""
+class PythonicCalls(CharReader):
+    """Reads a reply from its start, as json_reply.ReplyCalls does (CharReader); `complete()`
+    at the end says whether it is nothing but a closed list of calls."""
 
-    __slots__ = ("_call_at", "_calls", "_depth", "_escaped", "_name", "_quote", "_state",
-                 "_verdict", "text")  # fmt: skip
+    __slots__ = ("_call_at", "_depth", "_escaped", "_name", "_quote", "_state")
 
     def __init__(self) -> None:
-        self.text = ""
-        self._verdict: Reading = "maybe"
+        super().__init__()
         self._state: State = "start"
         self._name = 0  # the current name's length
         self._depth = 0  # brackets open inside the current call's parentheses
         self._quote = ""  # the quote a string inside the call is in, if any
         self._escaped = False
         self._call_at = 0
-        self._calls = 0
-
-    @property
-    def calls(self) -> int:
-        """The calls read whole so far."""
-        return self._calls
-
-    def feed(self, chunk: str) -> Reading:
-        if self._verdict == "no":
-            return "no"
-        at = len(self.text)
-        self.text += chunk
-        if len(self.text) > HOLD_LIMIT:
-            self._verdict = "no"
-            return "no"
-        for index in range(at, len(self.text)):
-            if not self._read(self.text[index], index):
-                self._verdict = "no"
-                break
-        return self._verdict
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is a closed list of calls."""
@@ -1719,6 +1719,14 @@ def _markers(registry: Registry) -> Registry:
 
 
 @functools.lru_cache(maxsize=64)
+def _after_start(markers: Registry) -> Registry | None:
+    """The markers once the answer has begun: all but those that open only at its start
+    (None: there are none to drop, or none would be left)."""
+    later = tuple(p for p in markers if p.boundary != "start")
+    return later if later and len(later) < len(markers) else None
+
+
+@functools.lru_cache(maxsize=64)
 def _reads_harmony(registry: Registry) -> bool:
     return any(p.kind == "harmony" for p in registry)
 
@@ -1788,6 +1796,7 @@ class ScaffoldingFilter:
         "_inside",
         "_json",
         "_last",
+        "_later",
         "_matcher",
         "_preview",
         "_quote",
@@ -1807,6 +1816,7 @@ class ScaffoldingFilter:
         if not markers:
             raise ValueError("a registry needs a pattern with a marker")
         self._matcher = _matcher(markers)
+        self._later = _after_start(markers)  # the matcher once the answer has begun
         # a whole reply of JSON calls (Llama's): read from its start until it is decided
         self._reply = reader_for(registry)
         # gpt-oss's messages: routed to the answer (read on below), the reasoning, or away
@@ -1937,6 +1947,19 @@ class ScaffoldingFilter:
         """`text` went by without a scan: what boundaries need to know of it."""
         if self._track and text:
             self._last, self._at_start = text[-1], False
+            if self._later is not None:
+                self._begun()
+
+    def _begun(self) -> None:
+        """The answer has begun: patterns that open only at its start (gpt-oss's residue
+        `analysis`) can no longer match, so the matcher drops them, and prose with their
+        first letters costs no scan."""
+        assert self._later is not None
+        self._matcher, self._later = _matcher(self._later), None
+        if not self._matcher.plain:
+            self._fences = None
+        self._track = self._matcher.tracks
+        self._set_clean()
 
     def _set_clean(self) -> None:
         """Outside any span with nothing held (and no reply or harmony message being read),
@@ -2018,9 +2041,11 @@ class ScaffoldingFilter:
                 continue
             pos = match.end()
             self._open(pattern, match.group())
+        self._held = text[keep:]
         if self._track and keep:
             self._last, self._at_start = text[keep - 1], False
-        self._held = text[keep:]
+            if self._later is not None:
+                self._begun()
         self._set_clean()
         return "".join(out)
 

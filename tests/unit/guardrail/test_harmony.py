@@ -19,6 +19,8 @@ from guardrail import registry_for
 from guardrail.harmony import HEADER_LIMIT, HarmonyReader, route_of
 from guardrail.scaffolding import ScaffoldingFilter
 
+from ..helpers.scaffolding import reasoned
+
 
 @dataclass(frozen=True)
 class Read:
@@ -206,14 +208,8 @@ def test_the_gpt_oss_filter_shows_the_answer_and_hands_over_the_reasoning(
     text: str, answer: str, reasoning: str
 ):
     for chunks in chunkings(text)[:3]:
-        f = ScaffoldingFilter(registry_for("gpt-oss-20b"))
-        shown, thought = [], []
-        for chunk in chunks:
-            shown.append(f.feed(chunk))
-            thought.append(f.take_reasoning())
-        shown.append(f.flush())
-        thought.append(f.take_reasoning())
-        assert ("".join(shown), "".join(thought)) == (answer, reasoning), chunks
+        shown, thought, f = reasoned(chunks, registry_for("gpt-oss-20b"))
+        assert (shown, thought) == (answer, reasoning), chunks
         assert f.stripped_chars == len(text) - len(answer) - len(reasoning)
         assert f.first_span.startswith(("<|", " to="))  # the first message's markup
 

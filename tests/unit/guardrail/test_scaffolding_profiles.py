@@ -96,6 +96,13 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "llama4-python", "llama",
         "a<|python_start|>[f(a=1), g(b='x')]<|python_end|>b", "ab",
     ),
+    (  # ggml-org/llama.cpp PR #17376: the singular section token Kimi K2 writes too
+        "kimi-tool-call-section", "kimi",
+        "I'll check. <|tool_call_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        ' <|tool_call_argument_begin|>{"city": "Beijing"}<|tool_call_end|>'
+        "<|tool_calls_section_end|>",
+        "I'll check. ",
+    ),
     (  # MoonshotAI/Kimi-K2 #26
         "kimi-tool-calls-section", "kimi",
         '<|tool_calls_section_begin|><|tool_call_begin|>functions.TodoWrite:1'

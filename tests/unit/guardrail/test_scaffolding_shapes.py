@@ -16,7 +16,7 @@ from guardrail.registries import CALL_BODY, registry_with
 from guardrail.scaffolding import PREVIEW_CHARS, ScaffoldingFilter
 from guardrail.shapes import NAME, SPACE, Chars, Lit, alt, compiled, max_len, seq
 
-from ..helpers.scaffolding import chunked, cut_at, run
+from ..helpers.scaffolding import chunked, cut_at, reasoned, run
 
 HERMES = registry_with("hermes")
 QWEN3_CODER = registry_with("hermes", "qwen3-coder")
@@ -124,16 +124,10 @@ def test_a_start_opener_counts_only_at_the_answers_start(text: str, shown: str):
     assert every_chunking(text, RESIDUE) == {shown}
 
 
-def reasoned(chunks: list[str], registry: tuple[Pattern, ...]) -> tuple[str, str, int]:
+def reasoned_counts(chunks: list[str], registry: tuple[Pattern, ...]) -> tuple[str, str, int]:
     """What `chunks` show, the reasoning routed out of them, and the characters stripped."""
-    f = ScaffoldingFilter(registry)
-    shown, thought = [], []
-    for chunk in chunks:
-        shown.append(f.feed(chunk))
-        thought.append(f.take_reasoning())
-    shown.append(f.flush())
-    thought.append(f.take_reasoning())
-    return "".join(shown), "".join(thought), f.stripped_chars
+    shown, thought, f = reasoned(chunks, registry)
+    return shown, thought, f.stripped_chars
 
 
 @pytest.mark.parametrize(
@@ -152,7 +146,7 @@ def test_residue_analysis_is_reasoning_and_only_its_header_words_are_stripped(
         *(chunked(text, n) for n in (1, 3, len(text))),
         *(cut_at(text, i) for i in range(len(text))),
     ]:
-        assert reasoned(chunks, RESIDUE) == (
+        assert reasoned_counts(chunks, RESIDUE) == (
             shown,
             reasoning,
             len(text) - len(shown) - len(reasoning),
@@ -166,7 +160,7 @@ def test_residue_analysis_is_reasoning_and_only_its_header_words_are_stripped(
 def test_residue_routes_alike_however_it_is_chunked(text: str, data: st.DataObject):
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=4)))
     pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
-    assert reasoned(pieces, RESIDUE) == reasoned([text], RESIDUE)
+    assert reasoned_counts(pieces, RESIDUE) == reasoned_counts([text], RESIDUE)
 
 
 def test_held_text_at_the_answers_start_keeps_its_place():

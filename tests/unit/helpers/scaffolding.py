@@ -32,6 +32,20 @@ def run(
     return out, f
 
 
+def reasoned(chunks: Iterable[str], registry: Registry) -> tuple[str, str, ScaffoldingFilter]:
+    """What `chunks` show and the reasoning routed out of them, taken after every feed and
+    after the flush, as the app and the guard take it; and the filter."""
+    f = ScaffoldingFilter(registry)
+    shown: list[str] = []
+    thought: list[str] = []
+    for chunk in chunks:
+        shown.append(f.feed(chunk))
+        thought.append(f.take_reasoning())
+    shown.append(f.flush())
+    thought.append(f.take_reasoning())
+    return "".join(shown), "".join(thought), f
+
+
 def strip(text: str, registry: Registry = DEFAULT_REGISTRY) -> str:
     return run([text], registry)[0]
 
