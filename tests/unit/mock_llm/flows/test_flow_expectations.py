@@ -29,7 +29,8 @@ _BAR = "(?:\uff5c|\u2016|\\|){1,2}"  # DSML's bar: fullwidth, double, ASCII
 FAMILY_MARKUP = {
     "DeepSeek": re.compile(
         f"<{_BAR}DSML{_BAR}( ?)(?:tool_)?calls>.*?</{_BAR}DSML{_BAR}\\1(?:tool_)?calls>"
-        r'|<invoke name="\w+">\n<parameter name=.*?</invoke>',  # DSML with its markers stripped
+        r'|<invoke name="\w+">\n<parameter name=.*?</invoke>'  # DSML with its markers stripped
+        "|<\uff5ctool\u2581calls\u2581begin\uff5c>.*?<\uff5ctool\u2581calls\u2581end\uff5c>",  # V3
         re.DOTALL,
     ),
     "Gemma": re.compile(r"<\|tool_call>.*?<tool_call\|>|(?<!\w)call:\w+\{.*?\}", re.DOTALL),
@@ -42,8 +43,14 @@ FAMILY_MARKUP = {
     "Llama": re.compile(
         r'\A\{"name": "\w+", "parameters": \{"\w+": "[^"]*"\}\}\Z'  # JSON, the whole reply
         r"|\A\[\w+\(\w+='[^']*'\)\]\Z"  # a Python list of calls, the whole reply
+        r"|<\|python_tag\|>.*?(?:<\|eom_id\|>|\Z)",  # Llama 3.1's tagged call
+        re.DOTALL,
     ),
-    "Kimi": re.compile(r"<\|open\|>tools<\|sep\|>.*?<\|close\|>tools<\|sep\|>", re.DOTALL),
+    "Kimi": re.compile(
+        r"<\|open\|>tools<\|sep\|>.*?<\|close\|>tools<\|sep\|>"  # K3
+        r"|<\|tool_calls_section_begin\|>.*?<\|tool_calls_section_end\|>",  # K2
+        re.DOTALL,
+    ),
     "Qwen3-Coder": re.compile(r"<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL),
     "Seed-OSS": re.compile(r"<seed:tool_call>.*?</seed:tool_call>", re.DOTALL),
     "Nemotron": re.compile(r"<TOOLCALL>.*?</TOOLCALL>", re.DOTALL),
@@ -63,7 +70,8 @@ counted in G10's figure), for every model (its tokens are special)."""
 RESIDUE_REASONING = re.compile(r"(?<=\Aanalysis)(?=[A-Z]).*?(?=assistantfinal)", re.DOTALL)
 """The same with its tokens dropped by the server: reasoning for a gpt-oss model only."""
 SPECIAL_FLOWS = {"deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "kimi-k3-tools",
-                 "gemma-tool-call", "harmony-messages"}  # fmt: skip
+                 "gemma-tool-call", "harmony-messages", "deepseek-v3-call", "llama-python-tag",
+                 "kimi-k2-section"}  # fmt: skip
 """Family flows whose markup is special tokens: stripped whatever the model, so they state
 no `elsewhere`."""
 FAMILY_FLOWS = {
@@ -72,6 +80,7 @@ FAMILY_FLOWS = {
     "glm-bare-arguments", "minimax-xml-call", "harmony-residue", "mistral-call-then-prose",
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
     "llama-json-call", "harmony-messages", "deepseek-bare-invoke", "llama-pythonic-call",
+    "deepseek-v3-call", "llama-python-tag", "kimi-k2-section",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
