@@ -33,6 +33,7 @@ from guardrail.json_shapes import as_object, is_array, is_object, objects
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
 from servekit.json_codec import dumps, parse_object, utf8_repaired
 from servekit.ndjson import NdjsonLines
+from servekit.openai_chunks import append_text
 
 __all__ = [
     "CHAT",
@@ -143,7 +144,7 @@ class OllamaStreamGuard(Reply):
             return [self._text_line(shown, thought), raw]
         holder[self.api.text_key] = shown
         if thought:
-            _add_thinking(holder, thought)
+            append_text(holder, "thinking", thought)
         if not done and _says_nothing(parsed, self.api):
             return []
         return [dumps(parsed) + b"\n"]
@@ -167,7 +168,7 @@ class OllamaStreamGuard(Reply):
     def _text_line(self, text: str, thought: str) -> bytes:
         holder: dict[str, Any] = {self.api.text_key: text}
         if thought:
-            _add_thinking(holder, thought)
+            append_text(holder, "thinking", thought)
         if self.api.message_key is None:
             line: dict[str, Any] = {**self._head, **holder, "done": False}
         else:
@@ -197,14 +198,8 @@ class OllamaWholeGuard(WholeReply):
             return False
         holder[self.api.text_key] = shown
         if thought:
-            _add_thinking(holder, thought)
+            append_text(holder, "thinking", thought)
         return True
-
-
-def _add_thinking(holder: dict[str, Any], text: str) -> None:
-    """Reasoning routed out of the answer text joins Ollama's own `thinking` field."""
-    before = holder.get("thinking")
-    holder["thinking"] = (before if isinstance(before, str) else "") + text
 
 
 def _says_nothing(line: dict[str, Any], api: OllamaApi) -> bool:

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from guardrail.json_shapes import JSONObject, as_array, as_object, is_array, is_object, objects
+from guardrail.json_shapes import JSONObject, as_array, is_array, is_object, objects
 from guardrail.patterns import Registry
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub, with_correction
 from servekit.json_codec import parse_object
@@ -83,14 +83,16 @@ def reasoning_item(message_id: object, text: str) -> dict[str, Any]:
             "status": "completed"}  # fmt: skip
 
 
-def with_reasoning_items(output: list[Any], after: dict[int, str]) -> list[Any]:
-    """`output` with a reasoning item right after each message item at a position of
-    `after` (the reasoning routed out of that message's text)."""
+def with_items_after(
+    output: list[Any], item_after: Callable[[int, JSONObject], dict[str, Any] | None]
+) -> list[Any]:
+    """`output` with `item_after(position, item)` inserted right after each item it gives
+    one for (the reasoning routed out of a message's text, after that message)."""
     items: list[Any] = []
     for position, item in enumerate(output):
         items.append(item)
-        if position in after:
-            items.append(reasoning_item((as_object(item) or {}).get("id"), after[position]))
+        if is_object(item) and (extra := item_after(position, item)) is not None:
+            items.append(extra)
     return items
 
 

@@ -42,8 +42,9 @@ from guard.responses_api import (
     rewrite_texts,
     text_parts,
     typed,
+    with_items_after,
 )
-from guardrail.json_shapes import as_object, is_array, is_object, string_field
+from guardrail.json_shapes import is_array, is_object, string_field
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from servekit.sse import SseEvent
 
@@ -311,7 +312,11 @@ class ResponsesStreamGuard(Reply):
         joined = output_text_of(output)
         changed = rewrite_texts(output, self._final_text)
         if self._reasoning_after and is_array(output):
-            response["output"] = output = self._with_reasoning(output)
+            after = self._reasoning_after  # the reasoning items the client got, by message id
+            response["output"] = output = with_items_after(
+                output,
+                lambda _p, item: after.get(string_field(item, "id") or ""),
+            )
             changed = True
         if self.follows is not None:
             changed = self._take_identity(response) or changed
@@ -420,17 +425,6 @@ class ResponsesStreamGuard(Reply):
                           "item": item}, index + 1, item)  # fmt: skip
         if isinstance(message_id := message.get("id"), str):
             self._reasoning_after[message_id] = item
-
-    def _with_reasoning(self, output: list[Any]) -> list[Any]:
-        """The completion's items with the reasoning items the client got, each right after
-        its message item."""
-        items: list[Any] = []
-        for item in output:
-            items.append(item)
-            item_id = (as_object(item) or {}).get("id")
-            if isinstance(item_id, str) and item_id in self._reasoning_after:
-                items.append(self._reasoning_after[item_id])
-        return items
 
     # --- holding, numbering, sending ------------------------------------------------------
 

@@ -21,9 +21,10 @@ from guard.reply import WholeReply
 from guard.responses_api import (
     is_tool_call,
     output_text_of,
+    reasoning_item,
     rewrite_output_text,
     rewrite_texts,
-    with_reasoning_items,
+    with_items_after,
 )
 from guardrail.json_shapes import is_array, objects
 
@@ -46,6 +47,11 @@ class ResponseGuard(WholeReply):
 
         changed = rewrite_texts(output, shown)
         if thoughts and is_array(output):
-            response["output"] = with_reasoning_items(output, thoughts)
+            response["output"] = with_items_after(
+                output,
+                lambda p, item: (
+                    reasoning_item(item.get("id"), thoughts[p]) if p in thoughts else None
+                ),
+            )
             changed = True
         return rewrite_output_text(response, joined, self.registry) or changed

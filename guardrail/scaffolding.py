@@ -339,9 +339,13 @@ class ScaffoldingFilter:
     def _passed(self, text: str) -> None:
         """`text` went by without a scan: what boundaries need to know of it."""
         if self._track and text:
-            self._last, self._at_start = text[-1], False
-            if self._later is not None:
-                self._begun()
+            self._moved_past(text[-1])
+
+    def _moved_past(self, last: str) -> None:
+        """Stream text ending with `last` went by: the answer has begun."""
+        self._last, self._at_start = last, False
+        if self._later is not None:
+            self._begun()
 
     def _begun(self) -> None:
         """The answer has begun: patterns that open only at its start (gpt-oss's residue
@@ -436,9 +440,7 @@ class ScaffoldingFilter:
             self._open(pattern, match.group())
         self._held = text[keep:]
         if self._track and keep:
-            self._last, self._at_start = text[keep - 1], False
-            if self._later is not None:
-                self._begun()
+            self._moved_past(text[keep - 1])
         self._set_clean()
         return "".join(out)
 

@@ -10,7 +10,7 @@ type reads as absent, as the SDKs' lenient models let it through:
 - `delta_of` and `message_of`: a chunk choice's `delta`, a completion choice's `message`;
 - `reasoning_texts`: the reasoning fields (`reasoning_content`, `reasoning`) that hold text;
   `add_reasoning`, more reasoning written into a delta or message (the guard's, routed out
-  of the answer text);
+  of the answer text), with `append_text`;
 - `tool_call_items`: a delta's tool-call pieces, with their places in its list;
 - `DONE_EVENT`: the event that ends a stream.
 """
@@ -18,6 +18,7 @@ type reads as absent, as the SDKs' lenient models let it through:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from guardrail.json_shapes import JSONObject, as_array, as_object, is_object, objects
 
@@ -25,6 +26,7 @@ __all__ = [
     "DONE_EVENT",
     "REASONING_FIELDS",
     "add_reasoning",
+    "append_text",
     "choices_of",
     "delta_of",
     "first_choice",
@@ -77,6 +79,11 @@ def add_reasoning(holder: dict[str, object], text: str) -> None:
     name = next(
         (n for n in REASONING_FIELDS if isinstance(holder.get(n), str)), "reasoning_content"
     )
+    append_text(holder, name, text)
+
+
+def append_text(holder: dict[str, Any], name: str, text: str) -> None:
+    """`text` at the end of `holder[name]` (which becomes `text` when it holds no string)."""
     before = holder.get(name)
     holder[name] = (before if isinstance(before, str) else "") + text
 
