@@ -7,7 +7,11 @@ Pure: rules in, a verdict out.
 
 Deliberate choices:
 - Matching uses the `regex` package with a timeout per match and a budget per request, so
-  a backtracking rule slows a request by a bounded amount, never hangs the server.
+  a backtracking rule slows a request by a bounded amount, never hangs the server. The
+  bounds are wall-clock time, so they are generous (a second; a real rule takes
+  microseconds): with 50 ms, a match descheduled on a loaded machine gave up, an app's
+  title call counted as a turn's request, and a kit verdict changed with the load. A match
+  that gives up is logged.
 - Compiling is bounded too (`regex` unrolls counted repeats, with no timeout): a rule is
   refused when its length times its repeat counts passes COMPILE_BUDGET. The count is
   rough on purpose and errs one way: a repeat is never missed.
@@ -21,6 +25,7 @@ Deliberate choices:
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,15 +37,16 @@ from guardrail.json_shapes import is_array, is_object
 from mock_llm.flows.trigger import message_text
 from servekit.trigger_grammar import TRIGGER
 
+_LOG = logging.getLogger("mock_llm")
 SIDE_CALL_FLOW = "side-call"
 """The built-in flow a side call plays (its first step), whatever its text holds."""
 MAX_PATTERNS = 32
 MAX_PATTERN_CHARS = 500
 MAX_BODY_BYTES = 256 * 1024
 """The largest `POST /_mock/side-calls` body (32 rules of 500 characters, JSON-escaped)."""
-MATCH_TIMEOUT_S = 0.05
+MATCH_TIMEOUT_S = 1.0
 """How long one rule may search one message's text before it counts as no match."""
-MATCH_BUDGET_S = 0.5
+MATCH_BUDGET_S = 2.0
 """How long all the matches of one request may take together."""
 COMPILE_BUDGET = 100_000
 """The most a rule's length times the product of its repeat counts may be (see above)."""
@@ -225,6 +231,8 @@ class SideCallRules:
                     if rule.compiled.search(text, concurrent=True, timeout=left) is not None:
                         return True
                 except TimeoutError:
+                    _LOG.warning("side-call rule %r gave up on a text after %.2f s", rule.pattern,
+                                 left)  # fmt: skip
                     continue
         return False
 

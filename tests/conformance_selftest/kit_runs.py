@@ -71,12 +71,20 @@ class KitRun:
         return {clause for clause, v in self.report.items() if v == verdict}
 
     def describe(self) -> str:
-        """The exit and the run's summary (the tail of its output when it has none), for
-        an assertion message."""
+        """The exit, each failing test's message (the assertion first) and the
+        run's summary (the tail of its output when it has none), for an assertion message
+        that says why a run failed, not only which tests did."""
         lines = self.output.splitlines()
         summary = [i for i, line in enumerate(lines) if "short test summary info" in line]
         tail = lines[summary[-1] :] if summary else lines[-80:]
-        return f"kit exit {self.returncode} after {self.wall_s:.0f} s:\n" + "\n".join(tail)
+        failures = [
+            f"--- {case.name} ({case.clause}):\n" + "\n".join(case.message.splitlines()[:20])
+            for case in self.cases
+            if case.outcome in ("failed", "error")
+        ]
+        return "\n".join(
+            [f"kit exit {self.returncode} after {self.wall_s:.0f} s:", *failures, *tail]
+        )
 
 
 def kit_command(*args: str) -> list[str]:
