@@ -57,6 +57,19 @@ JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
 """What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
 
+HARMONY_RECIPIENT = seq(
+    NAME,
+    SPACE,
+    alt(Lit("{"), seq(alt(seq(Lit("<|constrain|>"), NAME), NAME), SPACE, Lit("{"))),
+)
+"""What follows `to=` in gpt-oss's call header once a server dropped its tokens: the
+recipient (`functions.get_weather`), its constraint spaced or glued (` json`, `json`, the
+NAME absorbing the glued form) and the JSON arguments."""
+_HARMONY_CALL_RESIDUE = (
+    "gpt-oss's tool-call header with its special tokens stripped, `commentary to=functions.X"
+    " json{...}` (the constraint glued to the name in ggml-org/llama.cpp PR #15158)"
+)
+
 DSML_BARS = {
     "｜": "",
     "｜｜": "-doubled",
@@ -82,7 +95,8 @@ _DSML_SOURCES = {
 
 
 def _dsml() -> Registry:
-    """The DSML blocks in every bar spelling; a block closes in any spelling. An opener
+    """The DSML blocks in every bar spelling; a block closes in any spelling, its slash
+    doubled too (`<//` before the bar, named among this year's spellings). An opener
     needs no `>`: models end it with `|` (CJackHwang/ds2api #389) or the turn ends right
     after it (earendil-works/pi #3712)."""
     return tuple(
@@ -91,7 +105,7 @@ def _dsml() -> Registry:
             + ("-v41" if block.startswith(" ") else ""),
             "span",
             f"<{bar}DSML{bar}{block}",
-            ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
+            ends=tuple(f"<{slash}{b}DSML{b}{block}>" for slash in ("/", "//") for b in DSML_BARS),
             source=_DSML_SOURCES[block]
             + (
                 "" if not suffix else "; bar variants: GenericAgent #804, cline #13348, flocks #687"
@@ -225,6 +239,36 @@ PROFILES: dict[str, Registry] = {
             reasoning=True,
             source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743;"
             " sglang test/srt/test_harmony_parser.py (test_parse_analysis_no_space_after_header)",
+        ),
+        Pattern(
+            "harmony-call-residue",
+            "json_value",
+            "assistantcommentary to=",
+            special=False,
+            hint=HARMONY_RECIPIENT,
+            trailers=("assistantfinal",),
+            source=_HARMONY_CALL_RESIDUE,
+        ),
+        Pattern(
+            "harmony-bare-call-residue",
+            "json_value",
+            "commentary to=",
+            special=False,
+            hint=HARMONY_RECIPIENT,
+            boundary="word",
+            trailers=("assistantfinal",),
+            source=_HARMONY_CALL_RESIDUE,
+        ),
+        Pattern(
+            "harmony-next-analysis-residue",
+            "span",
+            "assistantanalysis",
+            ends=("assistantfinal",),
+            special=False,
+            hint=Chars("[A-Z]", 1, 1),
+            reasoning=True,
+            source="gpt-oss's later analysis message with its tokens stripped, after a call:"
+            " sglang python/sglang/srt/parser/harmony_parser.py (TextStrategy)",
         ),
         Pattern(
             "harmony-final-residue",

@@ -46,12 +46,12 @@ class _Matcher:
         starts = [p.start for p in registry]
         if len(set(starts)) != len(starts):
             raise ValueError("two patterns share an opener")
+        self.by_start = {p.start: p for p in registry}
         for a in starts:
             for b in starts:
-                if a != b and a in b:  # a whole opener would be held inside another's prefix
+                if a != b and a in b and not _walled_off(self.by_start[a], b):
                     how = "a prefix of" if b.startswith(a) else "inside"
                     raise ValueError(f"opener {a!r} is {how} {b!r}: ambiguous")
-        self.by_start = {p.start: p for p in registry}
         self.longest = max(len(s) for s in starts)
         self.opener = re.compile(trie_pattern(starts))
         firsts = sorted({s[0] for s in starts})
@@ -69,6 +69,17 @@ class _Matcher:
         )
         """Whether a filter keeps the character before its held text: for bounded patterns,
         and for an opener with a hint, which the answer's end may cut off (`_cut_off`)."""
+
+
+def _walled_off(inner: Pattern, outer: str) -> bool:
+    """Whether `inner`'s opener, found inside the opener `outer`, can never open there: it
+    begins only at a word or the answer's start, and each place it occurs in `outer` comes
+    right after a letter, digit or `_` (gpt-oss's `analysis` inside `assistantanalysis`).
+    Anything else (a prefix above all) would be ambiguous: one opener held inside another."""
+    places = [i for i in range(len(outer)) if outer.startswith(inner.start, i)]
+    return inner.boundary != "any" and all(
+        i > 0 and _WORD.match(outer[i - 1]) is not None for i in places
+    )
 
 
 def trie_pattern(markers: Iterable[str]) -> str:

@@ -37,7 +37,8 @@ FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gem
                 "glm-bare-arguments", "minimax-xml-call", "harmony-residue",
                 "harmony-messages", "mistral-call-then-prose", "kimi-k3-tools",
                 "llama-json-call", "deepseek-bare-invoke", "llama-pythonic-call",
-                "deepseek-v3-call", "llama-python-tag", "kimi-k2-section")  # fmt: skip
+                "deepseek-v3-call", "llama-python-tag", "kimi-k2-section",
+                "harmony-call-residue")  # fmt: skip
 """The mock's family flows: each plays one model family's own leak shape (G13)."""
 SPECIAL_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gemma-tool-call",
                  "kimi-k3-tools", "harmony-messages", "deepseek-v3-call", "llama-python-tag",

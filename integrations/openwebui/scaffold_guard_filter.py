@@ -225,9 +225,9 @@ class Pattern:
     left alone inside fenced code blocks. `hint` is the shape the start must be followed by
     to count (guardrail/shapes.py); `boundary` where it may begin: anywhere, not right
     after a letter, digit or `_` (`word`), or only at the very start of the answer
-    (`start`). `trailers`: markers a span's end may be followed by (after at most
-    TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a Qwen3-Coder
-    call without its opening `<tool_call>` still ends with.
+    (`start`). `trailers`: markers a span's end (or a JSON value's) may be followed by
+    (after at most TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a
+    Qwen3-Coder call without its opening `<tool_call>` still ends with.
 
     `reasoning`: the span's body is the model's reasoning, not a call (gpt-oss's analysis
     channel once a server dropped its tokens): it goes to the filter's take_reasoning(),
@@ -255,8 +255,8 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
         if self.reasoning and (self.kind != "span" or self.json_strings != "never"):
             raise ValueError(f"pattern {self.name!r}: only a plain span's body is reasoning")
-        if self.trailers and self.kind != "span":
-            raise ValueError(f"pattern {self.name!r}: only a span has trailers")
+        if self.trailers and self.kind not in ("span", "json_value"):
+            raise ValueError(f"pattern {self.name!r}: only a span or a JSON value has trailers")
         if any(trailer[:1] and trailer[0] in BLANKS for trailer in self.trailers):
             raise ValueError(
                 f"pattern {self.name!r}: a trailer starts with a blank (blanks before it are"
@@ -335,6 +335,19 @@ JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
 """What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
 
+HARMONY_RECIPIENT = seq(
+    NAME,
+    SPACE,
+    alt(Lit("{"), seq(alt(seq(Lit("<|constrain|>"), NAME), NAME), SPACE, Lit("{"))),
+)
+"""What follows `to=` in gpt-oss's call header once a server dropped its tokens: the
+recipient (`functions.get_weather`), its constraint spaced or glued (` json`, `json`, the
+NAME absorbing the glued form) and the JSON arguments."""
+_HARMONY_CALL_RESIDUE = (
+    "gpt-oss's tool-call header with its special tokens stripped, `commentary to=functions.X"
+    " json{...}` (the constraint glued to the name in ggml-org/llama.cpp PR #15158)"
+)
+
 DSML_BARS = {
     "｜": "",
     "｜｜": "-doubled",
@@ -360,7 +373,8 @@ _DSML_SOURCES = {
 
 
 def _dsml() -> Registry:
-    """The DSML blocks in every bar spelling; a block closes in any spelling. An opener
+    """The DSML blocks in every bar spelling; a block closes in any spelling, its slash
+    doubled too (`<//` before the bar, named among this year's spellings). An opener
     needs no `>`: models end it with `|` (CJackHwang/ds2api #389) or the turn ends right
     after it (earendil-works/pi #3712)."""
     return tuple(
@@ -369,7 +383,7 @@ def _dsml() -> Registry:
             + ("-v41" if block.startswith(" ") else ""),
             "span",
             f"<{bar}DSML{bar}{block}",
-            ends=tuple(f"</{b}DSML{b}{block}>" for b in DSML_BARS),
+            ends=tuple(f"<{slash}{b}DSML{b}{block}>" for slash in ("/", "//") for b in DSML_BARS),
             source=_DSML_SOURCES[block]
             + (
                 "" if not suffix else "; bar variants: GenericAgent #804, cline #13348, flocks #687"
@@ -503,6 +517,36 @@ PROFILES: dict[str, Registry] = {
             reasoning=True,
             source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743;"
             " sglang test/srt/test_harmony_parser.py (test_parse_analysis_no_space_after_header)",
+        ),
+        Pattern(
+            "harmony-call-residue",
+            "json_value",
+            "assistantcommentary to=",
+            special=False,
+            hint=HARMONY_RECIPIENT,
+            trailers=("assistantfinal",),
+            source=_HARMONY_CALL_RESIDUE,
+        ),
+        Pattern(
+            "harmony-bare-call-residue",
+            "json_value",
+            "commentary to=",
+            special=False,
+            hint=HARMONY_RECIPIENT,
+            boundary="word",
+            trailers=("assistantfinal",),
+            source=_HARMONY_CALL_RESIDUE,
+        ),
+        Pattern(
+            "harmony-next-analysis-residue",
+            "span",
+            "assistantanalysis",
+            ends=("assistantfinal",),
+            special=False,
+            hint=Chars("[A-Z]", 1, 1),
+            reasoning=True,
+            source="gpt-oss's later analysis message with its tokens stripped, after a call:"
+            " sglang python/sglang/srt/parser/harmony_parser.py (TextStrategy)",
         ),
         Pattern(
             "harmony-final-residue",
@@ -1653,12 +1697,12 @@ class _Matcher:
         starts = [p.start for p in registry]
         if len(set(starts)) != len(starts):
             raise ValueError("two patterns share an opener")
+        self.by_start = {p.start: p for p in registry}
         for a in starts:
             for b in starts:
-                if a != b and a in b:  # a whole opener would be held inside another's prefix
+                if a != b and a in b and not _walled_off(self.by_start[a], b):
                     how = "a prefix of" if b.startswith(a) else "inside"
                     raise ValueError(f"opener {a!r} is {how} {b!r}: ambiguous")
-        self.by_start = {p.start: p for p in registry}
         self.longest = max(len(s) for s in starts)
         self.opener = re.compile(trie_pattern(starts))
         firsts = sorted({s[0] for s in starts})
@@ -1676,6 +1720,17 @@ class _Matcher:
         )
         """Whether a filter keeps the character before its held text: for bounded patterns,
         and for an opener with a hint, which the answer's end may cut off (`_cut_off`)."""
+
+
+def _walled_off(inner: Pattern, outer: str) -> bool:
+    """Whether `inner`'s opener, found inside the opener `outer`, can never open there: it
+    begins only at a word or the answer's start, and each place it occurs in `outer` comes
+    right after a letter, digit or `_` (gpt-oss's `analysis` inside `assistantanalysis`).
+    Anything else (a prefix above all) would be ambiguous: one opener held inside another."""
+    places = [i for i in range(len(outer)) if outer.startswith(inner.start, i)]
+    return inner.boundary != "any" and all(
+        i > 0 and _WORD.match(outer[i - 1]) is not None for i in places
+    )
 
 
 def trie_pattern(markers: Iterable[str]) -> str:

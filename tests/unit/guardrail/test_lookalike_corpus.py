@@ -66,6 +66,10 @@ CORPUS: dict[str, tuple[str, ...]] = {
         "The channel names are analysis, commentary and final.",
         "to=functions.get_weather is how the header names its recipient.",
         " to=assistant, then the answer.",
+        "Set the commentary to=nothing in the config.",
+        "A header reads commentary to=functions.read json, then the arguments.",
+        "Its later messages open with assistantanalysis or assistantcommentary.",
+        '```\nassistantcommentary to=functions.read json{"path": "/a"}\n```',
     ),
     "Mistral": (
         "Mistral models start a call with [TOOL_CALLS] and then a JSON list.",

@@ -262,6 +262,22 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "analysisWe need to answer what 2+2 is. Simple.assistantfinalfour",
         "four",
     ),
+    (  # ggml-org/llama.cpp PR #15158: the call header's residue, `json` glued to the name
+        "harmony-call-residue", "harmony-residue",
+        "I need to check the filesystem.\n\nassistantcommentary to=functions.fs_readjson{\n"
+        '  "path": "/workspace/config.yml"\n}assistantfinalIt is there.',
+        "I need to check the filesystem.\n\nIt is there.",
+    ),
+    (  # the call header's residue opening the reply, its constraint spaced, a brace quoted
+        "harmony-bare-call-residue", "harmony-residue",
+        'commentary to=functions.get_weather json{"location": "San Francisco {CA}"} Done.',
+        " Done.",
+    ),
+    (  # sglang harmony_parser.py TextStrategy: a later analysis message after a call
+        "harmony-next-analysis-residue", "harmony-residue",
+        'commentary to=functions.f json{"a": 1}assistantanalysisCheck it.assistantfinalOk.',
+        "Ok.",
+    ),
     (  # lmstudio-ai/lmstudio-bug-tracker #1177: MiniMax-M2's bracket variant
         "minimax-bracket-tool-call", "minimax",
         'I will write it. [TOOL_CALL] { "tool": "write", "args": {"path": "a.txt"} } '
@@ -507,6 +523,15 @@ def test_later_pattern_with_the_same_opener_replaces_the_earlier():
     assert run(["a<|tool_call|>{}<|/tool_call|>b"], merged)[0] == "ab"
 
 
+def test_an_opener_inside_another_is_allowed_only_where_its_boundary_walls_it_off():
+    inner = Pattern("inner", "token", "analysis", special=False, boundary="word", source="test")
+    outer = Pattern("outer", "token", "assistantanalysis", special=False, source="test")
+    assert run(["analysis, assistantanalysis."], (inner, outer))[0] == ", ."
+    anywhere = Pattern("anywhere", "token", "analysis", special=False, source="test")
+    with pytest.raises(ValueError, match="is inside"):
+        ScaffoldingFilter((anywhere, outer))
+
+
 def test_opener_that_is_a_prefix_of_another_is_refused():
     ambiguous = (
         Pattern("short", "token", "<|tool", source="test"),
@@ -609,3 +634,29 @@ LIMITS = [
 def test_a_documented_limit_behaves_as_documented_at_any_chunking(text: str, shown: str):
     for size in (1, 7, len(text)):
         assert run(chunked(text, size), DEEPSEEK)[0] == shown, size
+
+
+GPT_OSS = auto_registry("gpt-oss-20b")
+
+
+def test_a_call_before_the_first_residue_answer_is_that_analysis_reasoning_not_the_answer():
+    text = 'analysisI will look.assistantcommentary to=functions.read json{"path": "/a"}'
+    for size in (1, 7, len(text)):
+        f = ScaffoldingFilter(GPT_OSS)
+        shown = "".join(f.feed(chunk) for chunk in chunked(text, size)) + f.flush()
+        assert (shown, f.take_reasoning()) == ("", text.removeprefix("analysis")), size
+
+
+def test_case_folded_harmony_residue_is_text():
+    text = "ANALYSISWe answer.ASSISTANTFINALFour."
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), GPT_OSS)[0] == text, size
+
+
+def test_a_dsml_block_closed_with_a_doubled_slash_ends_there():
+    text = (
+        'Running.<｜DSML｜tool_calls><｜DSML｜invoke name="Bash"><｜DSML｜parameter name="c"'
+        ' string="true">ls<//｜DSML｜parameter><//｜DSML｜invoke><//｜DSML｜tool_calls> Done.'
+    )
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), DEEPSEEK)[0] == "Running. Done.", size

@@ -250,7 +250,7 @@ def test_a_braced_body_holds_a_split_quote():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kind": "token", "trailers": ("x",)}, "only a span has trailers"),
+        ({"kind": "token", "trailers": ("x",)}, "only a span or a JSON value has trailers"),
         ({"kind": "span", "ends": ("e",), "quotes": ("q",)}, "only a braced body has quotes"),
         ({"kind": "braced", "quotes": ("q{",)}, "a quote with a brace"),
         ({"kind": "braced", "quotes": ("q", "aqa")}, "quote 'q' is inside 'aqa'"),

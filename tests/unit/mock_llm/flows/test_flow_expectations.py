@@ -58,6 +58,7 @@ FAMILY_MARKUP = {
     "MiniMax": re.compile(r"<minimax:tool_call>.*?</minimax:tool_call>", re.DOTALL),
     "gpt-oss": re.compile(
         r"\Aanalysis.*?assistantfinal"  # the residue of tokens a server dropped
+        r"|assistantcommentary to=[\w.]+ json\{[^{}]*\}|assistantanalysis.*?assistantfinal"
         r"|<\|start\|>assistant to=[\w.]+<\|channel\|>\w+(?: json)?<\|message\|>.*?<\|call\|>"
         r"|(?:<\|start\|>assistant)?<\|channel\|>\w+<\|message\|>|<\|end\|>|<\|return\|>",
         re.DOTALL,
@@ -67,7 +68,9 @@ FAMILY_MARKUP = {
 REASONING = re.compile(r"(?<=<\|channel\|>analysis<\|message\|>)[^<]*")
 """Harmony's analysis channel: reasoning, taken out of the answer but not stripped (not
 counted in G10's figure), for every model (its tokens are special)."""
-RESIDUE_REASONING = re.compile(r"(?<=\Aanalysis)(?=[A-Z]).*?(?=assistantfinal)", re.DOTALL)
+RESIDUE_REASONING = re.compile(
+    r"(?:(?<=\Aanalysis)|(?<=assistantanalysis))(?=[A-Z]).*?(?=assistantfinal)", re.DOTALL
+)
 """The same with its tokens dropped by the server: reasoning for a gpt-oss model only."""
 SPECIAL_FLOWS = {"deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "kimi-k3-tools",
                  "gemma-tool-call", "harmony-messages", "deepseek-v3-call", "llama-python-tag",
@@ -80,7 +83,7 @@ FAMILY_FLOWS = {
     "glm-bare-arguments", "minimax-xml-call", "harmony-residue", "mistral-call-then-prose",
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
     "llama-json-call", "harmony-messages", "deepseek-bare-invoke", "llama-pythonic-call",
-    "deepseek-v3-call", "llama-python-tag", "kimi-k2-section",
+    "deepseek-v3-call", "llama-python-tag", "kimi-k2-section", "harmony-call-residue",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
