@@ -94,6 +94,22 @@ _DSML_SOURCES = {
 }
 
 
+def _dsml_closers(*blocks: str) -> tuple[str, ...]:
+    """The closers of DSML `blocks` in every bar spelling, with one slash or two."""
+    return tuple(
+        f"<{slash}{b}DSML{b}{block}>"
+        for block in blocks
+        for slash in ("/", "//")
+        for b in DSML_BARS
+    )
+
+
+_DSML_INVOKE = alt(
+    Lit("<invoke name="), *(Lit(f"<{b}DSML{b}{s}invoke") for b in DSML_BARS for s in ("", " "))
+)
+"""An invoke, DSML's in any bar spelling (V4.1's space too) or with its markers stripped."""
+
+
 def _dsml() -> Registry:
     """The DSML blocks in every bar spelling; a block closes in any spelling, its slash
     doubled too (`<//` before the bar, named among this year's spellings). An opener
@@ -105,7 +121,7 @@ def _dsml() -> Registry:
             + ("-v41" if block.startswith(" ") else ""),
             "span",
             f"<{bar}DSML{bar}{block}",
-            ends=tuple(f"<{slash}{b}DSML{b}{block}>" for slash in ("/", "//") for b in DSML_BARS),
+            ends=_dsml_closers(block),
             source=_DSML_SOURCES[block]
             + (
                 "" if not suffix else "; bar variants: GenericAgent #804, cline #13348, flocks #687"
@@ -199,6 +215,31 @@ PROFILES: dict[str, Registry] = {
             hint=seq(SPACE, Lit("<invoke name=")),
             source="DSML with its markers stripped: sglang deepseekv32_detector.py"
             ' ("Format 3 - Without DSML tags")',
+        ),
+        *(
+            Pattern(
+                name,
+                "span",
+                opener,
+                ends=("</calls>", *_dsml_closers("calls", " calls")),
+                special=False,
+                hint=seq(SPACE, _DSML_INVOKE),
+                source=source,
+            )
+            for name, opener, source in (
+                (
+                    "deepseek-bare-calls",
+                    "<calls>",
+                    "DSML's `calls` section with its markers stripped:"
+                    " diegosouzapw/OmniRoute PR #13345",
+                ),
+                (
+                    "deepseek-lost-bars-calls",
+                    "< calls>",
+                    "V4.1's `calls` opener that lost its bars and DSML, the invokes inside"
+                    " still DSML: kittors/deepseek-web-api #11",
+                ),
+            )
         ),
         Pattern(
             "deepseek-bare-invoke",

@@ -56,6 +56,7 @@ CORPUS: dict[str, tuple[str, ...]] = {
         "A pipe table: | DSML | function_calls | invoke |",
         'Anthropic-style calls look like `<invoke name="read">` with parameters inside.',
         'Stripped of its bars, DSML becomes <function_calls> around <invoke name="...">.',
+        "Its sections are <calls> or < calls> once the bars are lost.",
         '```xml\n<invoke name="read">\n<parameter name="path">/a</parameter>\n</invoke>\n```',
     ),
     "gpt-oss": (

@@ -262,6 +262,18 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "analysisWe need to answer what 2+2 is. Simple.assistantfinalfour",
         "four",
     ),
+    (  # kittors/deepseek-web-api #11: the opener lost its bars and DSML
+        "deepseek-lost-bars-calls", "deepseek-xml",
+        '< calls>\n<|DSML|invoke name="pwsh">\n<|DSML|parameter name="command" string="true">'
+        "ls</|DSML|parameter>\n</|DSML|invoke>\n</|DSML|calls>\nDone.",
+        "\nDone.",
+    ),
+    (  # diegosouzapw/OmniRoute PR #13345: the `calls` section with no DSML at all
+        "deepseek-bare-calls", "deepseek-xml",
+        'Reading.\n<calls>\n<invoke name="read">\n<parameter name="path">/a</parameter>\n'
+        "</invoke>\n</calls>\nDone.",
+        "Reading.\n\nDone.",
+    ),
     (  # ggml-org/llama.cpp PR #15158: the call header's residue, `json` glued to the name
         "harmony-call-residue", "harmony-residue",
         "I need to check the filesystem.\n\nassistantcommentary to=functions.fs_readjson{\n"
@@ -606,12 +618,6 @@ def test_the_contract_lists_every_shape_with_its_source():
 
 DEEPSEEK = auto_registry("deepseek-v4-flash")
 LIMITS = [
-    pytest.param(  # kittors/deepseek-web-api #11: the opener lost its bars and DSML
-        '< calls>\n<|DSML|invoke name="pwsh">\n<|DSML|parameter name="command" string="true">'
-        "ls</|DSML|parameter>\n</|DSML|invoke>\n</|DSML|calls>",
-        "< calls>\n\n</|DSML|calls>",
-        id="opener-without-bars-keeps-its-line-and-orphan-closer",
-    ),
     pytest.param(  # can1357/oh-my-pi PR #10558: closers with no opener (G7)
         "Done.</｜DSML｜parameter>\n</｜DSML｜invoke>\n",
         "Done.</｜DSML｜parameter>\n</｜DSML｜invoke>\n",
