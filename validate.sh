@@ -48,9 +48,11 @@ KIT_SLACK=(--stop-within-ms 5000)
 # beside the two in-process kit runs below, each of which uses about one.
 background "kit from the wheel" scripts/check_wheel.sh "${KIT_SLACK[@]}"
 # The README's kit command: the conformance kit against the mock and the reference app,
-# given the recorded leaks of tests/fixtures/cases as its own cases (CASE) too.
+# given the recorded leaks of tests/fixtures/cases as its own cases (CASE) too: LFM2's
+# incident, and the leak a real model wrote through llama.cpp's real server.
 step "conformance kit" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
-    --cases tests/fixtures/cases/lfm2-leak.yaml --cov --cov-append --cov-report= "$@"
+    --cases tests/fixtures/cases/lfm2-leak.yaml \
+    --cases tests/fixtures/cases/smollm2-llama-server.yaml --cov --cov-append --cov-report= "$@"
 # The family clauses again, with the reference app asking for a model name that names every
 # family: each family flow is then judged stripped (G13), where the run above judged most
 # of them as another model's text (G15). Only those tests: the rest is the run above.

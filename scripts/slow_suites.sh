@@ -2,7 +2,8 @@
 # The suites worth keeping that are too slow for the gate (./validate.sh, under 5 minutes):
 # the third-party programs a user runs in front of a model (Open WebUI, LiteLLM's proxy, each
 # installed once per machine into a cached venv of its own under
-# ~/.cache/scaffold-guard-thirdparty/, never a dependency), and the filter's long fuzz run.
+# ~/.cache/scaffold-guard-thirdparty/, never a dependency; llama.cpp's llama-server built
+# there from source with a real model), and the filter's long fuzz run.
 # CI runs this after the gate (.ci/run). Everything here is as deterministic as the gate:
 # the fuzz run is derandomized (the `ci` profile), only longer.
 # Usage: scripts/slow_suites.sh            (everything)
@@ -20,8 +21,9 @@ source scripts/lib/steps.sh
 
 step "environment" uv sync --frozen
 step "chromium" scripts/ensure_chromium.sh
+step "build tools (cmake, ninja, g++)" scripts/ensure_build_tools.sh
 step "third-party installs (cached)" uv run --frozen python -m tests.thirdparty.venvs \
-    open-webui litellm
+    open-webui litellm llama-server
 # One process: the Open WebUI fixtures start the program once per module, and Playwright's
 # sync API (the kit runs) wants the test thread's event loop to itself.
 step "third-party suites (chromium)" uv run --frozen pytest tests/thirdparty -n 0 \

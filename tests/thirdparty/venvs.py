@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .llama_build import LLAMA_SERVER, LlamaServerBuild
+
 INSTALL_TIMEOUT_S = 3600.0
 """A hang guard for one install (Open WebUI's takes 5-10 minutes on a 2-core machine)."""
 
@@ -82,12 +84,16 @@ LITELLM_VERSION = "1.108.7"
 """From 1.108.8 the proxy needs a `litellm-proxy` package the registry here does not have."""
 LITELLM = IsolatedVenv(f"litellm-{LITELLM_VERSION}", ((f"litellm[proxy]=={LITELLM_VERSION}",),))
 
-BY_NAME = {"open-webui": OPEN_WEBUI, "litellm": LITELLM}
+BY_NAME: dict[str, IsolatedVenv | LlamaServerBuild] = {
+    "open-webui": OPEN_WEBUI,
+    "litellm": LITELLM,
+    "llama-server": LLAMA_SERVER,  # a build, not a venv: tests/thirdparty/llama_build.py
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m tests.thirdparty.venvs NAME...`: install (or find) those venvs now, so a
-    test's own time limit never has to cover a first install."""
+    """`python -m tests.thirdparty.venvs NAME...`: install (or find) those venvs, or build
+    llama-server, now, so a test's own time limit never has to cover a first install."""
     names = sys.argv[1:] if argv is None else argv
     unknown = [name for name in names if name not in BY_NAME]
     if not names or unknown:
