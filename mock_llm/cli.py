@@ -20,7 +20,7 @@ import uvicorn
 
 from mock_llm.flows.chunking import REAL_PACING, parse_pacing
 from mock_llm.flows.flow_file import FlowFileError
-from mock_llm.flows.model import REASONING_FIELDS, ReasoningField
+from mock_llm.flows.model import DIALECTS, REASONING_FIELDS, Dialect, ReasoningField
 from mock_llm.journal.store import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
 from mock_llm.play.side_calls import SideCallsRefused
 from mock_llm.play.turns import DEFAULT_QUIET_RESET_S
@@ -54,6 +54,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         choices=REASONING_FIELDS,
         default="reasoning_content",
         help="delta field that carries reasoning (default: reasoning_content)",
+    )
+    parser.add_argument(
+        "--dialect",
+        choices=DIALECTS,
+        default="openai",
+        help="how chat completions are framed where a flow's step does not say: as OpenAI's"
+        " API (default) or as llama.cpp's llama-server",
     )
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     parser.add_argument(
@@ -117,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = build_settings(
             tuple(args.flows),
             reasoning_field=cast(ReasoningField, args.reasoning_field),
+            dialect=cast(Dialect, args.dialect),
             max_body_bytes=args.max_body_bytes,
             journal_capacity=args.journal_size,
             journal_max_body_bytes=args.journal_bytes,

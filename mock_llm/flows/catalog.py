@@ -148,6 +148,7 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "delay_ms": step.delay_ms,
         "ttft_ms": step.ttft_ms,
         "reasoning_field": step.reasoning_field,
+        "dialect": step.dialect,
         "fault": describe_fault(step.fault) if step.fault is not None else None,
         "extract": asdict(step.extract) if step.extract is not None else None,
         "chunks": [recorded_chunk_to_json(chunk) for chunk in step.recorded],

@@ -29,6 +29,7 @@ from mock_llm.flows.families import FAMILY_NAMES
 from mock_llm.flows.flow_text import FlowFileError as FlowFileError
 from mock_llm.flows.flow_text import read_flow_text as read_flow_text
 from mock_llm.flows.model import (
+    DIALECTS,
     EXTRACT_SENTENCES_MAX,
     FINISH_REASONS,
     REASONING_FIELDS,
@@ -245,6 +246,7 @@ _STEP_KEYS = {
     "delay_ms",
     "ttft_ms",
     "reasoning_field",
+    "dialect",
     "fault",
     "extract",
     "chunks",
@@ -305,6 +307,7 @@ def _step(ctx: nodes.Context, what: str, node: yaml.Node) -> Step:
         delay_ms=nodes.opt(ctx, fields, "delay_ms", nodes.non_negative, 0.0),
         ttft_ms=nodes.opt(ctx, fields, "ttft_ms", nodes.non_negative, 0.0),
         reasoning_field=reasoning_field,
+        dialect=nodes.opt(ctx, fields, "dialect", nodes.choice(DIALECTS), None),
         fault=nodes.opt(ctx, fields, "fault", _fault, None),
         extract=nodes.opt(ctx, fields, "extract", _extract, None),
         recorded=chunks,

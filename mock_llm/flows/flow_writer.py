@@ -122,6 +122,8 @@ def step_to_data(step: Step) -> dict[str, Any]:
         data["finish_reason"] = step.finish_reason
     if step.reasoning_field is not None:
         data["reasoning_field"] = step.reasoning_field
+    if step.dialect is not None:
+        data["dialect"] = step.dialect
     if step.chunking != Chunking():
         chunking = step.chunking
         data["chunking"] = chunking.size if chunking.mode == "size" else chunking.mode

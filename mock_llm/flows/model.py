@@ -25,6 +25,10 @@ ExpectedError = Literal["malformed"]
 ChunkPart = Literal["reasoning", "content", "call"]
 
 REASONING_FIELDS: tuple[ReasoningField, ...] = ("reasoning_content", "reasoning", "both")
+Dialect = Literal["openai", "llama.cpp"]
+"""How a chat-completions answer is framed: as OpenAI's API frames it, or as llama.cpp's
+llama-server does (mock_llm/wire/openai.py)."""
+DIALECTS: tuple[Dialect, ...] = ("openai", "llama.cpp")
 FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "tool_calls", "content_filter")
 
 
@@ -152,6 +156,9 @@ class Step:
     delay_ms: float = 0.0
     ttft_ms: float = 0.0
     reasoning_field: ReasoningField | None = None
+    dialect: Dialect | None = None
+    """The chat-completions framing this step is played in (None: the server's `--dialect`);
+    a recording from llama.cpp's server keeps `llama.cpp`."""
     fault: Fault | None = None
     extract: Extract | None = None
     recorded: tuple[RecordedChunk, ...] = ()

@@ -36,6 +36,7 @@ from mock_llm.flows.model import (
 from mock_llm.play.extractive import extract_answer, note_to_read
 from mock_llm.wire import anthropic as anthropic_wire
 from mock_llm.wire import gemini as gemini_wire
+from mock_llm.wire import llama_cpp as llama_cpp_wire
 from mock_llm.wire import ollama as ollama_wire
 from mock_llm.wire import openai as openai_wire
 from mock_llm.wire import responses as responses_wire
@@ -140,6 +141,8 @@ def _completion(
         body = dumps(anthropic_wire.message(step, meta, request.messages))
     elif request.api == "gemini":
         body = dumps(gemini_wire.response(step, meta, request.messages))
+    elif step.dialect == "llama.cpp":
+        body = dumps(llama_cpp_wire.completion(step, meta, field, request.messages))
     else:
         body = dumps(openai_wire.completion(step, meta, field, request.messages))
     fault = step.fault
@@ -172,6 +175,10 @@ def _stream(
         frames = anthropic_wire.stream_events(step, meta, request.messages)
     elif request.api == "gemini":
         frames = gemini_wire.stream_frames(step, meta, request.messages, request.json_array)
+    elif step.dialect == "llama.cpp":
+        frames = llama_cpp_wire.chunk_frames(
+            step, meta, field, request.messages, request.include_usage
+        )
     else:
         frames = _chunk_frames(step, meta, field, request)
     fault = step.fault

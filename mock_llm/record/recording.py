@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from guardrail.json_shapes import JSONObject, as_object, objects
+from guardrail.json_shapes import JSONObject, as_object, is_object, objects
 from mock_llm.flows.model import (
     ErrorEventFault,
     Flow,
@@ -80,6 +80,7 @@ class StreamParser(LineReader):
         self._chunk_seen = False
         self._finish_seen = False
         self._usage_seen = False
+        self._llama_cpp = False
 
     @property
     def ended(self) -> bool:
@@ -110,9 +111,15 @@ class StreamParser(LineReader):
             return
         self._chunk(obj, at_ms)
 
+    def step(self, broken: bool) -> Step:
+        """LineReader's step, in the dialect the upstream spoke."""
+        step = super().step(broken)
+        return replace(step, dialect="llama.cpp") if self._llama_cpp else step
+
     def _chunk(self, obj: JSONObject, at_ms: float) -> None:
         first = not self._chunk_seen
         self._chunk_seen = True
+        self._llama_cpp = self._llama_cpp or is_llama_cpp(obj)
         choices = obj.get("choices")
         if not isinstance(choices, list) or not choices:
             if obj.get("usage") is not None and not first:
@@ -166,7 +173,14 @@ def completion_step(body: bytes) -> Step:
     reasoning = fields.get("reasoning_content") or fields.get("reasoning") or ""
     calls = function_calls(fields.get("tool_calls"))
     finish = finish_reason(choice.get("finish_reason"))
-    return whole_step(fields.get("content"), reasoning, calls, finish, names)
+    step = whole_step(fields.get("content"), reasoning, calls, finish, names)
+    return replace(step, dialect="llama.cpp") if is_llama_cpp(answer) else step
+
+
+def is_llama_cpp(obj: JSONObject) -> bool:
+    """Whether a chunk or an answer is llama.cpp's llama-server's: it alone sends its
+    `timings` counters (mock_llm/wire/llama_cpp.py)."""
+    return is_object(obj.get("timings"))
 
 
 # --- naming ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ flight meanwhile.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -117,6 +118,8 @@ async def _answer_chat(
         step_index = position.step_index
         entry.request_in_turn = position.request_number
     step = flow.steps[step_index]
+    if step.dialect is None and settings.dialect != "openai":
+        step = replace(step, dialect=settings.dialect)
     entry.flow = flow.name
     entry.step, entry.steps = step_index + 1, len(flow.steps)
     if step.fault is not None:

@@ -17,7 +17,7 @@ import uvicorn
 
 from mock_llm.flows.catalog import DEFAULT_MAX_RUNTIME_FLOWS, load_catalog
 from mock_llm.flows.chunking import REAL_PACING
-from mock_llm.flows.model import ReasoningField
+from mock_llm.flows.model import Dialect, ReasoningField
 from mock_llm.journal.store import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES
 from mock_llm.play.side_calls import SideCallRules
 from mock_llm.play.turns import DEFAULT_QUIET_RESET_S
@@ -32,6 +32,7 @@ from servekit.limits import DEFAULT_MAX_BODY_BYTES, LOCAL_ONLY
 def build_settings(
     flow_files: tuple[str | Path, ...] = (),
     reasoning_field: ReasoningField = "reasoning_content",
+    dialect: Dialect = "openai",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     journal_capacity: int = DEFAULT_CAPACITY,
     journal_max_body_bytes: int = DEFAULT_MAX_HELD_BYTES,
@@ -49,6 +50,7 @@ def build_settings(
     return MockSettings(
         flows=load_catalog(flow_files),
         reasoning_field=reasoning_field,
+        dialect=dialect,
         max_body_bytes=max_body_bytes,
         journal_capacity=journal_capacity,
         journal_max_body_bytes=journal_max_body_bytes,

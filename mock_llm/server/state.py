@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 
 from mock_llm.flows.catalog import DEFAULT_MAX_RUNTIME_FLOWS
-from mock_llm.flows.model import Flow, ReasoningField
+from mock_llm.flows.model import Dialect, Flow, ReasoningField
 from mock_llm.journal.settle import ChangeSignal
 from mock_llm.journal.store import DEFAULT_CAPACITY, DEFAULT_MAX_HELD_BYTES, Journal
 from mock_llm.play.side_calls import SideCallRules
@@ -24,6 +24,8 @@ DEFAULT_MAX_FLOWS_BODY_BYTES = 1024 * 1024
 class MockSettings:
     flows: Mapping[str, Flow]
     reasoning_field: ReasoningField = "reasoning_content"
+    dialect: Dialect = "openai"
+    """How chat completions are framed where a step does not say (`--dialect`)."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     journal_capacity: int = DEFAULT_CAPACITY
     journal_max_body_bytes: int = DEFAULT_MAX_HELD_BYTES

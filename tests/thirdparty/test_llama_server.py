@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ import httpx
 import pytest
 
 from guardrail.policy import CORRECTION_INSTRUCTION
+from mock_llm import build_settings, serve_mock
+from mock_llm.record.recorder import RecorderSettings, Upstream, serve_recorder
 
 from ..support.deadlines import DEADLINE_S, POLL_S
 from ..support.servers import app_settings, serve_app, serve_guard
@@ -203,6 +206,56 @@ def test_the_reference_app_answers_a_turn_on_the_real_model(
     assert frames[-1]["type"] == "done", frames[-1]
     assert "backup" in shown.lower()  # the real model answered from the retrieved notes
     assert "<|tool_call" not in shown
+
+
+VARYING = {"id", "created", "model"}
+"""Fields whose values differ between any two answers (the mock names the requested model;
+the server its model file): compared by presence and place, not value."""
+
+
+def frame_shape(value: Any, key: str = "") -> Any:
+    """A frame as the diff compares it: every key in its order, every text as it is, the
+    values of VARYING fields and of the counters (usage, timings) by their type only."""
+    if isinstance(value, dict):
+        counted = key in ("usage", "timings", "prompt_tokens_details")
+        return [(k, type(v).__name__ if counted and not isinstance(v, dict) else
+                 frame_shape(v, k)) for k, v in value.items()]  # fmt: skip
+    if isinstance(value, list):
+        return [frame_shape(item, key) for item in value]
+    return type(value).__name__ if key in VARYING else value
+
+
+def frames_of(body: bytes, stream: bool) -> list[Any]:
+    if not stream:
+        return [frame_shape(json.loads(body))]
+    data = [line[6:] for line in body.decode().split("\n\n") if line.startswith("data: ")]
+    return [frame_shape(json.loads(d)) if d.startswith("{") else d for d in data]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_a_recording_replays_in_the_servers_own_frames_field_by_field(
+    llama_url: str, tmp_path: Path, stream: bool
+):
+    recording = tmp_path / "recording.yaml"
+    settings = RecorderSettings(upstream=Upstream.parse(f"{llama_url}/v1"), out=recording)
+    question = [{"role": "user", "content": f"{CLEAN_QUESTION} [[mock:fidelity#real]]"}]
+    body = chat(question, stream=stream)
+    with serve_recorder(settings) as (recorder_url, recorder):
+        real = httpx.post(f"{recorder_url}/v1/chat/completions", json=body, timeout=GENERATION_S)
+        assert recorder.wait_for(saved=1, timeout_s=DEADLINE_S)
+    settings = build_settings((recording,), replay_pacing=0)
+    [step] = settings.flows["fidelity"].steps
+    assert step.dialect == "llama.cpp"  # the recorder heard the server's own dialect
+    as_openai = replace(settings.flows["fidelity"], steps=(replace(step, dialect="openai"),))
+    replays: list[httpx.Response] = []
+    for flows in (settings.flows, {**settings.flows, "fidelity": as_openai}):
+        with serve_mock(replace(settings, flows=flows)) as mock_url:
+            url = f"{mock_url}/v1/chat/completions"
+            replays.append(httpx.post(url, json=body, timeout=DEADLINE_S))
+    replayed, control = replays
+    assert real.status_code == replayed.status_code == 200
+    assert frames_of(replayed.content, stream) == frames_of(real.content, stream)
+    assert frames_of(control.content, stream) != frames_of(real.content, stream)  # the diff sees
 
 
 def test_without_the_build_the_suite_names_the_command_that_makes_it(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -72,6 +74,32 @@ async def test_stall_pauses_the_stream_mid_way_then_finishes_it_whole(
     assert entry.ended_ms is not None
     assert entry.first_chunk_ms is not None
     assert entry.ended_ms - entry.first_chunk_ms >= 300 - 1  # less clock rounding
+
+
+async def test_the_llama_cpp_dialect_can_be_chosen_per_server_and_a_step_may_say_its_own(
+    key: str,
+):
+    from mock_llm import build_settings, parse_flows, serve_mock
+
+    own = parse_flows(
+        "flows:\n  plain:\n    steps:\n      - content: hi\n        dialect: openai\n", "t"
+    )
+    settings = build_settings(dialect="llama.cpp")
+    settings = replace(settings, flows={**settings.flows, **own})
+    with serve_mock(settings) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
+            server = await client.post(
+                "/v1/chat/completions", json=chat_body(f"[[mock:clean#{key}]]")
+            )
+            step = await client.post(
+                "/v1/chat/completions", json=chat_body(f"[[mock:plain#{key}]]")
+            )
+    first = json.loads(server.text.split("\n\n")[0].removeprefix("data: "))
+    assert first["choices"][0] == {
+        "finish_reason": None, "index": 0, "delta": {"role": "assistant", "content": None}
+    }  # fmt: skip
+    assert first["system_fingerprint"] == "b0-unknown"
+    assert '"logprobs":null' in step.text
 
 
 async def test_reasoning_field_can_be_chosen_per_server(key: str):
