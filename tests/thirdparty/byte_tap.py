@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Generator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ class Exchange:
 class _Connection:
     sent: bytearray = field(default_factory=bytearray)  # client to upstream
     received: bytearray = field(default_factory=bytearray)  # upstream to client
+    arrivals: list[tuple[float, int]] = field(default_factory=list[tuple[float, int]])
+    """When each read from the upstream came (perf_counter) and how many bytes it ended at."""
     closed_first_by: str = ""  # "client" or "upstream": whose end of it closed first
 
 
@@ -71,6 +74,11 @@ class Tap:
             _pump(client, upstream, record.sent, record, "client")
             back.join()
 
+    def upstream_reads(self) -> list[tuple[bytes, list[tuple[float, int]]]]:
+        """Each connection's bytes from the upstream, with when each read of them came."""
+        with self._lock:
+            return [(bytes(c.received), list(c.arrivals)) for c in self._connections]
+
     def closed_by_upstream(self) -> int:
         """How many connections the upstream closed before its client did."""
         with self._lock:
@@ -91,6 +99,8 @@ def _pump(source: socket.socket, target: socket.socket, into: bytearray, record:
     try:
         while data := source.recv(CHUNK):
             into += data
+            if side == "upstream":
+                record.arrivals.append((time.perf_counter(), len(into)))
             target.sendall(data)
     except OSError:
         pass
