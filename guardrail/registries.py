@@ -281,24 +281,21 @@ PROFILES: dict[str, Registry] = {
             source="gpt-oss with its special tokens stripped: Augustas11/macprovider #743;"
             " sglang test/srt/test_harmony_parser.py (test_parse_analysis_no_space_after_header)",
         ),
-        Pattern(
-            "harmony-call-residue",
-            "json_value",
-            "assistantcommentary to=",
-            special=False,
-            hint=HARMONY_RECIPIENT,
-            trailers=("assistantfinal",),
-            source=_HARMONY_CALL_RESIDUE,
-        ),
-        Pattern(
-            "harmony-bare-call-residue",
-            "json_value",
-            "commentary to=",
-            special=False,
-            hint=HARMONY_RECIPIENT,
-            boundary="word",
-            trailers=("assistantfinal",),
-            source=_HARMONY_CALL_RESIDUE,
+        *(
+            Pattern(
+                name,
+                "json_value",
+                opener,
+                special=False,
+                hint=HARMONY_RECIPIENT,
+                boundary=boundary,
+                trailers=("assistantfinal",),
+                source=_HARMONY_CALL_RESIDUE,
+            )
+            for name, opener, boundary in (
+                ("harmony-call-residue", "assistantcommentary to=", "any"),
+                ("harmony-bare-call-residue", "commentary to=", "word"),
+            )
         ),
         Pattern(
             "harmony-next-analysis-residue",
