@@ -343,6 +343,11 @@ HARMONY_RECIPIENT = seq(
 """What follows `to=` in gpt-oss's call header once a server dropped its tokens: the
 recipient (`functions.get_weather`), its constraint spaced or glued (` json`, `json`, the
 NAME absorbing the glued form) and the JSON arguments."""
+_HARMONY_CALL_OPENERS: tuple[tuple[str, str, Boundary], ...] = (
+    ("harmony-call-residue", "assistantcommentary to=", "any"),
+    ("harmony-bare-call-residue", "commentary to=", "word"),
+)
+"""The call header's residue mid-answer, and the same as a word (the reply's first)."""
 _HARMONY_CALL_RESIDUE = (
     "gpt-oss's tool-call header with its special tokens stripped, `commentary to=functions.X"
     " json{...}` (the constraint glued to the name in ggml-org/llama.cpp PR #15158)"
@@ -570,10 +575,7 @@ PROFILES: dict[str, Registry] = {
                 trailers=("assistantfinal",),
                 source=_HARMONY_CALL_RESIDUE,
             )
-            for name, opener, boundary in (
-                ("harmony-call-residue", "assistantcommentary to=", "any"),
-                ("harmony-bare-call-residue", "commentary to=", "word"),
-            )
+            for name, opener, boundary in _HARMONY_CALL_OPENERS
         ),
         Pattern(
             "harmony-next-analysis-residue",

@@ -89,19 +89,26 @@ def content_of(body: bytes) -> str:
     )
 
 
-@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize(
+    ("stream", "usage"), [(True, False), (True, True), (False, False)],
+    ids=["stream", "stream-with-usage", "whole"],
+)  # fmt: skip
 def test_a_clean_answer_reaches_the_client_as_the_server_wrote_it(
-    client: httpx.Client, guard_url: str, tap: Tap, stream: bool
+    client: httpx.Client, guard_url: str, tap: Tap, stream: bool, usage: bool
 ):
     before = len(tap.exchanges())
     question = [{"role": "user", "content": CLEAN_QUESTION}]
-    answer = client.post(f"{guard_url}/v1/chat/completions", json=chat(question, stream=stream))
+    extra = {"stream_options": {"include_usage": True}} if usage else {}
+    body = chat(question, stream=stream, **extra)
+    answer = client.post(f"{guard_url}/v1/chat/completions", json=body)
     server = last_exchange(tap, before)
     assert (answer.status_code, server.status) == (200, 200)
     assert answer.content == server.body
     if stream:
         assert content_of(answer.content).strip()
         assert any("timings" in event for event in events(answer.content))
+        usage_chunks = [e for e in events(answer.content) if e.get("usage") and not e["choices"]]
+        assert len(usage_chunks) == usage
     else:
         whole = answer.json()
         assert whole["choices"][0]["message"]["content"].strip()
