@@ -96,19 +96,24 @@ class Tap:
 
 def _pump(source: socket.socket, target: socket.socket, into: bytearray, record: _Connection,
           side: str) -> None:  # fmt: skip
+    """One direction, as a TCP proxy relays it: a clean end (EOF) is passed on as a
+    half-close, so the other direction still brings what its peer had left to send (a
+    server's chunked body's last bytes, after a client that had read enough closed); a
+    broken connection ends both."""
+    ends = (target,)
     try:
         while data := source.recv(CHUNK):
             into += data
             if side == "upstream":
                 record.arrivals.append((time.perf_counter(), len(into)))
             target.sendall(data)
+        how = socket.SHUT_WR
     except OSError:
-        pass
-    finally:
-        record.closed_first_by = record.closed_first_by or side
-        for end in (source, target):
-            with suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
+        how, ends = socket.SHUT_RDWR, (source, target)
+    record.closed_first_by = record.closed_first_by or side
+    for end in ends:
+        with suppress(OSError):
+            end.shutdown(how)
 
 
 def _read_exchanges(sent: bytes, received: bytes) -> list[Exchange]:
