@@ -136,9 +136,7 @@ def completion(
     if step.reasoning:
         message.update(openai_wire.reasoning_fields(step.reasoning, field))
     if step.tool_calls:
-        message["tool_calls"] = openai_wire.completion(step, meta, field, messages)["choices"][0][
-            "message"
-        ]["tool_calls"]
+        message["tool_calls"] = openai_wire.message_tool_calls(step, meta)
     counted = usage(step, messages)
     return {
         "choices": [{"finish_reason": step.resolved_finish_reason, "index": 0, "message": message}],

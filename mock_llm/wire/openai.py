@@ -156,6 +156,18 @@ def usage(step: Step, messages: Sequence[JSON]) -> JSON:
     }
 
 
+def message_tool_calls(step: Step, meta: CompletionMeta) -> list[JSON]:
+    """A whole answer's `message.tool_calls`."""
+    return [
+        {
+            "id": tool_call_id(meta, index, call),
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        for index, call in enumerate(step.tool_calls)
+    ]
+
+
 def completion(
     step: Step, meta: CompletionMeta, field: ReasoningField, messages: Sequence[JSON]
 ) -> JSON:
@@ -168,14 +180,7 @@ def completion(
     if step.reasoning:
         message.update(reasoning_fields(step.reasoning, field))
     if step.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": tool_call_id(meta, index, call),
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for index, call in enumerate(step.tool_calls)
-        ]
+        message["tool_calls"] = message_tool_calls(step, meta)
     return {
         "id": meta.id,
         "object": "chat.completion",
