@@ -7,7 +7,7 @@ pattern is checked when it is made, so a registry nobody could apply never exist
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from guardrail.shapes import Shape
@@ -71,8 +71,16 @@ class Pattern:
     json_strings: JsonStrings = "never"
     skips: tuple[str, ...] = ()
     reasoning: bool = False
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __post_init__(self) -> None:
+        # Hashed once: a registry (a tuple of patterns) is the key of the filter's caches,
+        # looked up for every stream, and a dataclass's own hash is recomputed each time.
+        values = tuple(getattr(self, f.name) for f in fields(self) if f.compare)
+        object.__setattr__(self, "_hash", hash(values))
         if not self.start:
             raise ValueError(f"pattern {self.name!r}: empty start marker")
         if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
