@@ -36,3 +36,16 @@ LEAK_MESSAGES = [
 ]
 """No tools in the request: only the prompt shows the model a call."""
 CLEAN_QUESTION = "What is the capital of France? Answer in one short sentence."
+THINKING_SERVER_ARGS = ("--jinja", "--reasoning-format", "deepseek", "--chat-template-file")
+"""llama-server splitting the model's reasoning into `reasoning_content`, given a template
+that marks it (tests/thirdparty/templates/think_tags.jinja) as the last argument."""
+REASONED_ANSWER = "Your notes say the backups run nightly."
+REASONED_LEAK_MESSAGES = [
+    {"role": "system", "content": SYSTEM},
+    {"role": "user", "content": "What do my notes say about backups?"},
+    {"role": "assistant", "content": REASONED_ANSWER, "reasoning_content": CALL},
+    {"role": "user", "content": "When do the backups run?"},
+]
+"""An earlier turn whose reasoning was the call: through the thinking server the model writes
+its call markup into its reasoning (`reasoning_content`, which the guard never filters: G9)
+and a plain answer after `</think>`."""

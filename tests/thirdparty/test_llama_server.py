@@ -8,8 +8,11 @@ the server really sent, so the guard's answer is compared with the server's own 
 with a second request's: a clean answer, streamed and whole, reaches the client exactly as
 the server wrote it (its `timings`, its usage, its error answers included); the server
 closing kept-alive connections loses no turn; a client that leaves stops the server's
-generation; and the leak the real model writes (its own tool-call markup in the answer,
-token by token) never reaches the client.
+generation; the leak the real model writes (its own tool-call markup in the answer,
+token by token) never reaches the client; and where the server splits the model's reasoning
+into `reasoning_content` (a second server, with a chat template that marks reasoning), the
+reasoning reaches the client as the server wrote it, the model's call markup in it included
+(G9: reasoning is never filtered).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +36,27 @@ from ..support.deadlines import DEADLINE_S, POLL_S
 from ..support.servers import app_settings, serve_app, serve_guard
 from .byte_tap import Exchange, Tap, tapping
 from .llama_server import serve_llama_server
-from .real_leak import CLEAN_QUESTION, LEAK_MESSAGES, LEAK_TEXT
+from .real_leak import (
+    CLEAN_QUESTION,
+    LEAK_MESSAGES,
+    LEAK_TEXT,
+    REASONED_LEAK_MESSAGES,
+    THINKING_SERVER_ARGS,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
 GENERATION_S = 120.0
 """A hang guard for one generation by the real model (a few seconds here)."""
+THINK_TAGS = Path(__file__).parent / "templates" / "think_tags.jinja"
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A llama-server behind a byte tap, and the guard in front of the tap."""
+
+    tap: Tap
+    url: str  # the guard's
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +75,19 @@ def tap(llama_url: str) -> Iterator[Tap]:
 def guard_url(tap: Tap) -> Iterator[str]:
     with serve_guard(f"http://127.0.0.1:{tap.port}") as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def thinking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guarded]:
+    """A second llama-server, one that splits the model's reasoning into
+    `reasoning_content`, behind a tap and a guard of its own."""
+    workdir = tmp_path_factory.mktemp("thinking-server")
+    with (
+        serve_llama_server(workdir, *THINKING_SERVER_ARGS, str(THINK_TAGS)) as url,
+        tapping(int(url.rsplit(":", 1)[1])) as tap,
+        serve_guard(f"http://127.0.0.1:{tap.port}") as guard_url,
+    ):
+        yield Guarded(tap, guard_url)
 
 
 @pytest.fixture
@@ -93,9 +124,10 @@ def events(body: bytes) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
 
 
-def content_of(body: bytes) -> str:
+def content_of(body: bytes, field: str = "content") -> str:
+    """The text of a stream's deltas' `field` (`content`, or `reasoning_content`)."""
     return "".join(
-        choice["delta"].get("content") or ""
+        choice["delta"].get(field) or ""
         for event in events(body)
         for choice in event.get("choices", [])
     )
@@ -200,6 +232,27 @@ def test_the_real_models_leak_never_reaches_the_client(
     recovery = json.loads(asked[1].request_body)
     assert CORRECTION_INSTRUCTION in recovery["messages"][0]["content"]
     assert any("stripped" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_the_servers_reasoning_reaches_the_client_unfiltered_the_models_markup_and_all(
+    client: httpx.Client, thinking: Guarded, stream: bool
+):
+    before = len(thinking.tap.exchanges())
+    body = chat(REASONED_LEAK_MESSAGES, stream=stream)
+    answer = client.post(f"{thinking.url}/v1/chat/completions", json=body)
+    server = last_exchange(thinking.tap, before)
+    assert (answer.status_code, server.status) == (200, 200)
+    if stream:
+        reasoning = content_of(answer.content, "reasoning_content")
+        shown = content_of(answer.content)
+    else:
+        message = answer.json()["choices"][0]["message"]
+        reasoning, shown = message.get("reasoning_content") or "", message["content"]
+    assert LEAK_TEXT in reasoning, f"the model wrote no markup in its reasoning: {reasoning!r}"
+    assert shown.strip()
+    assert "<|tool_call" not in shown
+    assert answer.content == server.body  # the reasoning, markup and all, as the server wrote it
 
 
 @pytest.mark.parametrize("route", ["direct", "guard"])
