@@ -30,7 +30,7 @@ import re
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, TypeGuard
 
 from pydantic import BaseModel, Field, field_validator
@@ -247,8 +247,16 @@ class Pattern:
     json_strings: JsonStrings = "never"
     skips: tuple[str, ...] = ()
     reasoning: bool = False
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __post_init__(self) -> None:
+        # Hashed once: a registry (a tuple of patterns) is the key of the filter's caches,
+        # looked up for every stream, and a dataclass's own hash is recomputed each time.
+        values = tuple(getattr(self, f.name) for f in fields(self) if f.compare)
+        object.__setattr__(self, "_hash", hash(values))
         if not self.start:
             raise ValueError(f"pattern {self.name!r}: empty start marker")
         if (self.kind == "span") != bool(self.ends) or any(not end for end in self.ends):
@@ -1806,14 +1814,12 @@ def _matcher(registry: Registry) -> _Matcher:
     return _Matcher(registry)
 
 
-@functools.lru_cache(maxsize=64)
 def _markers(registry: Registry) -> Registry:
     """The patterns found by their markers: all but a whole reply of calls (json_reply,
     pythonic_reply) and harmony's messages (read by their own reader, in front of the rest)."""
     return tuple(p for p in registry if p.kind not in (*WHOLE_REPLY_KINDS, "harmony"))
 
 
-@functools.lru_cache(maxsize=64)
 def _after_start(markers: Registry) -> Registry | None:
     """The markers once the answer has begun: all but those that open only at its start
     (None: there are none to drop, or none would be left)."""
@@ -1821,9 +1827,30 @@ def _after_start(markers: Registry) -> Registry | None:
     return later if later and len(later) < len(markers) else None
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a registry compiles to, once: the matcher, the markers once the answer has
+    begun, and whether a whole-reply reader and harmony's reader are needed. A filter is
+    made for every stream: it looks its registry up once (patterns hash once, patterns.py)."""
+
+    matcher: _Matcher
+    later: Registry | None
+    reads_reply: bool
+    reads_harmony: bool
+
+
 @functools.lru_cache(maxsize=64)
-def _reads_harmony(registry: Registry) -> bool:
-    return any(p.kind == "harmony" for p in registry)
+def _plan(registry: Registry) -> _Plan:
+    markers = _markers(registry)
+    if not markers:
+        raise ValueError("a registry needs a pattern with a marker")
+    kinds = {p.kind for p in registry}
+    return _Plan(
+        matcher=_matcher(markers),
+        later=_after_start(markers),
+        reads_reply=bool(kinds & set(WHOLE_REPLY_KINDS)),
+        reads_harmony="harmony" in kinds,
+    )
 
 
 @dataclass(frozen=True)
@@ -1907,15 +1934,13 @@ class ScaffoldingFilter:
     )
 
     def __init__(self, registry: Registry = DEFAULT_REGISTRY) -> None:
-        markers = _markers(registry)
-        if not markers:
-            raise ValueError("a registry needs a pattern with a marker")
-        self._matcher = _matcher(markers)
-        self._later = _after_start(markers)  # the matcher once the answer has begun
+        plan = _plan(registry)
+        self._matcher = plan.matcher
+        self._later = plan.later  # the markers once the answer has begun
         # a whole reply of JSON calls (Llama's): read from its start until it is decided
-        self._reply = reader_for(registry)
+        self._reply = reader_for(registry) if plan.reads_reply else None
         # gpt-oss's messages: routed to the answer (read on below), the reasoning, or away
-        self._harmony = HarmonyReader() if _reads_harmony(registry) else None
+        self._harmony = HarmonyReader() if plan.reads_harmony else None
         self._reasoning: list[str] = []
         self._held = ""
         self._span: Pattern | None = None
