@@ -44,8 +44,9 @@ step "e2e (chromium)" uv run --frozen pytest -n 4 tests/e2e "$@"
 # may depend on load. 5000 ms still fails a stream that is never closed (it ends
 # `completed`, whatever the bound) and one read to its end (the `slow` flow takes 12 s).
 KIT_SLACK=(--stop-within-ms 5000)
-# The kit installed from the wheel into a fresh venv, against the reference app: one core,
-# beside the two in-process kit runs below, each of which uses about one.
+# The wheel holds every checkout file of its packages, and the kit installed from it into a
+# fresh venv runs the clauses that use each of its parts against the reference app: beside
+# the two in-process kit runs below.
 background "kit from the wheel" scripts/check_wheel.sh "${KIT_SLACK[@]}"
 # The README's kit command: the conformance kit against the mock and the reference app,
 # given the recorded leaks of tests/fixtures/cases as its own cases (CASE) too: LFM2's
