@@ -933,7 +933,13 @@ FAMILIES: tuple[Family, ...] = (
         "no profile of its own: Phi-4-mini's bare token is in the default registry",
     ),
     Family("Seed-OSS", ("seed-oss", "seed_oss"), ("seed-oss",)),
-    Family("Nemotron", ("nemotron",), ("nemotron",), "a Llama-Nemotron also matches Llama"),
+    Family(
+        "Nemotron",
+        ("nemotron",),
+        ("nemotron", "hermes", "qwen3-coder"),
+        "Nemotron Nano 2's `<TOOLCALL>`; Nemotron 3 Nano writes Qwen3-Coder's XML calls in"
+        " `<tool_call>`; a Llama-Nemotron also matches Llama",
+    ),
 )
 
 NAME_CAP = 256

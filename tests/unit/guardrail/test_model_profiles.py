@@ -53,7 +53,8 @@ MODEL_NAMES = [
     ("granite3.3:8b", ("hermes",)),
     ("phi4-mini", ()),
     ("ByteDance-Seed/Seed-OSS-36B-Instruct", ("seed-oss",)),
-    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", ("nemotron",)),
+    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", ("nemotron", "hermes", "qwen3-coder")),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", ("nemotron", "hermes", "qwen3-coder")),
     ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes",)),
     ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma-plain",)),
     ("my-local-model", ()),
@@ -112,6 +113,19 @@ def test_lfm2_markup_is_in_every_auto_registry():
     for model, _ in MODEL_NAMES:
         starts = {p.start for p in registry_for(model)}
         assert {p.start for p in DEFAULT_REGISTRY} <= starts
+
+
+def test_nemotron_3_nanos_qwen3_coder_call_is_stripped_for_a_nemotron_name():
+    # llama.cpp tests/test-chat.cpp, "NVIDIA Nemotron-3 Nano" (and common/chat.cpp: Qwen3-Coder
+    # XML tool calls "also used by Nemotron Nano 3")
+    call = (
+        "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n"
+        "</function>\n</tool_call>\n"
+    )
+    text = f"I'll check.\n{call}It is done."
+    nemotron = registry_for("NVIDIA-Nemotron-3-Nano-30B-A3B")
+    assert strip(text, nemotron) == "I'll check.\n\nIt is done."
+    assert strip(text, registry_for("lfm2-1.2b")) == text
 
 
 def test_qwen_tool_call_is_stripped_for_qwen_and_kept_for_lfm2():

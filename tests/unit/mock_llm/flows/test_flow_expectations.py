@@ -53,7 +53,10 @@ FAMILY_MARKUP = {
     ),
     "Qwen3-Coder": re.compile(r"<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL),
     "Seed-OSS": re.compile(r"<seed:tool_call>.*?</seed:tool_call>", re.DOTALL),
-    "Nemotron": re.compile(r"<TOOLCALL>.*?</TOOLCALL>", re.DOTALL),
+    # Nemotron Nano 2's own list, and Nemotron 3 Nano's Qwen3-Coder calls
+    "Nemotron": re.compile(
+        r"<TOOLCALL>.*?</TOOLCALL>|<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL
+    ),
     "GLM": re.compile(r"<arg_key>.*?</arg_value>", re.DOTALL),
     "MiniMax": re.compile(r"<minimax:tool_call>.*?</minimax:tool_call>", re.DOTALL),
     "gpt-oss": re.compile(
