@@ -706,6 +706,15 @@ PROFILES: dict[str, Registry] = {
             json_strings="leading",
             source="MiniMax-M2 variant: lmstudio-ai/lmstudio-bug-tracker #1177",
         ),
+        Pattern(
+            "minimax-m3-tool-call",
+            "span",
+            "]<]minimax[>[",  # the token alone: Hermes' `<tool_call>` after it is an opener too
+            ends=("]<]minimax[>[</tool_call>",),
+            hint=Lit("<tool_call>"),
+            source="llama.cpp tests/test-chat.cpp (MiniMax-M3 tests) and"
+            " models/templates/MiniMax-M3.jinja: every tag behind the `]<]minimax[>[` token",
+        ),
     ),
     "minimax-m1": (
         Pattern(

@@ -312,6 +312,13 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "</function>\n</seed:tool_call>",
         "Checking.",
     ),
+    (  # llama.cpp tests/test-chat.cpp, MiniMax-M3 tests
+        "minimax-m3-tool-call", "minimax",
+        "</mm:think>]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"special_function\">"
+        "]<]minimax[>[<arg1>1]<]minimax[>[</arg1>]<]minimax[>[</invoke>\n"
+        "]<]minimax[>[</tool_call>",
+        "</mm:think>",
+    ),
     (  # vllm nemotron_json_tool_parser.py
         "nemotron-toolcall", "nemotron",
         'Sure.<TOOLCALL>[{"name": "read", "arguments": {"path": "/a.md"}}]</TOOLCALL>',

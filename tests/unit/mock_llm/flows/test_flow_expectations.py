@@ -58,7 +58,11 @@ FAMILY_MARKUP = {
         r"<TOOLCALL>.*?</TOOLCALL>|<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL
     ),
     "GLM": re.compile(r"<arg_key>.*?</arg_value>", re.DOTALL),
-    "MiniMax": re.compile(r"<minimax:tool_call>.*?</minimax:tool_call>", re.DOTALL),
+    "MiniMax": re.compile(
+        r"<minimax:tool_call>.*?</minimax:tool_call>"  # M2
+        r"|\]<\]minimax\[>\[<tool_call>.*?\]<\]minimax\[>\[</tool_call>",  # M3
+        re.DOTALL,
+    ),
     "gpt-oss": re.compile(
         r"\Aanalysis.*?assistantfinal"  # the residue of tokens a server dropped
         r"|assistantcommentary to=[\w.]+ json\{[^{}]*\}|assistantanalysis.*?assistantfinal"
@@ -87,6 +91,7 @@ FAMILY_FLOWS = {
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
     "llama-json-call", "harmony-messages", "deepseek-bare-invoke", "llama-pythonic-call",
     "deepseek-v3-call", "llama-python-tag", "kimi-k2-section", "harmony-call-residue",
+    "minimax-m3-call",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
