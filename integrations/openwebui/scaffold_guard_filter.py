@@ -943,6 +943,16 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family("Seed-OSS", ("seed-oss", "seed_oss"), ("seed-oss",)),
     Family(
+        "StepFun",
+        ("stepfun", "step-3"),
+        ("hermes", "qwen3-coder"),
+        "Step 3.5 writes Qwen3-Coder's XML calls",
+    ),
+    Family("Ling", ("ling-", "bailing"), ("hermes", "glm"), "Ling 3.0 writes GLM's calls"),
+    Family("Reka", ("reka",), ("hermes",)),
+    Family("MiMo", ("mimo",), ("hermes",)),
+    Family("Apriel", ("apriel",), ("minimax-m1",), "`<tool_calls>`, as MiniMax-M1"),
+    Family(
         "Nemotron",
         ("nemotron",),
         ("nemotron", "hermes", "qwen3-coder"),

@@ -55,6 +55,13 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily("Command", ("command-r", "command-a", "c4ai", "cohere", "aya")),
     ModelFamily("Phi", ("phi",)),
     ModelFamily("Seed-OSS", ("seed-oss", "seed_oss")),
+    # llama.cpp's parser tests (tests/test-chat.cpp): Step 3.5 writes Qwen3-Coder's calls,
+    # Ling 3.0 (Bailing V3) GLM's, Reka Edge and MiMo-VL Hermes' JSON, Apriel <tool_calls>
+    ModelFamily("StepFun", ("stepfun", "step-3")),
+    ModelFamily("Ling", ("ling-", "bailing")),
+    ModelFamily("Reka", ("reka",)),
+    ModelFamily("MiMo", ("mimo",)),
+    ModelFamily("Apriel", ("apriel",)),
     ModelFamily("Nemotron", ("nemotron",)),
 )
 

@@ -120,6 +120,11 @@ CORPUS: dict[str, tuple[str, ...]] = {
     ),
     "Granite": ("Granite 4 wraps calls in <tool_call> tags, like Hermes.",),
     "Phi": ("Phi-4-mini uses functools[...] to list tools.",),
+    "StepFun": ("Step 3.5 writes <function=NAME> blocks inside <tool_call> tags.",),
+    "Ling": ("Ling writes <tool_call>NAME then <arg_key> and <arg_value> pairs.",),
+    "Reka": ("Reka Edge puts its JSON between <tool_call> and </tool_call>.",),
+    "MiMo": ("MiMo-VL calls tools with <tool_call> blocks, as Hermes does.",),
+    "Apriel": ("Apriel lists its calls in <tool_calls> as a JSON array.",),
 }
 """Look-alike prose by the family whose markup it names."""
 

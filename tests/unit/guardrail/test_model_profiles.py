@@ -55,6 +55,12 @@ MODEL_NAMES = [
     ("ByteDance-Seed/Seed-OSS-36B-Instruct", ("seed-oss",)),
     ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", ("nemotron", "hermes", "qwen3-coder")),
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", ("nemotron", "hermes", "qwen3-coder")),
+    ("stepfun-ai/Step-3.5-Flash", ("hermes", "qwen3-coder")),
+    ("inclusionAI/Ling-flash-2.0", ("hermes", "glm")),
+    ("linguist-7b", ()),  # Ling's key is `ling-`
+    ("RekaAI/reka-edge-2603", ("hermes",)),
+    ("XiaomiMiMo/MiMo-VL-7B-RL", ("hermes",)),
+    ("ServiceNow-AI/Apriel-1.6-15b-Thinker", ("minimax-m1",)),
     ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes",)),
     ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma-plain",)),
     ("my-local-model", ()),

@@ -53,6 +53,7 @@ FAMILY_MARKUP = {
     ),
     "Qwen3-Coder": re.compile(r"<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL),
     "Seed-OSS": re.compile(r"<seed:tool_call>.*?</seed:tool_call>", re.DOTALL),
+    "StepFun": re.compile(r"<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL),
     # Nemotron Nano 2's own list, and Nemotron 3 Nano's Qwen3-Coder calls
     "Nemotron": re.compile(
         r"<TOOLCALL>.*?</TOOLCALL>|<function=.*?</function>(?:\s*</tool_call>)?", re.DOTALL
