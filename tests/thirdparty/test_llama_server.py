@@ -21,6 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -65,16 +66,30 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def tap(llama_url: str) -> Iterator[Tap]:
-    with tapping(int(llama_url.rsplit(":", 1)[1])) as tap:
-        yield tap
+@contextmanager
+def guarded(llama_url: str) -> Iterator[Guarded]:
+    """A byte tap in front of the llama-server at `llama_url`, and the guard in front of it."""
+    with (
+        tapping(int(llama_url.rsplit(":", 1)[1])) as tap,
+        serve_guard(f"http://127.0.0.1:{tap.port}") as guard_url,
+    ):
+        yield Guarded(tap, guard_url)
 
 
 @pytest.fixture(scope="module")
-def guard_url(tap: Tap) -> Iterator[str]:
-    with serve_guard(f"http://127.0.0.1:{tap.port}") as url:
-        yield url
+def plain(llama_url: str) -> Iterator[Guarded]:
+    with guarded(llama_url) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="module")
+def tap(plain: Guarded) -> Tap:
+    return plain.tap
+
+
+@pytest.fixture(scope="module")
+def guard_url(plain: Guarded) -> str:
+    return plain.url
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +99,9 @@ def thinking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guarded]:
     workdir = tmp_path_factory.mktemp("thinking-server")
     with (
         serve_llama_server(workdir, *THINKING_SERVER_ARGS, str(THINK_TAGS)) as url,
-        tapping(int(url.rsplit(":", 1)[1])) as tap,
-        serve_guard(f"http://127.0.0.1:{tap.port}") as guard_url,
+        guarded(url) as stack,
     ):
-        yield Guarded(tap, guard_url)
+        yield stack
 
 
 @pytest.fixture
