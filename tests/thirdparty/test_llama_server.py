@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -67,7 +67,7 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @contextmanager
-def guarded(llama_url: str) -> Iterator[Guarded]:
+def guarded(llama_url: str) -> Generator[Guarded]:
     """A byte tap in front of the llama-server at `llama_url`, and the guard in front of it."""
     with (
         tapping(int(llama_url.rsplit(":", 1)[1])) as tap,
