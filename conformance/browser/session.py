@@ -11,6 +11,7 @@ page-driving test is one trace chunk.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,13 @@ if TYPE_CHECKING:
     from conformance.browser.chat import ChatPage
     from conformance.profiles.model import Profile
 
-DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
+CHROMIUM = "/usr/lib/chromium/chromium"
+HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"
+DEFAULT_CHROMIUM = HEADLESS_SHELL if os.access(HEADLESS_SHELL, os.X_OK) else CHROMIUM
+"""Debian's Chromium headless shell (package chromium-headless-shell) when it is installed,
+else its full Chromium: the shell is the browser's engine without its windowed UI, what
+Playwright itself runs headless, and its processes spend a third less CPU (a whole kit run:
+19 CPU-s against 23-25, docs/benchmarks.md, "The gate")."""
 DEFAULT_TURN_TIMEOUT_S = 60.0
 """The page timeout: the longest a turn, or any wait on the page, may take (`--turn-timeout`)."""
 CHROMIUM_ARGS = (

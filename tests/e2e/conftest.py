@@ -1,19 +1,20 @@
 """E2E layer: the mock LLM and the notes app on free ports, driven by a real Chromium.
 
-Playwright cannot download its browsers here, so it launches Debian's Chromium binary
-(`/usr/lib/chromium/chromium`; `/usr/bin/chromium` is a wrapper script); .ci/run installs
-the package when it is missing. A missing browser fails the run with a clear message, never
-a skip. A test gets the app's page loaded afresh (`chat`): the worker's one tab on the app,
-reloaded with a new conversation, as the conformance kit reloads its page per test
-(docs/benchmarks.md); a test that changes the tab itself (listeners, init scripts, other
-sites) opens a `tab` of its own. Both live in one browser context per worker: the page keeps
-a conversation in sessionStorage, which is per tab and cleared before each load, and nothing
-in cookies or localStorage, so a load isolates a test as a new context would. Measured: a
-context, its tab and the page loaded cost about 1 CPU-second, a tab on a warm context about
-0.6, a load in the same tab about 0.2. Screenshots a test takes of the page's states (idle,
-streaming, error) are written to test-results/ only when that test fails. Every wait is on a
-page state (Playwright's auto-waiting `expect`) or a settled journal, under the shared
-deadline; none is a fixed pause.
+Playwright cannot download its browsers here, so it launches Debian's Chromium as the kit
+does (its headless shell, `/usr/lib/chromium/chromium-headless-shell`, else the full
+`/usr/lib/chromium/chromium`; `/usr/bin/chromium` is a wrapper script);
+scripts/ensure_chromium.sh installs both packages when they are missing. A missing browser
+fails the run with a clear message, never a skip. A test gets the app's page loaded afresh
+(`chat`): the worker's one tab on the app, reloaded with a new conversation, as the
+conformance kit reloads its page per test (docs/benchmarks.md); a test that changes the tab
+itself (listeners, init scripts, other sites) opens a `tab` of its own. Both live in one
+browser context per worker: the page keeps a conversation in sessionStorage, which is per
+tab and cleared before each load, and nothing in cookies or localStorage, so a load isolates
+a test as a new context would. Measured: a context, its tab and the page loaded cost about 1
+CPU-second, a tab on a warm context about 0.6, a load in the same tab about 0.2. Screenshots
+a test takes of the page's states (idle, streaming, error) are written to test-results/ only
+when that test fails. Every wait is on a page state (Playwright's auto-waiting `expect`) or
+a settled journal, under the shared deadline; none is a fixed pause.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, expect
 
+from conformance.browser.session import DEFAULT_CHROMIUM
 from mock_llm import build_settings, serve_mock
 
 from ..support.deadlines import DEADLINE_S
 from ..support.journal import Entry, settled_journal_sync
 from ..support.servers import TEST_FLOWS, app_settings, serve_app
 
-CHROMIUM = Path("/usr/lib/chromium/chromium")
+CHROMIUM = Path(DEFAULT_CHROMIUM)
 ARTIFACTS = Path(__file__).parents[2] / "test-results"
 TIMEOUT_MS = int(DEADLINE_S * 1000)
 # Every wait is on the shared deadline, Playwright's `expect` included: its own default (5 s)
@@ -78,7 +80,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)")
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure_chromium.sh (validate.sh does)")
     return {
         **browser_type_launch_args,
         "executable_path": str(CHROMIUM),

@@ -21,6 +21,7 @@ import pytest
 # own, and refused a valid case file ("'steps' must be a non-empty list", the second of two
 # `--cases` tests in one process).
 import mock_llm.flows.flow_file  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from conformance.browser.session import DEFAULT_CHROMIUM
 from conformance.oracle.clauses import BY_ID
 
 from ...support.deadlines import DEADLINE_S
@@ -249,7 +250,7 @@ def test_with_no_options_the_kit_takes_its_defaults(pytester: pytest.Pytester):
         "app_url": None,
         "mock_url": None,
         "trace": "dom",
-        "chromium": "/usr/lib/chromium/chromium",
+        "chromium": DEFAULT_CHROMIUM,
         "artifacts": "conformance-artifacts",
         "turn_timeout_s": 60.0,
         "stop_within_ms": 1000.0,
