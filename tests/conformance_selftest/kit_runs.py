@@ -5,6 +5,15 @@ group, so its browser goes with it) against an app and a mock that are already s
 bounded by KIT_DEADLINE_S as a hang guard, and reads each test's outcome, clause and
 message from its JUnit XML and each clause's verdict from its markdown report. Results are
 read from the files the run wrote, never from its timing.
+
+A run given no `-k` of its own plays one flow for each family clause (ONE_FLOW_PER_FAMILY_CLAUSE)
+unless it asks for every family flow: a family flow is about half of a run's plays, and one
+play judges each family clause as exactly as all of them do, against a page that does not
+tell one family's markup from another's. The runs that prove the kit's verdict on each
+family flow ask for all of them: the `good` control (every flow passes), `raw-relay` (the kit
+sees every family's leak shape on a page that shows it) and `eager-profiles` (the kit sees
+every family's markup eaten) in test_kit_teeth.py, and validate.sh's two kit runs against the
+reference app.
 """
 
 from __future__ import annotations
@@ -21,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.oracle.clauses import BY_ID
+from conformance.oracle.clauses import BY_ID, LOOKALIKE_FLOWS, SPECIAL_FLOWS
+from mock_llm.flows.catalog import builtin_flows
 
 from ..support.processes import child_env
 
@@ -39,6 +49,23 @@ STOP_SLACK = ("--stop-within-ms", "5000")
 default 1000 ms, so no verdict depends on machine load. The target that breaks G11
 (`no-stop`) still fails it: its stream is read to the end, so the mock records it
 `completed`, not a disconnect, whatever the bound."""
+
+
+def _scaffold_only_special_flow() -> str:
+    expects = {name: flow.expect for name, flow in builtin_flows().items()}
+    return next(name for name in SPECIAL_FLOWS if (want := expects[name]) and want.recovery)
+
+
+ONE_FLOW_PER_FAMILY_CLAUSE = (
+    "not (g13_ or g15_)"
+    " or test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family"
+    f"[{_scaffold_only_special_flow()}]"
+    f" or test_g15_another_familys_markup_is_shown_whole[{LOOKALIKE_FLOWS[0]}]"
+)
+"""The kit's tests with one flow for each family clause (a `-k` expression): for G13, the
+first special-token flow (stripped for every model: G13 plays it for any app) whose answer is
+markup alone, so a target that mishandles the recovery fails it as one that shows markup
+does; for G15, the first look-alike (text for an LFM2 model name: G15 plays it)."""
 
 
 @dataclass(frozen=True)
@@ -97,9 +124,11 @@ def kit_command(*args: str) -> list[str]:
 
 
 def run_kit(app_url: str | None, mock_url: str | None, profile: Path | None, out: Path,
-            *extra: str, trace: str = "dom") -> KitRun:  # fmt: skip
+            *extra: str, trace: str = "dom", every_family_flow: bool = False,
+            ) -> KitRun:  # fmt: skip
     """The kit against an app and its mock, or (all three None) against the reference app
-    it starts itself; what it wrote to `out`, read back."""
+    it starts itself; what it wrote to `out`, read back. Without a `-k` in `extra`, one
+    flow per family clause unless `every_family_flow` (see the module docstring)."""
     out.mkdir(parents=True, exist_ok=True)
     junit, report = out / "junit.xml", out / "report.md"
     target: list[str] = []
@@ -107,6 +136,8 @@ def run_kit(app_url: str | None, mock_url: str | None, profile: Path | None, out
         target = ["--app-url", f"{app_url}/", "--mock-url", mock_url]
     if profile is not None:
         target += ["--profile", str(profile)]
+    if not every_family_flow and "-k" not in extra:
+        target += ["-k", ONE_FLOW_PER_FAMILY_CLAUSE]
     command = kit_command(
         *target, "--junitxml", str(junit), "--conformance-report", str(report),
         "--conformance-artifacts", str(out / "artifacts"), "--conformance-trace", trace,

@@ -15,11 +15,14 @@ with a JUnit file and the markdown report written to a temporary folder. Then:
 A static test checks that every clause has a target that fails it, and one more runs a
 baseline (`--expected-failures`) end to end against a broken target.
 
-The family clauses (G13, G15) are played with every family flow where they can tell
-something: against the `good` control and every target that breaks one of them. A target
-that breaks no family clause plays one flow of each (SAMPLED_FAMILY_FLOWS): its clause
+The family clauses (G13, G15) are played with every family flow where the flow's verdict
+itself is what is proved: against the `good` control (each passes), `raw-relay` (each G13
+flow fails: the kit sees every family's leak shape on a page that shows it raw) and
+`eager-profiles` (each family's G15 flow fails: the kit sees every family's markup eaten).
+Every other target plays one flow of each (kit_runs.ONE_FLOW_PER_FAMILY_CLAUSE): its clause
 verdicts are proved as exactly, a play each, and the other family plays (about half of a
-run's turns) would prove again, per target, what the control's run proves for every flow.
+run's turns) would prove again, target after target, what those three runs prove flow by
+flow.
 
 The kit runs in a subprocess, never in-process: it keeps session state (its run id, its
 verdicts) and drives its own sync Playwright, which the pytest that runs this module must
@@ -41,7 +44,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.oracle.clauses import BY_ID, CLAUSES, LOOKALIKE_FLOWS, SPECIAL_FLOWS
+from conformance.oracle.clauses import (
+    BY_ID,
+    CLAUSES,
+    FAMILY_FLOWS,
+    LOOKALIKE_FLOWS,
+    SPECIAL_FLOWS,
+)
 from conformance.profiles.loader import load_profile
 from conformance.report.evidence import folder_name
 from mock_llm import serve_mock
@@ -85,31 +94,25 @@ def mock() -> Iterator[Mock]:
         yield Mock(url, {flow["name"]: flow["canary"] for flow in flows if flow.get("canary")})
 
 
-FAMILY_CLAUSES = frozenset(clause.id for clause in CLAUSES if clause.by_model)
-SAMPLED_FAMILY_FLOWS = (
-    "not (g13_ or g15_)"
-    f" or test_g13_a_familys_leak_shape_is_stripped_for_a_model_of_that_family[{SPECIAL_FLOWS[0]}]"
-    f" or test_g15_another_familys_markup_is_shown_whole[{LOOKALIKE_FLOWS[0]}]"
-)
-"""The kit's tests with one flow for each family clause: special tokens (stripped for every
-model: G13 plays it for any target) and the first look-alike (text for the targets' LFM2
-model name: G15 plays it)."""
-
-
-def plays_every_family_flow(mode: str) -> bool:
-    """Whether a kit run against `mode` plays every family flow (see the module docstring)."""
-    return mode == "good" or bool(FAMILY_CLAUSES & {*BREAKS[mode], *ALSO_FAILS[mode]})
+EVERY_FAMILY_FLOW = ("good", "raw-relay", "eager-profiles")
+"""The modes whose kit runs play every family flow (see the module docstring)."""
+FAILS_EVERY_FLOW = {
+    "raw-relay": ("G13", frozenset(SPECIAL_FLOWS)),
+    "eager-profiles": ("G15", frozenset(f for f in LOOKALIKE_FLOWS if f in FAMILY_FLOWS)),
+}
+"""Per mode, a family clause it fails on every flow of a set: for the LFM2 model name the
+targets ask for, G13 judges the special-token flows (a raw relay shows each), G15 the family
+flows that are text for it (eager profiles eat each; the prose echo is no family's)."""
 
 
 def kit_on(mode: str, mock: Mock, tmp_path: Path, *extra: str) -> KitRun:
     """Serve target `mode` and run the kit against it (tracing only for TRACED_MODE)."""
     log_file = tmp_path / f"{mode}.log"
     trace = "dom" if mode == TRACED_MODE else "off"
-    if not extra and not plays_every_family_flow(mode):
-        extra = ("-k", SAMPLED_FAMILY_FLOWS)
     with serve_target(mode, mock.url, log_file) as url:
         return run_kit(url, mock.url, PROFILES[mode], tmp_path / "kit",
-                       "--app-log", str(log_file), *extra, trace=trace)  # fmt: skip
+                       "--app-log", str(log_file), *extra, trace=trace,
+                       every_family_flow=mode in EVERY_FAMILY_FLOW)  # fmt: skip
 
 
 # --- the evidence of a failure ----------------------------------------------------------------
@@ -230,6 +233,11 @@ def test_the_kit_fails_exactly_the_clauses_a_target_breaks(
         elif case.outcome != "passed":  # a skip only where the profile lacks the capability
             assert (case.outcome, verdicts[case.clause]) == ("skipped", "skipped"), case
     assert run.report == verdicts, run.describe()
+    if mode in FAILS_EVERY_FLOW:
+        clause, flows = FAILS_EVERY_FLOW[mode]
+        failed = {case.flow for case in run.cases if case.clause == clause
+                  and case.outcome == "failed"}  # fmt: skip
+        assert failed == flows, f"{mode}, {clause}: failed {sorted(failed)}, not {sorted(flows)}"
 
 
 BASELINE_MODE = "over-strip"
