@@ -26,6 +26,7 @@ CALL = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
         f"{CALL}; {CALL}",
         f" \n{CALL};\n{CALL}\n",
         '{"type": "function", "name": "f", "arguments": {"q": "} ; {"}}',
+        r'{"name": "f", "parameters": {"q": "a \"quoted\" } and a \\"}}',  # escapes in a string
         '{"parameters": {}, "name": "f.g-h"}',
         f"{CALL};",  # `;` joins calls: a trailing one leaves nothing but calls
     ],

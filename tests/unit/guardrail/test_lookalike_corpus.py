@@ -171,6 +171,7 @@ def distinct_registries() -> dict[str, Registry]:
     return {" = ".join(settings): registry for registry, settings in names.items()}
 
 
+@pytest.mark.sweep
 def test_look_alikes_are_shown_unchanged():
     """Every family's look-alikes under every registry a setting can give; a failure names
     the registry's settings, the family and the text."""

@@ -417,6 +417,17 @@ def registry_for(profile: str | None) -> Registry:
     return DEFAULT_REGISTRY if profile is None else registry_with(profile)
 
 
+def test_a_skip_cut_after_its_first_character_is_held_then_read_whole():
+    """Mistral's `[ARGS]` cut after its `[`: the `[` is held until the next chunk shows it
+    opens a skip, not a JSON list (the sweep below cuts every leak at every offset unmeasured
+    by coverage; this is the cut that reaches the hold)."""
+    text = 'Calling.[TOOL_CALLS]f[CALL_ID]1[ARGS]{"a": 1} Done.'
+    assert run(cut_at(text, text.index("[ARGS]") + 1), registry_with("mistral"))[0] == (
+        "Calling. Done."
+    )
+
+
+@pytest.mark.sweep
 @pytest.mark.parametrize(("name", "profile", "text", "expected"), INCIDENTS)
 def test_real_leak_is_stripped_at_any_chunking(
     name: str, profile: str | None, text: str, expected: str

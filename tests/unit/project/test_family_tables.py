@@ -49,6 +49,7 @@ def first_step_want(flow: Flow, model: str) -> tuple[str | None, int | None]:
     return want.shown, want.stripped_chars
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("flow", FAMILY_FLOWS, ids=lambda flow: flow.name)
 def test_every_family_flow_shows_through_the_guard_what_it_states_for_each_family(flow: Flow):
     wrong: list[str] = []
@@ -64,6 +65,7 @@ def test_every_family_flow_shows_through_the_guard_what_it_states_for_each_famil
     assert wrong == []
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("flow", FAMILY_FLOWS, ids=lambda flow: flow.name)
 def test_every_family_flow_reads_alike_cut_at_every_offset_for_its_family(flow: Flow):
     """Its own family's name, the flow's first step cut in two at every offset: the same

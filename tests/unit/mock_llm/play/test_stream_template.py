@@ -105,6 +105,7 @@ def timeline(plan: ResponsePlan) -> list[tuple[str, object]]:
     return out
 
 
+@pytest.mark.sweep
 def test_every_flow_step_streams_byte_identical_from_its_template_in_every_format():
     """Each step of the built-in and fixture flows, in each format, served from its
     template for each meta, with usage and the step's own reasoning field. Other fields,

@@ -69,6 +69,7 @@ STREAMED = [
 ]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize(
     ("name", "index", "step"), STREAMED, ids=[f"{n}-{i + 1}" for n, i, _ in STREAMED]
 )

@@ -101,6 +101,7 @@ def cases(steps: list[tuple[str, int, Step]], *apis: Api) -> list[tuple[str, tup
     ]
 
 
+@pytest.mark.sweep
 def test_every_built_in_stream_recorded_replays_byte_for_byte_in_its_format():
     def replays_the_same(case: tuple[Step, Api]) -> None:
         step, api = case
@@ -138,6 +139,7 @@ def whole_arguments(step: Step) -> Step:
     return replace(step, recorded=(*texts, *calls)) if step.recorded else step
 
 
+@pytest.mark.sweep
 def test_a_step_recorded_in_one_format_replays_in_every_format_as_the_original():
     """A recorded step is format-neutral: the same chunks, whatever it was recorded from.
     From Ollama a tool call's arguments come whole, so that is what every format replays."""
