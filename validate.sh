@@ -45,27 +45,31 @@ step "e2e (chromium)" uv run --frozen pytest -n 4 tests/e2e "$@"
 # `completed`, whatever the bound) and one read to its end (the `slow` flow takes 12 s).
 KIT_SLACK=(--stop-within-ms 5000)
 # The wheel holds every checkout file of its packages, and the kit installed from it into a
-# fresh venv runs the clauses that use each of its parts against the reference app: beside
-# the two in-process kit runs below.
+# fresh venv runs the clauses that use each of its parts against the reference app.
 background "kit from the wheel" scripts/check_wheel.sh "${KIT_SLACK[@]}"
+# The family clauses again, with the reference app asking for a model name that names every
+# family: each family flow is then judged stripped (G13), where the README's run below judges
+# most of them as another model's text (G15). Only those tests: the rest is that run. Beside
+# it, with its coverage data and its evidence kept apart (two runs appending to one data file
+# at once would race): the floor below combines them.
+families_cov=$(mktemp -d)
+background "conformance kit, every family" env COVERAGE_FILE="$families_cov/.coverage" \
+    uv run --frozen pytest conformance "${KIT_SLACK[@]}" -k "g13 or g14 or g15" \
+    --reference-model "lfm2 qwen3-coder gemma deepseek gpt-oss glm minimax seed-oss nemotron mistral kimi llama" \
+    --conformance-artifacts conformance-artifacts/every-family --cov --cov-report=
 # The README's kit command: the conformance kit against the mock and the reference app,
 # given the recorded leaks of tests/fixtures/cases as its own cases (CASE) too: LFM2's
-# incident, and the leak a real model wrote through llama.cpp's real server.
+# incident, and the leak a real model wrote through llama.cpp's real server. The three kit
+# runs each keep about one core busy, waiting on their pages the rest of the time.
 step "conformance kit" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
     --cases tests/fixtures/cases/lfm2-leak.yaml \
     --cases tests/fixtures/cases/smollm2-llama-server.yaml --cov --cov-append --cov-report= "$@"
-# The family clauses again, with the reference app asking for a model name that names every
-# family: each family flow is then judged stripped (G13), where the run above judged most
-# of them as another model's text (G15). Only those tests: the rest is the run above.
-step "conformance kit, every family" uv run --frozen pytest conformance "${KIT_SLACK[@]}" \
-    -k "g13 or g14 or g15" \
-    --reference-model "lfm2 qwen3-coder gemma deepseek gpt-oss glm minimax seed-oss nemotron mistral kimi llama" \
-    --cov --cov-append --cov-report=
 finish_background
 # The kit's own self-test: every broken target fails exactly the clauses it breaks, and a
 # foreign page passes. Each test is a whole kit run (a subprocess with its browser) that
 # spends part of its time waiting on its turns: four workers keep the two cores busy.
 step "kit self-test (chromium)" uv run --frozen pytest -n 4 tests/conformance_selftest "$@"
-step "coverage >= 98%" uv run --frozen coverage report --fail-under=98
+step "coverage >= 98%" bash -c 'uv run --frozen coverage combine --append -q "$1/.coverage" &&
+    uv run --frozen coverage report --fail-under=98' coverage "$families_cov"
 
 summary validate.sh

@@ -2,7 +2,7 @@
 # validate.sh and scripts/slow_suites.sh.
 #   step NAME CMD...              run CMD, record its time and verdict
 #   background NAME CMD...        start CMD beside the next step (its output kept)
-#   finish_background             wait for it, print its output, record it
+#   finish_background             wait for each one started, print its output, record it
 #   summary SCRIPT                print the summary; exit 1 when a step failed
 # Each summary line has the step's wall time and the machine's busy CPU time meanwhile (all
 # cores, from /proc/stat; what ran beside the step counts too): a step whose CPU is well
@@ -42,26 +42,42 @@ step() {
     record "$name" "$started" "$busy" "$rc"
 }
 
-# A step started in the background, for a single-process step that can share the two cores
-# with the next one; finish_background waits for it, prints its output and records it.
+# Steps started in the background, for single-process steps that can share the two cores
+# with the next step (several may run at once); finish_background waits for each in the
+# order they started, prints its output and records it.
+bg_names=()
+bg_logs=()
+bg_pids=()
+bg_starts=()
+bg_busys=()
 background() {
-    bg_name=$1
+    local name=$1 log
     shift
-    bg_log=$(mktemp)
-    bg_started=$SECONDS
-    bg_busy=$(busy_ticks)
-    echo "==> $bg_name (in the background): $*"
-    "$@" >"$bg_log" 2>&1 &
-    bg_pid=$!
+    log=$(mktemp)
+    bg_names+=("$name")
+    bg_logs+=("$log")
+    bg_starts+=("$SECONDS")
+    bg_busys+=("$(busy_ticks)")
+    echo "==> $name (in the background): $*"
+    "$@" >"$log" 2>&1 &
+    bg_pids+=("$!")
 }
 
 finish_background() {
-    local rc=0
-    wait "$bg_pid" || rc=$?
-    echo "==> $bg_name (finished):"
-    cat "$bg_log"
-    rm -f "$bg_log"
-    record "$bg_name (alongside the next step)" "$bg_started" "$bg_busy" "$rc"
+    local i rc
+    for i in "${!bg_pids[@]}"; do
+        rc=0
+        wait "${bg_pids[$i]}" || rc=$?
+        echo "==> ${bg_names[$i]} (finished):"
+        cat "${bg_logs[$i]}"
+        rm -f "${bg_logs[$i]}"
+        record "${bg_names[$i]} (alongside the next step)" "${bg_starts[$i]}" "${bg_busys[$i]}" "$rc"
+    done
+    bg_names=()
+    bg_logs=()
+    bg_pids=()
+    bg_starts=()
+    bg_busys=()
 }
 
 summary() {
