@@ -55,7 +55,7 @@ def run_page_step(page: Page, step: SetupStep) -> None:
     """One page step: `step.action` on the first element matching its selector."""
     target = page.locator(step.selector).first
     if step.action == "click_if_visible":
-        if _shows_within(target, step.within_ms):
+        if shows_within(target, step.within_ms):
             target.click()
     elif step.action == "click":
         target.click()
@@ -67,7 +67,8 @@ def run_page_step(page: Page, step: SetupStep) -> None:
         target.select_option(step.value)
 
 
-def _shows_within(target: Locator, within_ms: int) -> bool:
+def shows_within(target: Locator, within_ms: int) -> bool:
+    """Whether `target` shows within `within_ms` (0: whether it shows now)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     if within_ms == 0:

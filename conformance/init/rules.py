@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from conformance.profiles.model import DoneRule, Profile, Selectors, SetupStep
-from conformance.profiles.writer import Found, FoundDone
+from conformance.profiles.writer import DIALOG_WAIT_MS, Found, FoundDone
 from guardrail.json_shapes import is_array, is_object, objects
 
 
@@ -43,8 +43,8 @@ def provisional(found: Found) -> Profile:
         appears=done.selector_or_attribute if done.kind == "appears" else None,
         disappears=done.selector_or_attribute if done.kind == "disappears" else None,
     )
-    setup = tuple(SetupStep(s.action, s.selector, s.value, 2000 if s.value is None else 0)
-                  for s in found.setup)  # fmt: skip
+    setup = tuple(SetupStep(s.action, s.selector, s.value, DIALOG_WAIT_MS if s.value is None else 0)
+                  for s in found.setup if not s.once)  # fmt: skip
     return Profile(name="init", selectors=selectors, send_with=found.send_with, done=rule,
                    setup=setup)  # fmt: skip
 

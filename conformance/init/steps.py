@@ -8,13 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from conformance.browser.chat import CLEAR_SESSION_STORAGE_JS
 from conformance.browser.composer import held_text
+from conformance.browser.setup_steps import shows_within
 from conformance.browser.turn_message import find, query_for
 from conformance.init.flows import ANSWER, REASONING, new_key
 from conformance.init.probe import DISCOVER_JS, UNCHOSEN_CHOICE_JS, InitFailed, Probe
 from conformance.init.rules import done_rule, provisional, side_call_rules
 from conformance.oracle.clauses import MALFORMED_REPLY
-from conformance.profiles.writer import Found, FoundDone, FoundSetup
+from conformance.profiles.writer import DIALOG_WAIT_MS, Found, FoundDone, FoundSetup
 from conformance.run.questions import question
 from guardrail.json_shapes import objects
 from mock_llm.client import JournalRecord
@@ -51,6 +53,31 @@ def find_composer(probe: Probe) -> str:
         " storage_state; then run init again with --profile",
         ready,
     )
+
+
+def once_or_every_load(probe: Probe) -> None:
+    """Load the page afresh, as the kit does before each play (its tab storage emptied): a
+    dialog init clicked that does not show again is a once step (`[[setup_once]]`: the
+    browser keeps its dismissal, and no play waits DIALOG_WAIT_MS for a dialog that never
+    comes); one that shows again is clicked, a step of every play. The other steps are taken
+    again, so the page is as it was."""
+    if not any(step.action == "click_if_visible" for step in probe.setup):
+        return
+    probe.page.evaluate(CLEAR_SESSION_STORAGE_JS)
+    probe.page.goto(probe.url)
+    steps: list[FoundSetup] = []
+    for step in probe.setup:
+        target = probe.page.locator(step.selector).first
+        once = False
+        if step.action == "select":
+            target.select_option(step.value)
+        elif shows_within(target, DIALOG_WAIT_MS):
+            target.click()
+        else:
+            once = True
+            probe.say(f"init: {step.selector} did not show again on a new load: a once step")
+        steps.append(replace(step, once=once))
+    probe.setup[:] = steps
 
 
 def send(probe: Probe, composer: str, text: str, key: str) -> tuple[str, str | None]:
@@ -237,6 +264,7 @@ def discover(probe: Probe) -> Found:
     probe.page.add_init_script(DISCOVER_JS)
     probe.page.goto(probe.url)
     composer = find_composer(probe)
+    once_or_every_load(probe)
     probe.say(f"init: the text box is {composer}")
     key = new_key()
     how, button = send(probe, composer, question("sg-init-answer", key), key)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 DoneKind = Literal["attribute", "appears", "disappears", "quiet"]
+DIALOG_WAIT_MS = 2000
+"""How long a dialog init clicked may take to show (`within_ms` of its set-up step)."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,9 @@ class FoundSetup:
     selector: str
     value: str | None = None  # select: the option chosen
     why: str = ""
+    once: bool = False
+    """Done once per browser context (`[[setup_once]]`): a dialog that did not show again
+    on a fresh load of the page (its dismissal kept by the browser)."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +91,12 @@ def render_profile(found: Found, name: str) -> str:
     lines += _optional("thinking", found.thinking, notes, "the thinking display (G9)")
     lines += ["", "[input]", f"send_with = {toml_string(found.send_with)}"]
     lines += ["", "[done]", *_done(found.done)]
-    for step in found.setup:
-        lines += ["", f"[[setup]]  # {step.why}" if step.why else "[[setup]]"]
+    for step in (*(s for s in found.setup if not s.once), *(s for s in found.setup if s.once)):
+        table = "[[setup_once]]" if step.once else "[[setup]]"
+        lines += ["", f"{table}  # {step.why}" if step.why else table]
         lines.append(f"{step.action} = {toml_string(step.selector)}")
         if step.action == "click_if_visible":
-            lines.append("within_ms = 2000")
+            lines.append(f"within_ms = {DIALOG_WAIT_MS}")
         elif step.value is not None:
             lines.append(f"option = {toml_string(step.value)}")
     lines += ["", "[capabilities]"]

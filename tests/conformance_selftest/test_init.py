@@ -70,7 +70,9 @@ def test_inits_profile_passes_foreign_chat_getting_past_its_dialog_and_picker(tm
     with serve_mock() as mock_url, serve_foreign(mock_url, tmp_path / "foreign.log") as url:
         passes_with_profile(f"{url}/", mock_url, tmp_path)
     text = (tmp_path / "init.toml").read_text(encoding="utf-8")
-    assert 'click_if_visible = "button.fc-dismiss"' in text
+    # The dialog shows until dismissed (localStorage): once per browser context, so that no
+    # play waits for it.
+    assert '[[setup_once]]  # a dialog in the way\nclick_if_visible = "button.fc-dismiss"' in text
     assert 'select = "select[name=\\"model\\"]"' in text
     assert 'side_calls = ["^Generate a concise title for this chat\\\\. "]' in text
 

@@ -65,6 +65,16 @@ def test_the_written_profile_reads_back_as_what_init_found(tmp_path: Path):
     assert profile.side_calls == ("^Generate a concise title",)
 
 
+def test_a_dialog_that_did_not_show_again_is_written_as_a_once_step(tmp_path: Path):
+    dialog, picker = EVERYTHING.setup
+    found = replace(EVERYTHING, setup=(replace(dialog, once=True), picker))
+    profile = load_profile(written(tmp_path, found))
+    assert profile.setup_once == (
+        SetupStep("click_if_visible", "button.fc-dismiss", within_ms=2000),
+    )
+    assert profile.setup == (SetupStep("select", 'select[name="model"]', "lfm2-1.2b"),)
+
+
 def test_a_part_init_did_not_find_is_a_comment_and_no_capability(tmp_path: Path):
     bare = Found(
         url="http://x/", input="textarea", send_with="enter", send=None, message=".msg",
