@@ -257,7 +257,10 @@ class ScaffoldingFilter:
         self._track = self._matcher.tracks  # keep _last and _at_start up to date
         self._last = ""  # the last character of the stream before the held text
         self._at_start = True  # nothing of the stream came before the held text
-        self._fast: str | None = None
+        # The one character every opener starts with, while nothing is held, open or being
+        # read: a chunk without it is shown as it came. `""` when there is no such fast
+        # path (`""` is in every chunk, so the test costs no None check).
+        self._fast = ""
         self._set_clean()
         self._flushed = False
         self.stripped_chars = 0  # characters taken out so far
@@ -281,8 +284,7 @@ class ScaffoldingFilter:
 
     def feed(self, chunk: str) -> str:
         """The part of the stream that is safe to show now, `chunk` included."""
-        fast = self._fast
-        if fast is not None and fast not in chunk:
+        if self._fast not in chunk:  # `""` (no fast path) is in every chunk
             return chunk  # nothing held, open or being read, and no opener can start here
         harmony = self._harmony
         if harmony is not None and (
@@ -311,8 +313,7 @@ class ScaffoldingFilter:
     def _feed_answer(self, chunk: str) -> str:
         if self._reply is not None:
             return self._feed_reply(chunk)
-        fast = self._fast
-        if fast is not None and fast not in chunk:
+        if self._fast not in chunk:
             return chunk
         return self._feed(chunk)
 
@@ -402,7 +403,7 @@ class ScaffoldingFilter:
         single = self._matcher.first_char if self._fences is None and not self._track else None
         if harmony is not None and single != "<":
             single = None
-        self._fast = single if clean else None
+        self._fast = single if clean and single is not None else ""
 
     def flush(self) -> str:
         """At stream end: held text is read as final (a partial opener, an undecided hint or
@@ -420,7 +421,7 @@ class ScaffoldingFilter:
         if self._span is not None:
             self._close_span()
         self._trailing = None
-        self._fast = None
+        self._fast = ""
         return routed + replied + out
 
     # --- scanning ------------------------------------------------------------------------
