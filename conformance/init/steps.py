@@ -119,8 +119,25 @@ class Structure:
     answer: str
 
 
+STRUCTURE_LOOKS = 5
+"""How many times init looks for the answer's message before it says no selector tells it
+apart: a page that redraws the answer as it streams (the reference page replaces the answer's
+children at each render) can detach the element init found between two of its looks, and a
+detached element matches no selector. A page that is still gives the same answer each time."""
+
+
 def find_structure(probe: Probe, key: str) -> tuple[Structure, ElementHandle]:
     """The message and answer selectors, from the first answer; and that message."""
+    problem = ""
+    for _ in range(STRUCTURE_LOOKS):
+        found, message, problem = look_for_structure(probe, key)
+        if found is not None:
+            return found, message
+    raise InitFailed(problem)
+
+
+def look_for_structure(probe: Probe, key: str) -> tuple[Structure | None, ElementHandle, str]:
+    """One look: the selectors (None, and why not) and the answer's message."""
     user = probe.until(
         "the page does not show the question that was sent: init finds the answer's message"
         " as the question bubble's sibling",
@@ -137,11 +154,11 @@ def find_structure(probe: Probe, key: str) -> tuple[Structure, ElementHandle]:
     assert mine is not None
     inside = probe.js("within", message, answer)
     if inside is None:
-        raise InitFailed("no selector finds the answer's text inside its message")
+        return None, message, "no selector finds the answer's text inside its message"
     selector = probe.js("messageSelector", message, mine, None if inside == ":scope" else inside)
     if selector is None:
-        raise InitFailed("no selector tells the answer's message from the question's")
-    return Structure(selector, inside), message
+        return None, message, "no selector tells the answer's message from the question's"
+    return Structure(selector, inside), message, ""
 
 
 def watch_streaming(

@@ -11,6 +11,7 @@ import pytest
 
 from conformance.__main__ import main as conformance_main
 from conformance.init.command import main as init_main
+from conformance.init.probe import InitFailed
 from conformance.init.rules import done_rule, side_call_rules
 from conformance.profiles.loader import load_profile
 from conformance.profiles.model import DEFAULT_PROFILE, SetupStep
@@ -173,3 +174,27 @@ def test_init_will_not_overwrite_a_profile_without_force(tmp_path: Path):
         init_main(["http://127.0.0.1:9/", "--mock-url", "http://127.0.0.1:9", "--out", str(out)])
     assert stopped.value.code == 2
     assert out.read_text(encoding="utf-8") == "name = 'mine'\n"
+
+
+def test_init_looks_again_for_the_answers_message_when_the_page_redrew_it(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Regression: on the reference page, whose answer's children are replaced at each
+    render, init failed now and then with "no selector tells the answer's message from the
+    question's": the element it found was detached by the next render before its next look."""
+    from conformance.init import steps
+
+    found = steps.Structure('[data-testid="message-assistant"]', '[data-testid="answer"]')
+    looks = iter([(None, "detached", "no selector tells the answer's message from the question's"),
+                  (found, "message", "")])  # fmt: skip
+    monkeypatch.setattr(steps, "look_for_structure", lambda _probe, _key: next(looks))
+    assert steps.find_structure(None, "k") == (found, "message")  # type: ignore[arg-type]
+
+
+def test_init_says_why_when_no_look_finds_the_answers_message(monkeypatch: pytest.MonkeyPatch):
+    from conformance.init import steps
+
+    why = "no selector finds the answer's text inside its message"
+    monkeypatch.setattr(steps, "look_for_structure", lambda _probe, _key: (None, "message", why))
+    with pytest.raises(InitFailed, match=why):
+        steps.find_structure(None, "k")  # type: ignore[arg-type]
