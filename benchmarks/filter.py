@@ -254,16 +254,13 @@ def headline(rows: Sequence[Row]) -> list[Figure]:
 
 
 def verdicts(rows: Sequence[Row]) -> list[str]:
-    def row(text: str, size: int) -> Row:
-        return row_of(rows, text, size)
-
-    prose_4096 = row("clean prose", 4096)
-    prose_1, dense_1 = row("clean prose", 1), row("scaffolding-dense", 1)
+    prose_4096 = row_of(rows, "clean prose", 4096)
+    prose_1, dense_1 = row_of(rows, "clean prose", 1), row_of(rows, "scaffolding-dense", 1)
     assert dense_1.decode_s is not None
     dense_decode = dense_1.filter_s / dense_1.decode_s
     floor_ratio = prose_4096.floor_s / prose_4096.filter_s
     worst_linear = max(r.double_s / r.filter_s for r in rows)
-    naive_64 = [row(name, 64) for name in ("clean prose", "scaffolding-dense")]
+    naive_64 = [row_of(rows, name, 64) for name in ("clean prose", "scaffolding-dense")]
     worst_speedup = min(r.naive_s / r.filter_s for r in naive_64 if r.naive_s)
     return [
         verdict(
