@@ -30,9 +30,11 @@ from __future__ import annotations
 import hashlib
 import os
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+import coverage
 import httpx
 import pytest
 from httpx._transports import default as httpx_transports
@@ -101,12 +103,35 @@ def key(request: pytest.FixtureRequest) -> str:
     return "k" + hashlib.blake2b(request.node.nodeid.encode(), digest_size=6).hexdigest()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """A sweep (`@pytest.mark.sweep`: the same code over every flow, format, chunking or
-    corpus entry) runs unmeasured (pytest-cov's `no_cover`): coverage's tracer makes one two
-    to nine times slower, and what a sweep reaches an example test reaches too. The floor
-    in validate.sh keeps that true: a line only a sweep reached shows there as missed, and
-    gets an example test (the cut inside Mistral's `[ARGS]`, test_scaffolding_profiles.py)."""
-    for item in items:
-        if item.get_closest_marker("sweep"):
-            item.add_marker(pytest.mark.no_cover)
+    corpus entry) runs unmeasured: coverage's tracer makes one two to nine times slower, and
+    what a sweep reaches an example test reaches too. The floor in validate.sh keeps that
+    true: a line only a sweep reached shows there as missed, and gets an example test (the
+    cut inside Mistral's `[ARGS]`, test_scaffolding_profiles.py)."""
+    if item.get_closest_marker("sweep") is None:
+        return (yield)
+    with coverage_paused():
+        return (yield)
+
+
+@contextmanager
+def coverage_paused() -> Generator[None]:
+    """Every running coverage measurement stopped meanwhile, then started again.
+
+    Not pytest-cov's `no_cover` (regression: the sweeps ran measured under xdist, 20 s for
+    the look-alike corpus where 2.5 s unmeasured): an xdist worker is a subprocess, so
+    coverage's `patch = ["subprocess"]` has already started a measurement in it when
+    pytest-cov starts its own, and `no_cover` stops only pytest-cov's, which resumes the
+    other. Coverage keeps its running instances as a stack: stopped from the top, started
+    again from the bottom."""
+    stopped: list[coverage.Coverage] = []
+    while (running := coverage.Coverage.current()) is not None:
+        running.stop()
+        stopped.append(running)
+    try:
+        yield
+    finally:
+        for measurement in reversed(stopped):
+            measurement.start()
