@@ -69,7 +69,7 @@ VERDICT_OF = {"passed": "passed", "failed": "failed", "error": "failed", "skippe
 """The kit's verdict property for each JUnit outcome."""
 TRACED_MODE = "raw-relay"
 """The one mode whose kit run keeps Playwright traces (it fails the most clauses); the
-others run with --conformance-trace off, which saves a sixth of a run's CPU time."""
+others run with --conformance-trace off (kit_runs' docstring)."""
 EVIDENCE_TEXTS = ("dom.txt", "journal.json", "log.txt")
 CLAUSE_FAILED = re.compile(r"conformance clause (?P<clause>\w+) failed: (?P<title>.+)")
 

@@ -63,7 +63,7 @@ def kit_on(
     path = tmp_path / "profile.toml"
     path.write_text(case.TARGET_PROFILE if profile is None else profile, encoding="utf-8")
     with serve_stranger(target or case.Target, mock_url, tmp_path / "app.log") as url:
-        return run_kit(url, mock_url, path, tmp_path / "kit", *extra, trace="off")
+        return run_kit(url, mock_url, path, tmp_path / "kit", *extra)
 
 
 def preflight_message(run: KitRun) -> str:

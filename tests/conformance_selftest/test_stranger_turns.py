@@ -31,8 +31,7 @@ def test_g3_passes_on_a_page_that_redraws_and_drops_the_error_turn(tmp_path: Pat
         serve_mock() as mock_url,
         serve_stranger(redraw_conversation.Target, mock_url, tmp_path / "app.log") as url,
     ):
-        run = run_kit(url, mock_url, redraw_conversation.PROFILE, tmp_path / "kit", "-k", "g3",
-                      trace="off")  # fmt: skip
+        run = run_kit(url, mock_url, redraw_conversation.PROFILE, tmp_path / "kit", "-k", "g3")
     assert [(case.clause, case.outcome) for case in run.cases] == [("G3", "passed")], run.describe()
     assert run.returncode == 0, run.describe()
 
@@ -45,8 +44,7 @@ def test_a_first_question_the_page_never_took_stops_the_run_saying_so(tmp_path: 
         serve_mock() as mock_url,
         serve_stranger(late_session.Target, mock_url, tmp_path / "app.log") as url,
     ):
-        run = run_kit(url, mock_url, profile, tmp_path / "kit", "--turn-timeout", "5",
-                      trace="off")  # fmt: skip
+        run = run_kit(url, mock_url, profile, tmp_path / "kit", "--turn-timeout", "5")
     assert run.returncode == PREFLIGHT_FAILED, run.describe()
     assert (
         f"conformance preflight: a first turn on {url}/ could not start: the question is still"
