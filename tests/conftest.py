@@ -103,6 +103,16 @@ def key(request: pytest.FixtureRequest) -> str:
     return "k" + hashlib.blake2b(request.node.nodeid.encode(), digest_size=6).hexdigest()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `long` first, every other one in its place after them.
+
+    xdist hands tests out in collection order: one of the self-test's longest (a kit run
+    with every flow, 30-40 s) collected last was started last and ran alone, a core idle for
+    its whole length. Started first, the short ones fill in around them. The order is the
+    same in every run (a fixed sort of a fixed collection), as xdist and the id check need."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """A sweep (`@pytest.mark.sweep`: the same code over every flow, format, chunking or

@@ -35,7 +35,11 @@ PREFLIGHT = "-preflight-"
 """In the KEY of each turn the preflight plays to prove a part of the page (its thinking
 display, Stop, its error display): flows with no outcome to judge, left out here."""
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.long,
+    pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S),
+]
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,13 @@ def passes_with_profile(app_url: str, mock_url: str, tmp_path: Path) -> None:
     assert {case.clause for case in run.cases if case.outcome == "passed"} == PARTS_CLAUSES
 
 
+@pytest.mark.long
 def test_inits_profile_passes_the_reference_app(tmp_path: Path):
     with reference_stack(tmp_path / "data") as stack:
         passes_with_profile(stack.app_url, stack.mock_url, tmp_path)
 
 
+@pytest.mark.long
 def test_inits_profile_passes_foreign_chat_getting_past_its_dialog_and_picker(tmp_path: Path):
     with serve_mock() as mock_url, serve_foreign(mock_url, tmp_path / "foreign.log") as url:
         passes_with_profile(f"{url}/", mock_url, tmp_path)

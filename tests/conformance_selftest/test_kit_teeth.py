@@ -103,6 +103,9 @@ targets ask for, G13 judges the special-token flows (a raw relay shows each), G1
 flows that are text for it (eager profiles eat each; the prose echo is no family's)."""
 EVERY_FAMILY_FLOW = ("good", *FAILS_EVERY_FLOW)
 """The modes whose kit runs play every family flow (see the module docstring)."""
+LONG_MODES = (*EVERY_FAMILY_FLOW, "no-stop")
+"""The modes whose kit runs take longest (marked `long`, started first): every family flow,
+or (`no-stop`) every Stop played to the end of its stream."""
 
 
 def kit_on(mode: str, mock: Mock, tmp_path: Path, *extra: str) -> KitRun:
@@ -204,7 +207,9 @@ def test_every_clause_has_a_target_that_fails_it() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(TEST_TIMEOUT_S)
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "mode", [pytest.param(m, marks=pytest.mark.long) if m in LONG_MODES else m for m in MODES]
+)
 def test_the_kit_fails_exactly_the_clauses_a_target_breaks(
     mode: str, mock: Mock, tmp_path: Path
 ) -> None:

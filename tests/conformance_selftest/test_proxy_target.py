@@ -16,7 +16,7 @@ case ends as its flow expects (its log count included).
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,10 +26,14 @@ from mock_llm import serve_mock
 
 from ..support.deadlines import DEADLINE_S
 from ..support.servers import serve_guard
-from .kit_runs import CASES, KIT_DEADLINE_S, KitRun, run_kit
+from .kit_runs import CASES, KIT_DEADLINE_S, run_kit
 from .relay import PROFILE, serve_relay
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * KIT_DEADLINE_S + 4 * DEADLINE_S)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.long,
+    pytest.mark.timeout(KIT_DEADLINE_S + 4 * DEADLINE_S),
+]
 
 GUARDRAIL_CLAUSES = {"G2", "G3", "G4", "G5", "G6", "G8", "G13", "NEVER"}
 """What an app that relays markup fails: the recovery, the error, the stripping."""
@@ -55,25 +59,17 @@ def guard_log_in(path: Path) -> Generator[Path]:
         handler.close()
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KitRun]:
-    results: dict[str, KitRun] = {}
-    with serve_mock() as mock_url, serve_guard(mock_url) as proxy_url:
-        with serve_relay(f"{mock_url}/v1") as app_url:
-            out = tmp_path_factory.mktemp("relay-kit")
-            results["direct"] = run_kit(app_url, mock_url, PROFILE, out, "--cases", str(CASES))
-        out = tmp_path_factory.mktemp("relay-kit")
-        with serve_relay(f"{proxy_url}/v1") as app_url, guard_log_in(out / "guard.log") as log:
-            results["behind the proxy"] = run_kit(
-                app_url, mock_url, PROFILE, out, "--cases", str(CASES), "--guard-log", str(log)
-            )
-    return results
+@pytest.fixture
+def mock_url() -> Iterator[str]:
+    with serve_mock() as url:
+        yield url
 
 
 def test_without_the_proxy_the_kit_fails_the_app_on_the_guardrails_clauses(
-    runs: dict[str, KitRun],
+    mock_url: str, tmp_path: Path
 ) -> None:
-    direct = runs["direct"]
+    with serve_relay(f"{mock_url}/v1") as app_url:
+        direct = run_kit(app_url, mock_url, PROFILE, tmp_path, "--cases", str(CASES))
     assert direct.cases, f"the kit wrote no JUnit results; {direct.describe()}"
     assert direct.returncode != 0
     failed = direct.with_verdict("failed")
@@ -81,9 +77,16 @@ def test_without_the_proxy_the_kit_fails_the_app_on_the_guardrails_clauses(
 
 
 def test_behind_the_proxy_the_kit_passes_every_clause_it_can_run(
-    runs: dict[str, KitRun],
+    mock_url: str, tmp_path: Path
 ) -> None:
-    proxied = runs["behind the proxy"]
+    with (
+        serve_guard(mock_url) as proxy_url,
+        serve_relay(f"{proxy_url}/v1") as app_url,
+        guard_log_in(tmp_path / "guard.log") as log,
+    ):
+        proxied = run_kit(
+            app_url, mock_url, PROFILE, tmp_path, "--cases", str(CASES), "--guard-log", str(log)
+        )
     assert proxied.cases, f"the kit wrote no JUnit results; {proxied.describe()}"
     assert proxied.returncode == 0, proxied.describe()
     skipped = proxied.with_verdict("skipped")
