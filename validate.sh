@@ -51,10 +51,12 @@ background "kit from the wheel" scripts/check_wheel.sh "${KIT_SLACK[@]}"
 # family: each family flow is then judged stripped (G13), where the README's run below judges
 # most of them as another model's text (G15). Only those tests: the rest is that run. Beside
 # it, with its coverage data and its evidence kept apart (two runs appending to one data file
-# at once would race): the floor below combines them.
+# at once would race): the floor below combines them. Without Playwright traces, a third of
+# a kit run's CPU: the README's run keeps the kit's default and proves them.
 families_cov=$(mktemp -d)
 background "conformance kit, every family" env COVERAGE_FILE="$families_cov/.coverage" \
     uv run --frozen pytest conformance "${KIT_SLACK[@]}" -k "g13 or g14 or g15" \
+    --conformance-trace off \
     --reference-model "lfm2 qwen3-coder gemma deepseek gpt-oss glm minimax seed-oss nemotron mistral kimi llama" \
     --conformance-artifacts conformance-artifacts/every-family --cov --cov-report=
 # The README's kit command: the conformance kit against the mock and the reference app,
