@@ -385,11 +385,15 @@ _DSML_SOURCES = {
 }
 
 
-def _dsml_closers(*blocks: str) -> tuple[str, ...]:
-    """The closers of DSML `blocks` in every bar spelling, with one slash or two."""
+def _dsml_closers(block: str) -> tuple[str, ...]:
+    """The closers of a DSML `block` in every bar spelling, with one slash or two, and with
+    V4.1's space after the bars or without: a block opened in one spelling and closed in the
+    other must not run on to the reply's end and take the answer after it with it."""
+    name = block.strip()
+    spellings = (block, name if block != name else f" {name}")  # its own first
     return tuple(
-        f"<{slash}{b}DSML{b}{block}>"
-        for block in blocks
+        f"<{slash}{b}DSML{b}{spelling}>"
+        for spelling in spellings
         for slash in ("/", "//")
         for b in DSML_BARS
     )
@@ -512,7 +516,7 @@ PROFILES: dict[str, Registry] = {
                 name,
                 "span",
                 opener,
-                ends=("</calls>", *_dsml_closers("calls", " calls")),
+                ends=("</calls>", *_dsml_closers("calls")),
                 special=False,
                 hint=seq(SPACE, _DSML_INVOKE),
                 source=source,

@@ -677,6 +677,19 @@ def test_case_folded_harmony_residue_is_text():
         assert run(chunked(text, size), GPT_OSS)[0] == text, size
 
 
+@pytest.mark.parametrize(
+    ("opener", "closer"),
+    [("<｜DSML｜ invoke", "</｜DSML｜invoke>"), ("<｜DSML｜invoke", "</｜DSML｜ invoke>"),
+     ("<｜DSML｜ calls>", "</｜DSML｜calls>"), ("<｜DSML｜tool_calls>", "</｜DSML｜ tool_calls>")],
+)  # fmt: skip
+def test_a_dsml_block_opened_in_one_spacing_ends_at_its_closer_in_the_other(opener, closer):
+    """Regression: V4.1's space after the bars on the opener only ran the span to the
+    reply's end, and the answer after the call never showed."""
+    text = f'Checking.{opener} name="read">/a{closer} The file is empty.'
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), DEEPSEEK)[0] == "Checking. The file is empty.", size
+
+
 def test_a_dsml_block_closed_with_a_doubled_slash_ends_there():
     text = (
         'Running.<｜DSML｜tool_calls><｜DSML｜invoke name="Bash"><｜DSML｜parameter name="c"'
