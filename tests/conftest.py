@@ -1,4 +1,5 @@
-"""Root of every test layer: the Hypothesis profiles and the per-test turn KEY.
+"""Root of every test layer: the Hypothesis profiles, the per-test turn KEY, the order
+tests are handed out in (`long` ones first) and the sweeps coverage does not measure.
 
 Hypothesis runs under one of three profiles, chosen by SG_HYPOTHESIS_PROFILE (default `ci`
 when CI is set, else `dev`):
