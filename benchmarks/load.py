@@ -3,9 +3,11 @@
 The mock and the app (pointed at it, with a fresh data folder) run as subprocesses on free
 loopback ports (benchmarks/servers.py), driven by the light client of benchmarks/turns.py:
 a warm-up, turns one at a time, `--rounds` rounds of N concurrent clean turns next to the
-same streams straight from the mock, a round of mixed turns, then the checks (one right
-terminal frame per turn, one query-log row per `done`, no "database is locked", threads,
-descriptors and memory back to the baseline). The phases, the targets and every run:
+same streams straight from the mock, a round of mixed turns, then `--rounds` rounds of N
+clean turns against the embedded demo (`python -m app` with no model configured: its mock
+in the app's process, the CPU of both counted), then the checks (one right terminal frame
+per turn, one query-log row per `done`, no "database is locked", threads, descriptors and
+memory back to the baseline). The phases, the targets and every run:
 docs/benchmarks.md, "The app under load".
 
 Reproduce: `uv run python benchmarks/load.py` (`--help` for the options).
@@ -30,6 +32,7 @@ from servers import RunningServer, ServerSpec, mock_llm_spec, module_spec, servi
 from turns import (
     QUESTION,
     Keys,
+    Round,
     Turn,
     chat_streams,
     measured,
@@ -112,6 +115,24 @@ def app_spec(mock: RunningServer, data: Path, port: int) -> ServerSpec:
     return module_spec("app", port, env=env)
 
 
+def embedded_app_spec(data: Path, port: int) -> ServerSpec:
+    """`python -m app` with no model configured: the embedded demo, its mock in the app's
+    process (the check issue 45 measured: the mock's CPU counts with the app's)."""
+    env = {k: v for k, v in os.environ.items() if k != "SG_LLM_BASE_URL"}
+    env |= {"SG_DATA_DIR": str(data), "SG_LLM_TIMEOUT_S": "120"}
+    return module_spec("app", port, env=env)
+
+
+async def embedded_rounds(folder: Path, n: int, rounds: int, keys: Keys) -> list[Round]:
+    """A warm-up, then `rounds` rounds of `n` concurrent clean turns against the embedded
+    demo in a data folder of its own."""
+    async with serving(
+        lambda port: embedded_app_spec(folder / "embedded-data", port), folder
+    ) as app:
+        await app_turns(app, ["clean"] * n, keys)
+        return [await measured(app, app_turns(app, ["clean"] * n, keys)) for _ in range(rounds)]
+
+
 async def run(args: argparse.Namespace) -> list[str]:
     n, keys = args.turns, Keys()
     out: list[str] = []
@@ -145,11 +166,14 @@ async def run(args: argparse.Namespace) -> list[str]:
             log_text = app.log_path.read_text(encoding="utf-8", errors="replace")
             log_text += (folder / "data" / "chat.log").read_text(encoding="utf-8", errors="replace")
         rows = _rows(folder / "data")
+        embedded = await embedded_rounds(folder, n, args.rounds, keys)
 
     all_clean = [t for r in clean for t in r.turns]
     problems, done = terminal_problems(all_clean, ["clean"] * len(all_clean))
     mixed_problems, mixed_done = terminal_problems(mixed.turns, mix)
     problems += mixed_problems
+    all_embedded = [t for r in embedded for t in r.turns]
+    problems += terminal_problems(all_embedded, ["embedded clean"] * len(all_embedded))[0]
     warm_and_low = n + LOW_LOAD_TURNS
     expected_rows = warm_and_low + done + mixed_done
 
@@ -166,6 +190,9 @@ async def run(args: argparse.Namespace) -> list[str]:
     low_app_p50 = ms(ttfds(low_app), 50)
     low_mock_p50 = ms(ttfds(low_mock), 50)
     t_mixed = ttfds(mixed.turns)
+    t_embedded = ttfds(all_embedded)
+    embedded_rate = statistics.median(len(r.turns) / r.wall_s for r in embedded)
+    embedded_cpu_ms = sum(r.server_cpu_s for r in embedded) / len(all_embedded) * 1000
 
     out += [
         f"# Load: {n} concurrent turns, {args.rounds} rounds ({platform.python_version()},"
@@ -181,6 +208,9 @@ async def run(args: argparse.Namespace) -> list[str]:
         f"| app, mixed ({', '.join(MIXED)}), {n} concurrent | {len(mixed.turns)} |"
         f" {len(mixed.turns) / mixed.wall_s:.0f} | {ms(t_mixed, 50):.0f} | {ms(t_mixed, 99):.0f} |"
         f" {mixed.server_cpu_s / len(mixed.turns) * 1000:.2f} | |",
+        f"| app with its embedded mock (one process), clean, {n} concurrent |"
+        f" {len(all_embedded)} | {embedded_rate:.0f} | {ms(t_embedded, 50):.0f} |"
+        f" {ms(t_embedded, 99):.0f} | {embedded_cpu_ms:.2f} (mock's included) | |",
         f"| app, clean, one at a time | {LOW_LOAD_TURNS} | | {low_app_p50:.1f} | | | |",
         f"| mock direct, one at a time | {LOW_LOAD_TURNS} | | {low_mock_p50:.1f} | | | |",
         "",
@@ -202,6 +232,9 @@ async def run(args: argparse.Namespace) -> list[str]:
         Figure("p99 time to first delta", ms(t_clean, 99), "ms", "lower"),
         Figure(f"mixed turns/s, {n} concurrent", len(mixed.turns) / mixed.wall_s, "/s", "higher"),
         Figure("low-load first-delta gap to the mock", low_app_p50 - low_mock_p50, "ms", "lower"),
+        Figure(
+            "embedded demo CPU per clean turn, its mock's included", embedded_cpu_ms, "ms", "lower"
+        ),
     ]
     baseline = read_baseline(path_of("load"))
     out += [*beside(figures, baseline), ""]
