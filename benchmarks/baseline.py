@@ -13,6 +13,7 @@ targets are the verdicts.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -106,13 +107,7 @@ def write_baseline(path: Path, figures: Sequence[Figure]) -> Baseline:
         figures={figure.name: figure.value for figure in figures},
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {
-        "recorded": baseline.recorded,
-        "commit": baseline.commit,
-        "machine": baseline.machine,
-        "figures": baseline.figures,
-    }
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(dataclasses.asdict(baseline), indent=2) + "\n", encoding="utf-8")
     return baseline
 
 

@@ -105,30 +105,20 @@ def terminal_problems(turns: Sequence[Turn], expected: Sequence[str]) -> tuple[l
 # --- the run ---------------------------------------------------------------------------------
 
 
-def app_spec(mock: RunningServer, data: Path, port: int) -> ServerSpec:
-    env = dict(
-        os.environ,
-        SG_LLM_BASE_URL=f"{mock.base_url}/v1",
-        SG_DATA_DIR=str(data),
-        SG_LLM_TIMEOUT_S="120",
-    )
-    return module_spec("app", port, env=env)
-
-
-def embedded_app_spec(data: Path, port: int) -> ServerSpec:
-    """`python -m app` with no model configured: the embedded demo, its mock in the app's
+def app_spec(mock: RunningServer | None, data: Path, port: int) -> ServerSpec:
+    """`python -m app` pointed at `mock`; with None, the embedded demo: its mock in the app's
     process (the check issue 45 measured: the mock's CPU counts with the app's)."""
     env = {k: v for k, v in os.environ.items() if k != "SG_LLM_BASE_URL"}
     env |= {"SG_DATA_DIR": str(data), "SG_LLM_TIMEOUT_S": "120"}
+    if mock is not None:
+        env["SG_LLM_BASE_URL"] = f"{mock.base_url}/v1"
     return module_spec("app", port, env=env)
 
 
 async def embedded_rounds(folder: Path, n: int, rounds: int, keys: Keys) -> list[Round]:
     """A warm-up, then `rounds` rounds of `n` concurrent clean turns against the embedded
     demo in a data folder of its own."""
-    async with serving(
-        lambda port: embedded_app_spec(folder / "embedded-data", port), folder
-    ) as app:
+    async with serving(lambda port: app_spec(None, folder / "embedded-data", port), folder) as app:
         await app_turns(app, ["clean"] * n, keys)
         return [await measured(app, app_turns(app, ["clean"] * n, keys)) for _ in range(rounds)]
 
