@@ -40,6 +40,9 @@ class Pattern:
     `harmony` is gpt-oss's messages, routed by their headers to the answer, the reasoning or
     away (guardrail/harmony.py; its `start` is `<|channel|>`).
 
+    A span's `quotes` are the format's own string quotes (Gemma 4's `<|"|>`): text between
+    two of them is data, so an end marker quoted in an argument does not end the span.
+
     `json_strings`: where a span's body is JSON (`always`; `leading`: when it begins, after
     blanks, with `{` or `[`), a JSON string inside an object or array is data, so an end
     marker quoted in an argument does not end the span. Only where the format's body is
@@ -94,8 +97,10 @@ class Pattern:
                 f"pattern {self.name!r}: a trailer starts with a blank (blanks before it are"
                 " taken anyway)"
             )
-        if self.quotes and self.kind != "braced":
-            raise ValueError(f"pattern {self.name!r}: only a braced body has quotes")
+        if self.quotes and self.kind not in ("braced", "span"):
+            raise ValueError(f"pattern {self.name!r}: only a braced or a span body has quotes")
+        if self.quotes and self.json_strings != "never":
+            raise ValueError(f"pattern {self.name!r}: a JSON body's quotes are its own")
         if self.json_strings != "never" and self.kind != "span":
             raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
         if self.kind == "json_reply" and (self.start != "{" or self.hint is not None):
@@ -121,6 +126,12 @@ class Pattern:
                         raise ValueError(
                             f"pattern {self.name!r}: {what} {a!r} is inside {b!r}: ambiguous"
                         )
+        for end in self.ends:
+            for quote in self.quotes:
+                if end in quote or quote in end:  # which one is seen would depend on chunking
+                    raise ValueError(
+                        f"pattern {self.name!r}: end {end!r} and quote {quote!r} overlap"
+                    )
         if any(c in quote for quote in self.quotes for c in "{}"):
             raise ValueError(f"pattern {self.name!r}: a quote with a brace in it")
 

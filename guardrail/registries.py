@@ -143,15 +143,25 @@ def _dsml() -> Registry:
 
 def _deepseek_mangled() -> Registry:
     """DeepSeek-R1-Distill's mangled section openers, which llama.cpp accepts."""
-    return tuple(
+    source = "ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)"
+    return (
+        *(
+            Pattern(
+                f"deepseek-tool-calls-{name}",
+                "span",
+                f"<｜tool{sep}calls{sep}begin｜>",
+                ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
+                source=source,
+            )
+            for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+        ),
         Pattern(
-            f"deepseek-tool-calls-{name}",
+            "deepseek-tool-calls-short",
             "span",
-            f"<｜tool{sep}calls{sep}begin｜>",
-            ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
-            source="ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)",
-        )
-        for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+            "<｜tool▁calls｜>",
+            ends=("<｜tool▁calls▁end｜>",),
+            source=source,
+        ),
     )
 
 
@@ -472,8 +482,10 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|tool_call>",
             ends=("<tool_call|>", "<turn|>"),
+            quotes=('<|"|>',),
             source=f"{_VLLM}gemma4_tool_parser.py; closed by the turn's end:"
-            " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py",
+            " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py; strings between"
+            ' `<|"|>` quotes, as its chat template writes arguments (a quoted closer is data)',
         ),
     ),
     "gemma-plain": (
@@ -482,7 +494,8 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<start_function_call>",
             ends=("<end_function_call>",),
-            source="vllm .../functiongemma_tool_parser.py",
+            quotes=("<escape>",),
+            source="vllm .../functiongemma_tool_parser.py (strings between `<escape>` quotes)",
         ),
         Pattern(
             "gemma-bare-call",

@@ -184,6 +184,12 @@ def _inside(pattern: Pattern) -> _Inside:
         return _Inside(search, longest, _proper_prefixes(quotes), _chars(["{", "}", *quotes]))
     ends = sorted(pattern.ends, key=len)[::-1]
     plain = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
+    if pattern.quotes:  # a span whose quotes make what they hold data
+        words = sorted((*pattern.ends, *pattern.quotes), key=len)[::-1]
+        search = re.compile("|".join(re.escape(w) for w in words))
+        longest = max(len(w) for w in words)
+        prefixes = _proper_prefixes(words)
+        return _Inside(search, longest, prefixes, _chars(words), plain, frozenset(ends))
     if pattern.kind != "json_value" and pattern.json_strings == "never":
         longest = max((len(e) for e in ends), default=0)
         return _Inside(plain, longest, _proper_prefixes(ends), _chars(ends), plain, frozenset(ends))
@@ -568,7 +574,8 @@ class ScaffoldingFilter:
             self._json = "on" if text[found.start()] in "{[" else "off"
         if self._json == "on":
             return self._json_end(text, pos)
-        if self._span.kind != "braced":
+        braced = self._span.kind == "braced"
+        if not braced and not self._span.quotes:
             match = self._inside.plain.search(text, pos)
             return (None, pos) if match is None else (match.end(), match.end())
         while True:
@@ -582,7 +589,11 @@ class ScaffoldingFilter:
             if match is None:
                 return None, pos
             token, pos = match.group(), match.end()
-            if token == "{":
+            if not braced:  # a span with quotes: its end, or a quote opening
+                if token in self._inside.ends:
+                    return pos, pos
+                self._quote = token
+            elif token == "{":
                 self._braces += 1
             elif token != "}":
                 self._quote = token

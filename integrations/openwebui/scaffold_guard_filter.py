@@ -216,6 +216,9 @@ class Pattern:
     `harmony` is gpt-oss's messages, routed by their headers to the answer, the reasoning or
     away (guardrail/harmony.py; its `start` is `<|channel|>`).
 
+    A span's `quotes` are the format's own string quotes (Gemma 4's `<|"|>`): text between
+    two of them is data, so an end marker quoted in an argument does not end the span.
+
     `json_strings`: where a span's body is JSON (`always`; `leading`: when it begins, after
     blanks, with `{` or `[`), a JSON string inside an object or array is data, so an end
     marker quoted in an argument does not end the span. Only where the format's body is
@@ -270,8 +273,10 @@ class Pattern:
                 f"pattern {self.name!r}: a trailer starts with a blank (blanks before it are"
                 " taken anyway)"
             )
-        if self.quotes and self.kind != "braced":
-            raise ValueError(f"pattern {self.name!r}: only a braced body has quotes")
+        if self.quotes and self.kind not in ("braced", "span"):
+            raise ValueError(f"pattern {self.name!r}: only a braced or a span body has quotes")
+        if self.quotes and self.json_strings != "never":
+            raise ValueError(f"pattern {self.name!r}: a JSON body's quotes are its own")
         if self.json_strings != "never" and self.kind != "span":
             raise ValueError(f"pattern {self.name!r}: json_strings is for a span's body")
         if self.kind == "json_reply" and (self.start != "{" or self.hint is not None):
@@ -297,6 +302,12 @@ class Pattern:
                         raise ValueError(
                             f"pattern {self.name!r}: {what} {a!r} is inside {b!r}: ambiguous"
                         )
+        for end in self.ends:
+            for quote in self.quotes:
+                if end in quote or quote in end:  # which one is seen would depend on chunking
+                    raise ValueError(
+                        f"pattern {self.name!r}: end {end!r} and quote {quote!r} overlap"
+                    )
         if any(c in quote for quote in self.quotes for c in "{}"):
             raise ValueError(f"pattern {self.name!r}: a quote with a brace in it")
 
@@ -429,15 +440,25 @@ def _dsml() -> Registry:
 
 def _deepseek_mangled() -> Registry:
     """DeepSeek-R1-Distill's mangled section openers, which llama.cpp accepts."""
-    return tuple(
+    source = "ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)"
+    return (
+        *(
+            Pattern(
+                f"deepseek-tool-calls-{name}",
+                "span",
+                f"<｜tool{sep}calls{sep}begin｜>",
+                ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
+                source=source,
+            )
+            for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+        ),
         Pattern(
-            f"deepseek-tool-calls-{name}",
+            "deepseek-tool-calls-short",
             "span",
-            f"<｜tool{sep}calls{sep}begin｜>",
-            ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
-            source="ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)",
-        )
-        for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+            "<｜tool▁calls｜>",
+            ends=("<｜tool▁calls▁end｜>",),
+            source=source,
+        ),
     )
 
 
@@ -758,8 +779,10 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<|tool_call>",
             ends=("<tool_call|>", "<turn|>"),
+            quotes=('<|"|>',),
             source=f"{_VLLM}gemma4_tool_parser.py; closed by the turn's end:"
-            " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py",
+            " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py; strings between"
+            ' `<|"|>` quotes, as its chat template writes arguments (a quoted closer is data)',
         ),
     ),
     "gemma-plain": (
@@ -768,7 +791,8 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<start_function_call>",
             ends=("<end_function_call>",),
-            source="vllm .../functiongemma_tool_parser.py",
+            quotes=("<escape>",),
+            source="vllm .../functiongemma_tool_parser.py (strings between `<escape>` quotes)",
         ),
         Pattern(
             "gemma-bare-call",
@@ -1912,6 +1936,12 @@ def _inside(pattern: Pattern) -> _Inside:
         return _Inside(search, longest, _proper_prefixes(quotes), _chars(["{", "}", *quotes]))
     ends = sorted(pattern.ends, key=len)[::-1]
     plain = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
+    if pattern.quotes:  # a span whose quotes make what they hold data
+        words = sorted((*pattern.ends, *pattern.quotes), key=len)[::-1]
+        search = re.compile("|".join(re.escape(w) for w in words))
+        longest = max(len(w) for w in words)
+        prefixes = _proper_prefixes(words)
+        return _Inside(search, longest, prefixes, _chars(words), plain, frozenset(ends))
     if pattern.kind != "json_value" and pattern.json_strings == "never":
         longest = max((len(e) for e in ends), default=0)
         return _Inside(plain, longest, _proper_prefixes(ends), _chars(ends), plain, frozenset(ends))
@@ -2296,7 +2326,8 @@ class ScaffoldingFilter:
             self._json = "on" if text[found.start()] in "{[" else "off"
         if self._json == "on":
             return self._json_end(text, pos)
-        if self._span.kind != "braced":
+        braced = self._span.kind == "braced"
+        if not braced and not self._span.quotes:
             match = self._inside.plain.search(text, pos)
             return (None, pos) if match is None else (match.end(), match.end())
         while True:
@@ -2310,7 +2341,11 @@ class ScaffoldingFilter:
             if match is None:
                 return None, pos
             token, pos = match.group(), match.end()
-            if token == "{":
+            if not braced:  # a span with quotes: its end, or a quote opening
+                if token in self._inside.ends:
+                    return pos, pos
+                self._quote = token
+            elif token == "{":
                 self._braces += 1
             elif token != "}":
                 self._quote = token

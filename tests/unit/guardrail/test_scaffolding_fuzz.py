@@ -128,12 +128,15 @@ def reference(text: str, registry: Registry) -> Reading:
             stripped.append(pattern.start)
             at = after
             continue
-        if pattern.kind == "braced":
-            end, read = braced_end(text, after, pattern.quotes)
+        if pattern.kind == "braced" or pattern.quotes:
+            found = braced_end if pattern.kind == "braced" else quoted_span_end
+            end, read = found(text, after, pattern)
             if end is None:
                 stripped.append(text[start:])
                 return Reading(shown, stripped, pattern, text[read:])
-            at = end
+            at = end if pattern.kind == "braced" else trailed(pattern, text, end)
+            if pattern.kind != "braced":
+                closed = (pattern, at)
         elif json_body(text, after, pattern):
             end, read = json_end(text, after, pattern)
             if end is None:
@@ -244,11 +247,33 @@ def json_end(text: str, after: int, pattern: Pattern) -> tuple[int | None, int]:
     return None, read
 
 
-def braced_end(text: str, at: int, quotes: tuple[str, ...]) -> tuple[int | None, int]:
+def quoted_span_end(text: str, at: int, pattern: Pattern) -> tuple[int | None, int]:
+    """Where a span whose format quotes its strings ends (after its first end marker
+    outside two of its quotes), or None; and where its last quote was read."""
+    quote, read, i = "", at, at
+    while i < len(text):
+        if quote:
+            if text.startswith(quote, i):
+                i, quote, read = i + len(quote), "", i + len(quote)
+            else:
+                i += 1
+            continue
+        ended = next((e for e in pattern.ends if text.startswith(e, i)), None)
+        if ended is not None:
+            return i + len(ended), i + len(ended)
+        opened = next((q for q in pattern.quotes if text.startswith(q, i)), None)
+        if opened is not None:
+            i, quote, read = i + len(opened), opened, i + len(opened)
+            continue
+        i += 1
+    return None, read
+
+
+def braced_end(text: str, at: int, pattern: Pattern) -> tuple[int | None, int]:
     """Where a braced body starting at `at` ends (after the brace that closes its first
     `{`), or None; and where its last brace or quote was read."""
     depth, quote, read, i = 0, "", at, at
-    longest_first = sorted(quotes, key=len, reverse=True)
+    longest_first = sorted(pattern.quotes, key=len, reverse=True)
     while i < len(text):
         if quote:
             if text.startswith(quote, i):
@@ -433,7 +458,8 @@ def random_pattern(draw: st.DrawFn, index: int) -> Pattern | None:
     kind = draw(st.sampled_from(KINDS))
     ends = draw(st.lists(markers, min_size=1, max_size=2, unique=True)) if kind == "span" else []
     trailers = draw(st.lists(markers, max_size=1)) if kind == "span" else []
-    quotes = draw(st.lists(markers, max_size=2, unique=True)) if kind == "braced" else []
+    quotes = draw(st.lists(markers, max_size=2 if kind == "braced" else 1, unique=True))
+    quotes = quotes if kind in ("braced", "span") else []
     hint = draw(st.sampled_from([None, None, *HINTS]))
     try:
         return Pattern(
@@ -649,7 +675,9 @@ class CheckedStream:
                 len(whole.stripped),
             )
             span = whole.open_span
-            closers = span.quotes if span.kind == "braced" else (*span.ends, *span.skips)
+            closers = (*span.ends, *span.skips, *span.quotes)
+            if span.kind == "braced":
+                closers = span.quotes
             assert held == longest_end_prefix(whole.body, closers), f"inside a span, held {held!r}"
         if f.stripped_spans:
             assert f.first_span == whole.stripped[0][:PREVIEW_CHARS]

@@ -252,6 +252,12 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         )
         for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
     ),
+    (  # ggml-org/llama.cpp chat.cpp: the short section opener its DeepSeek R1 parser accepts
+        "deepseek-tool-calls-short", "deepseek",
+        "x<｜tool▁calls｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```"
+        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>y",
+        "xy",
+    ),
     (  # sglang harmony_parser.py TextStrategy: the final header's residue opening the reply
         "harmony-final-residue", "harmony-residue",
         "assistantfinalIt looks like you're testing. How can I help?",
@@ -612,6 +618,9 @@ def shape_table() -> str:
                 "harmony": "its message's end: `<\\|end\\|>`, `<\\|call\\|>`, `<\\|return\\|>`"
                 " or the next header; routed by its header (below)",
             }.get(p.kind, "")
+            if p.quotes:
+                quotes = " or ".join(f"`{cell(q)}`" for q in p.quotes)
+                ends += f" (none between two {quotes} quotes)"
             opens = f"`{cell(p.start)}`"
             if p.kind == "harmony":
                 opens = "`<\\|start\\|>`, `<\\|channel\\|>`, or ` to=` at the reply's start"

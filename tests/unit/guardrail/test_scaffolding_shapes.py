@@ -244,6 +244,34 @@ def test_a_braced_body_holds_a_split_quote():
     assert f.feed('"|>}<|"|>} x') == " x"
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # Gemma 4: a string between <|"|> quotes is data, the end marker in it too
+        ('a<|tool_call>call:w{t:<|"|>x <tool_call|> y<|"|>}<tool_call|>b', "ab"),
+        ('a<|tool_call>call:w{t:<|"|><turn|><|"|>,n:2}<turn|>b', "ab"),
+        ('a<|tool_call>call:f{}<tool_call|>b<|tool_call>call:g{s:<|"|>}<|"|>}<tool_call|>c', "abc"),
+        # FunctionGemma: <escape> quotes
+        (
+            "a<start_function_call>call:w{t:<escape><end_function_call><escape>}"
+            "<end_function_call>b",
+            "ab",
+        ),
+        # a quote never closed: the call runs to the answer's end (G8)
+        ('a<|tool_call>call:w{t:<|"|>x<tool_call|> b', "a"),
+    ],
+)
+def test_a_span_end_marker_between_its_formats_quotes_is_data(text: str, shown: str):
+    assert every_chunking(text, GEMMA) == {shown}
+
+
+def test_a_span_holds_a_split_quote_and_reads_it_whole():
+    f = ScaffoldingFilter(GEMMA)
+    assert f.feed('a<|tool_call>call:w{t:<|"') == "a"
+    assert f.held == '<|"'
+    assert f.feed('|><tool_call|><|"|>}<tool_call|> b') == " b"
+
+
 # --- the registry API ----------------------------------------------------------------------
 
 
@@ -251,7 +279,12 @@ def test_a_braced_body_holds_a_split_quote():
     ("kwargs", "message"),
     [
         ({"kind": "token", "trailers": ("x",)}, "only a span or a JSON value has trailers"),
-        ({"kind": "span", "ends": ("e",), "quotes": ("q",)}, "only a braced body has quotes"),
+        ({"kind": "token", "quotes": ("q",)}, "only a braced or a span body has quotes"),
+        (
+            {"kind": "span", "ends": ("e",), "quotes": ("q",), "json_strings": "always"},
+            "a JSON body's quotes are its own",
+        ),
+        ({"kind": "span", "ends": ("<e|>",), "quotes": ("|",)}, "end '<e|>' and quote '|'"),
         ({"kind": "braced", "quotes": ("q{",)}, "a quote with a brace"),
         ({"kind": "braced", "quotes": ("q", "aqa")}, "quote 'q' is inside 'aqa'"),
         ({"kind": "span", "ends": ("e",), "trailers": ("",)}, "an empty trailer"),

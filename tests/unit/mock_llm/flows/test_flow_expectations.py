@@ -33,7 +33,9 @@ FAMILY_MARKUP = {
         "|<\uff5ctool\u2581calls\u2581begin\uff5c>.*?<\uff5ctool\u2581calls\u2581end\uff5c>",  # V3
         re.DOTALL,
     ),
-    "Gemma": re.compile(r"<\|tool_call>.*?<tool_call\|>|(?<!\w)call:\w+\{.*?\}", re.DOTALL),
+    "Gemma": re.compile(  # a string between <|"|> quotes is data
+        r'<\|tool_call>(?:<\|"\|>.*?<\|"\|>|.)*?<tool_call\|>|(?<!\w)call:\w+\{.*?\}', re.DOTALL
+    ),
     # a JSON string is read whole (a quoted end marker is data); an opener alone on the last
     # line is a call the end cut off
     "Qwen": re.compile(
