@@ -31,6 +31,7 @@ MarkerClass = Literal["special", "look-alike"]
 MARKER_CLASS: dict[str, MarkerClass] = {
     "hermes": "look-alike",  # <tool_call>
     "qwen3-coder": "look-alike",  # <function=
+    "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
     "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
@@ -73,7 +74,12 @@ FAMILIES: tuple[Family, ...] = (
         ("hermes", "qwen3-coder"),
         "Qwen3.5 writes Qwen3-Coder's XML calls",
     ),
-    Family("Qwen", ("qwen", "qwq"), ("hermes",)),
+    Family(
+        "Qwen",
+        ("qwen", "qwq"),
+        ("hermes", "llama-json"),
+        "a reply of nothing but a JSON call is a call, as llama.cpp's Hermes 2 Pro parser reads it",
+    ),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
     Family(
         "DeepSeek",
@@ -95,9 +101,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "Llama",
         ("llama",),
-        ("llama-json", "llama-pythonic"),
+        ("llama-json", "llama-pythonic", "function-tag"),
         "a reply of nothing but JSON calls (Llama 3.1+) or a Python list of calls (Llama 3.2"
-        " to 4), with no marker, is a call",
+        " to 4), with no marker, is a call; Llama 3.1's custom `<function=f>{...}</function>`",
     ),
     Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
     Family(

@@ -462,6 +462,70 @@ def _deepseek_mangled() -> Registry:
     )
 
 
+_LLAMA_CPP_HERMES = (
+    "ggml-org/llama.cpp tests/test-chat.cpp (COMMON_CHAT_FORMAT_HERMES_2_PRO: what its parser"
+    " accepts from Qwen 2.5/3 and Hermes)"
+)
+CALL_JSON = seq(SPACE, Lit("{"), Chars(r"[ \t\r\n]", 0, 16), alt(Lit('"name"'), Lit('"arguments"')))
+"""A JSON call object's start: `{"name"` (or Hermes 2 Pro's `{"arguments"` first), its key
+on the next line indented as far as a pretty-printer puts it."""
+
+FUNCTION_TAG = Pattern(
+    "qwen3-coder-function",
+    "span",
+    "<function=",
+    ends=("</function>",),
+    special=False,
+    hint=seq(NAME, Lit(">"), SPACE, alt(Lit("<parameter="), Lit("</function>"), Lit("{"))),
+    trailers=("</tool_call>",),
+    source=f"{_VLLM}qwen3coder_tool_parser.py; bare, ending in </tool_call>: ollama/ollama"
+    " #16686; with a JSON body as function-json-tag",
+)
+"""`<function=NAME>`, then Qwen3-Coder's `<parameter=` or a JSON body (the `qwen3-coder`
+profile's, a superset of FUNCTION_JSON_TAG, which it replaces in a registry with both)."""
+FUNCTION_JSON_TAG = Pattern(
+    "function-json-tag",
+    "span",
+    "<function=",
+    ends=("</function>",),
+    special=False,
+    hint=seq(NAME, Lit(">"), JSON_BODY),
+    source=f"{_LLAMA_CPP_HERMES}; Functionary v3.1 and Meta llama-models"
+    " models/llama3_1/prompt_format.md (Llama 3.1's custom tool format)",
+)
+"""`<function=NAME>` and a JSON body, not Qwen3-Coder's XML: for the families whose engines
+read it, which do not write that XML (a Qwen3-Coder call inside Seed-OSS's wrapper stays
+whole for them)."""
+FUNCTION_NAME_TAG = Pattern(
+    "function-name-tag",
+    "span",
+    "<function name=",
+    ends=("</function>",),
+    special=False,
+    hint=seq(Lit('"'), NAME, Lit('">'), JSON_BODY),
+    json_strings="always",
+    source=_LLAMA_CPP_HERMES,
+)
+"""`<function name="NAME">` and a JSON body."""
+
+
+def _hermes_wrappers() -> Registry:
+    """The other tags llama.cpp's Hermes 2 Pro parser reads a JSON call from."""
+    return tuple(
+        Pattern(
+            f"hermes-{tag.replace('_', '-')}-wrapper",
+            "span",
+            f"<{tag}>",
+            ends=(f"</{tag}>",),
+            special=False,
+            hint=CALL_JSON,
+            json_strings="always",
+            source=_LLAMA_CPP_HERMES,
+        )
+        for tag in ("tool", "tools", "response", "json", "JSON", "xml", "function_call")
+    )
+
+
 PROFILES: dict[str, Registry] = {
     "hermes": (
         Pattern(
@@ -474,20 +538,12 @@ PROFILES: dict[str, Registry] = {
             json_strings="leading",
             source=f"{_VLLM}hermes_tool_parser.py (Hermes, Qwen2.5/3, Granite 4, GLM-4.5+)",
         ),
+        *_hermes_wrappers(),
+        FUNCTION_JSON_TAG,
+        FUNCTION_NAME_TAG,
     ),
-    "qwen3-coder": (
-        Pattern(
-            "qwen3-coder-function",
-            "span",
-            "<function=",
-            ends=("</function>",),
-            special=False,
-            hint=seq(NAME, Lit(">"), SPACE, alt(Lit("<parameter="), Lit("</function>"))),
-            trailers=("</tool_call>",),
-            source=f"{_VLLM}qwen3coder_tool_parser.py; bare, ending in </tool_call>: "
-            "ollama/ollama #16686",
-        ),
-    ),
+    "function-tag": (FUNCTION_JSON_TAG, FUNCTION_NAME_TAG),
+    "qwen3-coder": (FUNCTION_TAG,),  # after the two above: its `<function=` is the wider one
     "mistral": (
         Pattern(
             "mistral-tool-calls",
@@ -859,12 +915,15 @@ OPT_IN: tuple[str, ...] = ("echo",)
 
 
 def registry_with(*profiles: str, base: Registry = DEFAULT_REGISTRY) -> Registry:
-    """`base` plus the named profiles. A later pattern with the same opener replaces one."""
+    """`base` plus the named profiles. A later pattern with the same opener replaces one:
+    profiles are applied in PROFILES' order, whatever order they are named in, so that
+    `qwen3-coder`'s `<function=` always wins over the narrower one of `hermes` and
+    `function-tag`."""
     unknown = [p for p in profiles if p not in PROFILES]
     if unknown:
         raise ValueError(f"unknown profile(s) {', '.join(unknown)}; known: {', '.join(PROFILES)}")
     by_start = {pattern.start: pattern for pattern in base}
-    for name in profiles:
+    for name in (p for p in PROFILES if p in profiles):
         by_start.update((pattern.start, pattern) for pattern in PROFILES[name])
     return tuple(by_start.values())
 
@@ -877,6 +936,7 @@ MarkerClass = Literal["special", "look-alike"]
 MARKER_CLASS: dict[str, MarkerClass] = {
     "hermes": "look-alike",  # <tool_call>
     "qwen3-coder": "look-alike",  # <function=
+    "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
     "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
@@ -919,7 +979,12 @@ FAMILIES: tuple[Family, ...] = (
         ("hermes", "qwen3-coder"),
         "Qwen3.5 writes Qwen3-Coder's XML calls",
     ),
-    Family("Qwen", ("qwen", "qwq"), ("hermes",)),
+    Family(
+        "Qwen",
+        ("qwen", "qwq"),
+        ("hermes", "llama-json"),
+        "a reply of nothing but a JSON call is a call, as llama.cpp's Hermes 2 Pro parser reads it",
+    ),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
     Family(
         "DeepSeek",
@@ -941,9 +1006,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "Llama",
         ("llama",),
-        ("llama-json", "llama-pythonic"),
+        ("llama-json", "llama-pythonic", "function-tag"),
         "a reply of nothing but JSON calls (Llama 3.1+) or a Python list of calls (Llama 3.2"
-        " to 4), with no marker, is a call",
+        " to 4), with no marker, is a call; Llama 3.1's custom `<function=f>{...}</function>`",
     ),
     Family("Kimi", ("kimi", "moonshot"), ("kimi",)),
     Family(

@@ -133,7 +133,7 @@ def test_an_unknown_scaffold_profile_stops_the_start_with_the_known_names():
         load_settings({"SG_SCAFFOLD_PROFILES": "hermes,lfm3"})
     message = str(caught.value)
     assert "SG_SCAFFOLD_PROFILES='hermes,lfm3': unknown profile(s) lfm3" in message
-    known = "known: auto, none, all, cohere, deepseek, deepseek-xml, echo, gemma, gemma-plain, glm"
+    known = "known: auto, none, all, cohere, deepseek, deepseek-xml, echo, function-tag, gemma,"
     assert known in message
 
 

@@ -31,8 +31,8 @@ TOKEN_SPELLINGS = ("<|", "|>", "\uff5c", "\u2016DSML\u2016", "|DSML|", "| DSML |
 MODEL_NAMES = [
     ("lfm2-1.2b", ()),
     ("LiquidAI/LFM2-8B-A1B-GGUF", ()),
-    ("qwen3:8b", ("hermes",)),
-    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", ("hermes", "qwen3-coder")),
+    ("qwen3:8b", ("hermes", "llama-json")),
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", ("hermes", "qwen3-coder", "llama-json")),
     ("qwen3-coder:30b", ("hermes", "qwen3-coder")),
     ("gemma3:4b", ("gemma-plain",)),
     ("google/functiongemma-270m-it", ("gemma-plain",)),
@@ -42,14 +42,14 @@ MODEL_NAMES = [
     ("mistral-small3.2", ("mistral",)),
     ("magistral:24b", ("mistral",)),
     ("devstral", ("mistral",)),
-    ("llama3.1:8b", ("llama-json", "llama-pythonic")),
-    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", ("llama-json", "llama-pythonic")),
+    ("llama3.1:8b", ("llama-json", "llama-pythonic", "function-tag")),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", ("llama-json", "llama-pythonic", "function-tag")),
     ("kimi-k2", ("kimi",)),
     ("glm-4.6", ("hermes", "glm")),
     ("zai-org/GLM-5", ("hermes", "glm")),
     ("MiniMaxAI/MiniMax-M2", ("minimax", "minimax-m1")),
     ("ai21labs/AI21-Jamba-Mini-1.7", ("minimax-m1",)),
-    ("Qwen/Qwen3.5-35B-A3B", ("hermes", "qwen3-coder")),
+    ("Qwen/Qwen3.5-35B-A3B", ("hermes", "qwen3-coder", "llama-json")),
     ("granite3.3:8b", ("hermes",)),
     ("phi4-mini", ()),
     ("ByteDance-Seed/Seed-OSS-36B-Instruct", ("seed-oss",)),
@@ -61,7 +61,7 @@ MODEL_NAMES = [
     ("RekaAI/reka-edge-2603", ("hermes",)),
     ("XiaomiMiMo/MiMo-VL-7B-RL", ("hermes",)),
     ("ServiceNow-AI/Apriel-1.6-15b-Thinker", ("minimax-m1",)),
-    ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes",)),
+    ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes", "llama-json")),
     ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma-plain",)),
     ("my-local-model", ()),
     ("ollama", ()),  # `llama` only at a word start
@@ -148,13 +148,17 @@ def test_a_special_token_leak_is_stripped_under_an_unknown_name():
 
 def test_a_family_key_past_the_cap_is_not_seen():
     assert profiles_for("x" * (NAME_CAP - 4) + "-qwen") == SPECIAL_PROFILES
-    assert profiles_for("x" * (NAME_CAP - 5) + "-qwen") == (*SPECIAL_PROFILES, "hermes")
+    assert profiles_for("x" * (NAME_CAP - 5) + "-qwen") == (
+        *SPECIAL_PROFILES,
+        "hermes",
+        "llama-json",
+    )
 
 
 def test_a_hostile_name_is_answered_fast_and_safely():
     hostile = "\x00\x1b[31m\r\n" * 10 + "qwen" + "\u202e" * (10 * 1024 * 1024)
     began = time.perf_counter()
-    assert profiles_for(hostile) == (*SPECIAL_PROFILES, "hermes")
+    assert profiles_for(hostile) == (*SPECIAL_PROFILES, "hermes", "llama-json")
     assert profiles_for("\x00" * (10 * 1024 * 1024)) == SPECIAL_PROFILES
     assert time.perf_counter() - began < 1.0
 
@@ -272,3 +276,12 @@ def test_the_contract_documents_the_auto_table_and_the_classes():
     assert auto_table() in contract
     for profile, marker_class in MARKER_CLASS.items():
         assert f"| `{profile}` | {marker_class} |" in contract
+
+
+def test_the_wider_function_tag_wins_whatever_order_the_profiles_are_named_in():
+    """Regression: `hermes` and `qwen3-coder` each bring a `<function=` pattern; named in
+    either order, the registry keeps Qwen3-Coder's, which also reads its XML body."""
+    xml = "a<function=f>\n<parameter=p>\nv\n</parameter>\n</function>b"
+    for profiles in (("hermes", "qwen3-coder"), ("qwen3-coder", "hermes", "function-tag")):
+        assert strip(xml, registry_with(*profiles)) == "ab"
+    assert strip(xml, registry_with("hermes")) == xml

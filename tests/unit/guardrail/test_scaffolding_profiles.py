@@ -43,6 +43,41 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         'I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "San Fr',
         "I will check.\n",
     ),
+    *(  # llama.cpp tests/test-chat.cpp: the other tags its Hermes 2 Pro parser reads a call from
+        (
+            f"hermes-{tag.replace('_', '-')}-wrapper", "hermes",
+            f'Checking.<{tag}>\n  {{"name": "special_function", "arguments": {{"arg1": 1}}}}\n'
+            f"</{tag}> Done.",
+            "Checking. Done.",
+        )
+        for tag in ("tool", "tools", "response", "json", "JSON", "xml", "function_call")
+    ),
+    (  # llama.cpp tests/test-chat.cpp (Hermes 2 Pro): the key on its own line, deeply indented
+        "hermes-xml-wrapper", "hermes",
+        '<xml>\n  {\n    "name": "special_function", "arguments": {"arg1": 1}\n  }\n</xml>',
+        "",
+    ),
+    (  # llama.cpp tests/test-chat.cpp (Hermes 2 Pro): arguments first, as Hermes 2 Pro writes
+        "hermes-tool-wrapper", "hermes",
+        '<tool>{"arguments": {"arg1": 1}, "name": "special_function"}</tool>',
+        "",
+    ),
+    (  # llama.cpp tests/test-chat.cpp (Hermes 2 Pro, Functionary v3.1): a JSON body
+        "function-json-tag", "function-tag",
+        '<function=special_function>{"arg1": 1}</function>\n'
+        "<function=python>{\"code\":\"print('hello')\"}</function>",
+        "\n",
+    ),
+    (  # llama.cpp tests/test-chat.cpp (Hermes 2 Pro)
+        "function-name-tag", "function-tag",
+        'Sure.<function name="special_function">\n{"arg1": "a </function> b"}\n</function> Done.',
+        "Sure. Done.",
+    ),
+    (  # llama.cpp tests/test-chat.cpp (Hermes 2 Pro): a Qwen3-Coder function with a JSON body
+        "qwen3-coder-function", "qwen3-coder",
+        'Reading.<function=read>{"path": "/homelab/a.md"}</function>\n</tool_call> ok',
+        "Reading. ok",
+    ),
     (  # formats.md catalog: Qwen3-Coder bare <function=...>
         "qwen3-coder-function", "qwen3-coder",
         "Reading.<function=read><parameter=path>/homelab/a.md</parameter></function> ok",
