@@ -393,6 +393,11 @@ _DSML_SOURCES = {
     "calls": "DSML's `calls` section with no space: kittors/deepseek-web-api #11;"
     " diegosouzapw/OmniRoute PR #13345",
     "tool_use": "DSML's `tool_use` section: AgentFlocks/flocks PR #687",
+    **{
+        f" {block}": "DSML's other blocks in V4.1's spacing, a space after the bars (the"
+        " closers of every block accept both spacings; vllm deepseek_v41 parser)"
+        for block in ("function_calls", "tool_calls", "tool_use")
+    },
 }
 
 

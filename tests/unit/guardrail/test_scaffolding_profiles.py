@@ -425,6 +425,17 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         )
         for bar, suffix in EVERY_BAR
     ),
+    *(  # DSML's other blocks opened in V4.1's spacing, every bar
+        (
+            f"deepseek-dsml-{block.replace('_', '-')}{suffix}-v41", "deepseek",
+            f'a<{bar}DSML{bar} {block}>\n<{bar}DSML{bar} invoke name="f">\n<{bar}DSML{bar}'
+            f' parameter name="p" string="true">v</{bar}DSML{bar} parameter>\n'
+            f"</{bar}DSML{bar} invoke>\n</{bar}DSML{bar} {block}>b",
+            "ab",
+        )
+        for block in ("function_calls", "tool_calls", "tool_use")
+        for bar, suffix in EVERY_BAR
+    ),
     *(  # vllm vllm/parser/deepseek_v41.py: a V4.1 invoke with no section wrapper, every bar
         (
             f"deepseek-dsml-invoke{suffix}-v41", "deepseek",
