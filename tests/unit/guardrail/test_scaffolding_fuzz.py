@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,33 +247,11 @@ def json_end(text: str, after: int, pattern: Pattern) -> tuple[int | None, int]:
     return None, read
 
 
-def quoted_span_end(text: str, at: int, pattern: Pattern) -> tuple[int | None, int]:
-    """Where a span whose format quotes its strings ends (after its first end marker
-    outside two of its quotes), or None; and where its last quote was read."""
+def outside_quotes(text: str, at: int, quotes: tuple[str, ...]) -> Iterator[tuple[int, int]]:
+    """Each index of `text` from `at` that is outside the format's quotes (inside one, only
+    the same quote ends it), with where the last quote read so far ends; then `len(text)`."""
+    longest_first = sorted(quotes, key=len, reverse=True)
     quote, read, i = "", at, at
-    while i < len(text):
-        if quote:
-            if text.startswith(quote, i):
-                i, quote, read = i + len(quote), "", i + len(quote)
-            else:
-                i += 1
-            continue
-        ended = next((e for e in pattern.ends if text.startswith(e, i)), None)
-        if ended is not None:
-            return i + len(ended), i + len(ended)
-        opened = next((q for q in pattern.quotes if text.startswith(q, i)), None)
-        if opened is not None:
-            i, quote, read = i + len(opened), opened, i + len(opened)
-            continue
-        i += 1
-    return None, read
-
-
-def braced_end(text: str, at: int, pattern: Pattern) -> tuple[int | None, int]:
-    """Where a braced body starting at `at` ends (after the brace that closes its first
-    `{`), or None; and where its last brace or quote was read."""
-    depth, quote, read, i = 0, "", at, at
-    longest_first = sorted(pattern.quotes, key=len, reverse=True)
     while i < len(text):
         if quote:
             if text.startswith(quote, i):
@@ -285,16 +263,39 @@ def braced_end(text: str, at: int, pattern: Pattern) -> tuple[int | None, int]:
         if opened is not None:
             i, quote, read = i + len(opened), opened, i + len(opened)
             continue
-        if text[i] == "{":
-            depth, read = depth + 1, i + 1
-        elif text[i] == "}" and depth:
-            depth, read = depth - 1, i + 1
-            if not depth:
-                return i + 1, read
-        elif text[i] == "}":
-            read = i + 1
+        yield i, read
         i += 1
-    return None, read
+    yield len(text), read
+
+
+def quoted_span_end(text: str, at: int, pattern: Pattern) -> tuple[int | None, int]:
+    """Where a span whose format quotes its strings ends (after its first end marker
+    outside two of its quotes), or None; and where its last quote was read."""
+    for i, read in outside_quotes(text, at, pattern.quotes):
+        ended = next((e for e in pattern.ends if text.startswith(e, i)), None)
+        if ended is not None:
+            return i + len(ended), i + len(ended)
+        if i == len(text):
+            return None, read
+    raise AssertionError("outside_quotes ends with len(text)")
+
+
+def braced_end(text: str, at: int, pattern: Pattern) -> tuple[int | None, int]:
+    """Where a braced body starting at `at` ends (after the brace that closes its first
+    `{`), or None; and where its last brace or quote was read."""
+    depth, brace_read = 0, at
+    for i, read in outside_quotes(text, at, pattern.quotes):
+        if i == len(text):
+            return None, max(read, brace_read)
+        if text[i] in "{}":
+            brace_read = i + 1
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}" and depth:
+            depth -= 1
+            if not depth:
+                return i + 1, i + 1
+    raise AssertionError("outside_quotes ends with len(text)")
 
 
 def longest_end_prefix(body: str, ends: tuple[str, ...]) -> str:
