@@ -715,6 +715,28 @@ def test_a_documented_limit_behaves_as_documented_at_any_chunking(text: str, sho
         assert run(chunked(text, size), DEEPSEEK)[0] == shown, size
 
 
+QWEN = auto_registry("Qwen/Qwen3-8B")
+CALL_OBJECT = '{"name": "special_function", "arguments": {"arg1": 1}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```json\n{CALL_OBJECT}\n```",
+        f"```xml\n<response>\n{CALL_OBJECT}\n</response>\n```",
+        f"```\n{CALL_OBJECT}\n```",
+        f"This is not a tool call:\n{CALL_OBJECT}",
+        "<response>The answer is 4.</response>",
+        "<json>[1, 2]</json>",
+    ],
+)
+def test_a_call_object_in_a_fence_or_after_prose_stays_text_for_a_hermes_name(text: str):
+    """docs/contract.md, "Deliberate limits": llama.cpp's Hermes 2 Pro parser reads these as
+    calls; the filter keeps them, as an answer about tool calling shows them (G7)."""
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), QWEN)[0] == text, size
+
+
 GPT_OSS = auto_registry("gpt-oss-20b")
 
 
