@@ -38,7 +38,7 @@ FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gem
                 "harmony-messages", "mistral-call-then-prose", "kimi-k3-tools",
                 "llama-json-call", "deepseek-bare-invoke", "llama-pythonic-call",
                 "deepseek-v3-call", "llama-python-tag", "kimi-k2-section",
-                "harmony-call-residue", "minimax-m3-call")  # fmt: skip
+                "harmony-call-residue", "minimax-m3-call", "qwen-function-tag")  # fmt: skip
 """The mock's family flows: each plays one model family's own leak shape (G13)."""
 SPECIAL_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gemma-tool-call",
                  "kimi-k3-tools", "harmony-messages", "deepseek-v3-call", "llama-python-tag",

@@ -39,7 +39,9 @@ FAMILY_MARKUP = {
     # a JSON string is read whole (a quoted end marker is data); an opener alone on the last
     # line is a call the end cut off
     "Qwen": re.compile(
-        r'<tool_call>(?:"(?:\\.|[^"\\])*"|.)*?</tool_call>|(?m:^)<tool_call>\s*\Z', re.DOTALL
+        r'<tool_call>(?:"(?:\\.|[^"\\])*"|.)*?</tool_call>|(?m:^)<tool_call>\s*\Z'
+        r"|<function=\w+>\{.*?\}</function>",
+        re.DOTALL,
     ),
     "Mistral": re.compile(r"\[TOOL_CALLS\]\w+\[ARGS\]\{[^{}]*\}"),
     "Llama": re.compile(
@@ -94,7 +96,7 @@ FAMILY_FLOWS = {
     "qwen-quoted-marker", "kimi-k3-tools", "deepseek-dsml-v41", "gemma-tool-call",
     "llama-json-call", "harmony-messages", "deepseek-bare-invoke", "llama-pythonic-call",
     "deepseek-v3-call", "llama-python-tag", "kimi-k2-section", "harmony-call-residue",
-    "minimax-m3-call",
+    "minimax-m3-call", "qwen-function-tag",
 }  # fmt: skip
 GUARDRAIL_FLOWS = {
     "clean", "scaffold-recover", "scaffold-split", "scaffold-repeat", "scaffold-mixed",
