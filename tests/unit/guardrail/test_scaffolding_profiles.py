@@ -774,3 +774,11 @@ def test_a_dsml_block_closed_with_a_doubled_slash_ends_there():
     )
     for size in (1, 7, len(text)):
         assert run(chunked(text, size), DEEPSEEK)[0] == "Running. Done.", size
+
+
+def test_a_function_tags_json_body_is_read_raw_so_a_quoted_closer_ends_it():
+    """docs/contract.md, "Deliberate limits": `<function=f>{...}` opens with the name, not
+    with JSON, so its body is read as the engines read it, raw."""
+    text = 'a<function=f>{"t": "x </function> y"}</function>b'
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), QWEN)[0] == 'a y"}</function>b', size
