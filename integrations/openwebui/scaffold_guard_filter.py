@@ -1997,29 +1997,30 @@ def _chars(markers: Iterable[str]) -> re.Pattern[str]:
     return re.compile(f"[{firsts}]" if firsts else _NEVER)
 
 
+def _reading(
+    words: Iterable[str], extra: Iterable[str] = (), extra_firsts: Iterable[str] = ()
+) -> tuple[re.Pattern[str], int, frozenset[str], re.Pattern[str]]:
+    """What reads `words` inside a span: a search for them (longest first) and the `extra`
+    regex alternatives, the longest word's length, the words' proper prefixes (held back),
+    and the first characters of the words and of `extra_firsts`."""
+    words = sorted(words, key=len, reverse=True)
+    search = re.compile("|".join([*(re.escape(w) for w in words), *extra]) or _NEVER)
+    longest = max((len(w) for w in words), default=0)
+    return search, longest, _proper_prefixes(words), _chars([*words, *extra_firsts])
+
+
 @functools.lru_cache(maxsize=256)
 def _inside(pattern: Pattern) -> _Inside:
     if pattern.kind == "braced":
-        quotes = sorted(pattern.quotes, key=len)[::-1]
-        search = re.compile("|".join([r"\{", r"\}", *(re.escape(q) for q in quotes)]))
-        longest = max((len(q) for q in quotes), default=0)
-        return _Inside(search, longest, _proper_prefixes(quotes), _chars(["{", "}", *quotes]))
-    ends = sorted(pattern.ends, key=len)[::-1]
-    plain = re.compile("|".join(re.escape(e) for e in ends) or _NEVER)
+        return _Inside(*_reading(pattern.quotes, (r"\{", r"\}"), "{}"))
+    ends = frozenset(pattern.ends)
+    plain = _reading(ends)[0]
     if pattern.quotes:  # a span whose quotes make what they hold data
-        words = sorted((*pattern.ends, *pattern.quotes), key=len)[::-1]
-        search = re.compile("|".join(re.escape(w) for w in words))
-        longest = max(len(w) for w in words)
-        prefixes = _proper_prefixes(words)
-        return _Inside(search, longest, prefixes, _chars(words), plain, frozenset(ends))
+        return _Inside(*_reading((*ends, *pattern.quotes)), plain, ends)
     if pattern.kind != "json_value" and pattern.json_strings == "never":
-        longest = max((len(e) for e in ends), default=0)
-        return _Inside(plain, longest, _proper_prefixes(ends), _chars(ends), plain, frozenset(ends))
-    words = sorted((*pattern.ends, *pattern.skips), key=len)[::-1]
-    search = re.compile("|".join([*(re.escape(w) for w in words), f"[{re.escape(_JSON_CHARS)}]"]))
-    longest = max((len(w) for w in words), default=0)
-    firsts = _chars([*words, *_JSON_CHARS])
-    return _Inside(search, longest, _proper_prefixes(words), firsts, plain, frozenset(ends))
+        return _Inside(*_reading(ends), plain, ends)
+    json_chars = f"[{re.escape(_JSON_CHARS)}]"
+    return _Inside(*_reading((*ends, *pattern.skips), (json_chars,), _JSON_CHARS), plain, ends)
 
 
 _NOTHING_INSIDE = _Inside(re.compile(_NEVER), 0, frozenset(), re.compile(_NEVER))

@@ -459,8 +459,9 @@ def random_pattern(draw: st.DrawFn, index: int) -> Pattern | None:
     kind = draw(st.sampled_from(KINDS))
     ends = draw(st.lists(markers, min_size=1, max_size=2, unique=True)) if kind == "span" else []
     trailers = draw(st.lists(markers, max_size=1)) if kind == "span" else []
-    quotes = draw(st.lists(markers, max_size=2 if kind == "braced" else 1, unique=True))
-    quotes = quotes if kind in ("braced", "span") else []
+    quotes = []
+    if kind in ("braced", "span"):
+        quotes = draw(st.lists(markers, max_size=2 if kind == "braced" else 1, unique=True))
     hint = draw(st.sampled_from([None, None, *HINTS]))
     try:
         return Pattern(
