@@ -2284,6 +2284,14 @@ class ScaffoldingFilter:
                 self._emit(out, text[pos:keep])
                 break
             start = match.start()
+            if not final and start > len(text) - self._matcher.longest:
+                # An opener found in the tail may sit inside the prefix of a longer one that
+                # began before it (an inner opener walled off there): hold from that prefix.
+                held_from = self._hold_outside(text, pos)
+                if held_from < start:
+                    self._emit(out, text[pos:held_from])
+                    keep = held_from
+                    break
             pattern = self._matcher.by_start[match.group()]
             self._emit(out, text[pos:start])
             verdict = self._verdict(pattern, text, start, match.end(), final)

@@ -372,3 +372,13 @@ def test_a_lone_opener_on_the_last_line_is_a_cut_off_call_and_mid_line_prose(tex
 def test_a_json_body_pattern_is_checked_when_made(fields: dict[str, Any], message: str):
     with pytest.raises(ValueError, match=message):
         Pattern("p", start="<p>", source="test", **fields)
+
+
+def test_an_inner_opener_walled_off_in_a_longer_ones_prefix_does_not_release_that_prefix():
+    """Regression (found by the 1,000-run fuzz): `a`, a word-start token, matched inside
+    the tail `<|tool_ca`; the text before it was shown, though `<|tool_calls|>` could still
+    follow and be stripped."""
+    registry = (*registry_with(), Pattern("a", "token", "a", boundary="word", source="test"))
+    assert every_chunking("<|tool_calls|> x", registry) == {" x"}
+    f = ScaffoldingFilter(registry)
+    assert (f.feed("<|tool_ca"), f.held) == ("", "<|tool_ca")
