@@ -440,7 +440,7 @@ class ScaffoldingFilter:
         pos = 0
         while True:
             if self._span is not None:
-                end, read = self._span_end(text, pos)
+                end, read = self._span_end(text, pos, final)
                 if end is None:
                     keep = len(text) if final else self._hold_inside(text, read)
                     self._span_text(text[pos:keep])
@@ -572,7 +572,7 @@ class ScaffoldingFilter:
                 return candidate.start()
         return len(text)
 
-    def _span_end(self, text: str, pos: int) -> tuple[int | None, int]:
+    def _span_end(self, text: str, pos: int, final: bool) -> tuple[int | None, int]:
         """Where the open span ends in `text` (after its end marker or closing brace), or
         None; and where reading stopped (a braced body's tokens are not read twice)."""
         assert self._span is not None
@@ -582,7 +582,7 @@ class ScaffoldingFilter:
                 return None, len(text)
             self._json = "on" if text[found.start()] in "{[" else "off"
         if self._json == "on":
-            return self._json_end(text, pos)
+            return self._json_end(text, pos, final)
         braced = self._span.kind == "braced"
         if not braced and not self._span.quotes:
             match = self._inside.plain.search(text, pos)
@@ -611,22 +611,32 @@ class ScaffoldingFilter:
                 if not self._braces:
                     return pos, pos
 
-    def _json_end(self, text: str, pos: int) -> tuple[int | None, int]:
+    def _json_end(self, text: str, pos: int, final: bool) -> tuple[int | None, int]:
         """`_span_end` for a body read as JSON: an end marker ends it outside a string (a
         `json_value` body ends where its first object or array closes); a string is read to
-        its closing quote, backslash escapes included, across chunks."""
+        its closing quote, backslash escapes included, across chunks. Outside a string,
+        nothing from `held` on is read: it may begin an end marker or a skip (DeepSeek's
+        escaped closer cut after its backslash, a JSON character), so it is read once,
+        whole, with the next chunk."""
         inside, value = self._inside, self._span is not None and self._span.kind == "json_value"
+
+        def hold_from(at: int) -> int:
+            return len(text) if final else self._hold_inside(text, at)
+
+        held = hold_from(pos)
         if self._escaped:  # the character a backslash escaped opens this chunk
             if pos >= len(text):
                 return None, pos
             pos, self._escaped = pos + 1, False
         while True:
-            if self._quote:
+            if self._quote:  # no marker ends a string: it is read to its end
                 stop = _STRING_STOP.search(text, pos)
                 if stop is None:
                     return None, len(text)
                 if stop.group() == '"':
                     pos, self._quote = stop.end(), ""
+                    if pos > held:  # the string ran past what looked like a marker's start
+                        held = hold_from(pos)
                 elif stop.end() == len(text):
                     self._escaped = True
                     return None, len(text)
@@ -634,15 +644,13 @@ class ScaffoldingFilter:
                     pos = stop.end() + 1
                 continue
             match = inside.search.search(text, pos)
-            if match is None:
-                return None, pos
-            token, at, pos = match.group(), match.start(), match.end()
+            if match is None or match.start() >= held:
+                return None, held
+            token, pos = match.group(), match.end()
             if token in inside.ends:
                 return pos, pos
             if len(token) > 1:  # a skip, read whole
                 continue
-            if text[at:] in inside.prefixes:  # an end marker or a skip may begin here: hold
-                return None, at
             if token in "{[":
                 self._braces += 1
             elif token in "}]" and self._braces:

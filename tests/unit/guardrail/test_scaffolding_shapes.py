@@ -382,3 +382,21 @@ def test_an_inner_opener_walled_off_in_a_longer_ones_prefix_does_not_release_tha
     assert every_chunking("<|tool_calls|> x", registry) == {" x"}
     f = ScaffoldingFilter(registry)
     assert (f.feed("<|tool_ca"), f.held) == ("", "<|tool_ca")
+
+
+def test_a_json_body_holds_an_end_marker_cut_after_a_json_character_it_holds():
+    """Regression: a JSON body's closer `<\\_e>` cut after its backslash (a JSON character,
+    read as a token) released `<\\`, so the closer never matched and the span took the
+    answer after it."""
+    registry = (Pattern("p", "span", "<s>", ends=("<\\_e>",), json_strings="always", source="t"),)
+    assert every_chunking('a<s>{"k": "<\\\\_e>"}<\\_e>b', registry) == {"ab"}
+    f = ScaffoldingFilter(registry)
+    assert (f.feed("a<s>{}<\\"), f.held) == ("a", "<\\")
+
+
+def test_a_json_string_holds_nothing_back_though_it_quotes_an_end_markers_start():
+    """Inside a JSON string no marker ends the span, so its tail is not held back."""
+    registry = (Pattern("p", "span", "<s>", ends=("<e>",), json_strings="always", source="t"),)
+    f = ScaffoldingFilter(registry)
+    assert (f.feed('<s>{"k": "<'), f.held) == ("", "")
+    assert f.feed('e>"}<e>ok') + f.flush() == "ok"
