@@ -32,7 +32,8 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "hermes": "look-alike",  # <tool_call>
     "qwen3-coder": "look-alike",  # <function=
     "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
-    "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
+    "mistral-args": "special",  # [TOOL_CALLS]name[ARGS]{...}: control tokens around a name
+    "mistral": "look-alike",  # [TOOL_CALLS] before JSON, which prose about it writes too
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary
@@ -77,8 +78,10 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "Qwen",
         ("qwen", "qwq"),
-        ("hermes", "llama-json"),
-        "a reply of nothing but a JSON call is a call, as llama.cpp's Hermes 2 Pro parser reads it",
+        ("hermes", "qwen3-coder", "llama-json"),
+        "a reply of nothing but a JSON call is a call, as llama.cpp's Hermes 2 Pro parser reads"
+        " it; Qwen3-Next, 3.6 and 3.8 write Qwen3-Coder's XML calls too, its wrapper often"
+        " dropped (ollama PR #17354, smg-project/smg PR #2127)",
     ),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
     Family(

@@ -54,8 +54,11 @@ GLM's name right after the tag, then its first `<arg_key>` (or the end, with no 
 Prose such as `<tool_call> and </tool_call>` fits none of them."""
 JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 """A JSON object or array, after at most a few blanks."""
-MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
-"""What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
+MISTRAL_TOKENS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"))
+"""The control tokens after the function name in a Mistral v11+ call: its arguments', or
+first its id's. No prose writes `[TOOL_CALLS]name[ARGS]`, whatever the model's name."""
+MISTRAL_ARGS = alt(MISTRAL_TOKENS, Lit("{"))
+"""What follows the function name in a Mistral call: those tokens, or its JSON arguments."""
 
 HARMONY_RECIPIENT = seq(
     NAME,
@@ -146,26 +149,68 @@ def _dsml() -> Registry:
     )
 
 
-def _deepseek_mangled() -> Registry:
-    """DeepSeek-R1-Distill's mangled section openers, which llama.cpp accepts."""
-    source = "ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)"
+_DEEPSEEK_SEPS = {"": "▁", "-underscore": "_", "-space": " ", "-escaped": "\\_"}
+"""DeepSeek's word separator (U+2581) and DeepSeek-R1-Distill's mangled ones, which
+llama.cpp's parser accepts."""
+_DEEPSEEK_BARS = {"": "｜", "-ascii": "|"}
+"""DeepSeek's bar (U+FF5C) and the ASCII one models and servers write in its place
+(MoonshotAI kimi-code PR #798 reads both)."""
+
+
+def _deepseek_closers(word: str) -> tuple[str, ...]:
+    """The ends of a DeepSeek `word` section (`calls`, `call`): in every separator and bar,
+    so a section opened in one spelling and closed in another ends there."""
+    return tuple(
+        f"<{bar}tool{sep}{word}{sep}end{bar}>"
+        for bar in _DEEPSEEK_BARS.values()
+        for sep in _DEEPSEEK_SEPS.values()
+    )
+
+
+def _deepseek() -> Registry:
+    """DeepSeek V3 to V3.1's section and call tokens in every separator and bar spelling.
+    The ASCII call token with `_` is Kimi K2's `<|tool_call_begin|>` (its own profile)."""
+    mangled = "ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)"
+    ascii_bar = "; ASCII bars: MoonshotAI kimi-code PR #798"
     return (
         *(
             Pattern(
-                f"deepseek-tool-calls-{name}",
+                f"deepseek-tool-calls{name}{bar_name}",
                 "span",
-                f"<｜tool{sep}calls{sep}begin｜>",
-                ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
-                source=source,
+                f"<{bar}tool{sep}calls{sep}begin{bar}>",
+                ends=_deepseek_closers("calls"),
+                json_strings="always",
+                source=(
+                    f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654"
+                    if not name
+                    else mangled
+                )
+                + (ascii_bar if bar_name else ""),
             )
-            for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+            for name, sep in _DEEPSEEK_SEPS.items()
+            for bar_name, bar in _DEEPSEEK_BARS.items()
         ),
-        Pattern(
-            "deepseek-tool-calls-short",
-            "span",
-            "<｜tool▁calls｜>",
-            ends=("<｜tool▁calls▁end｜>",),
-            source=source,
+        *(
+            Pattern(
+                f"deepseek-tool-call{bar_name}",
+                "span",
+                f"<{bar}tool▁call▁begin{bar}>",
+                ends=_deepseek_closers("call"),
+                json_strings="always",
+                source=f"{_VLLM}deepseekv31_tool_parser.py" + (ascii_bar if bar_name else ""),
+            )
+            for bar_name, bar in _DEEPSEEK_BARS.items()
+        ),
+        *(
+            Pattern(
+                f"deepseek-tool-calls-short{bar_name}",
+                "span",
+                f"<{bar}tool▁calls{bar}>",
+                ends=_deepseek_closers("calls"),
+                json_strings="always",
+                source=mangled + (ascii_bar if bar_name else ""),
+            )
+            for bar_name, bar in _DEEPSEEK_BARS.items()
         ),
     )
 
@@ -252,6 +297,18 @@ PROFILES: dict[str, Registry] = {
     ),
     "function-tag": (FUNCTION_JSON_TAG, FUNCTION_NAME_TAG),
     "qwen3-coder": (FUNCTION_TAG,),  # after the two above: its `<function=` is the wider one
+    "mistral-args": (
+        Pattern(
+            "mistral-args-tool-call",
+            "json_value",
+            "[TOOL_CALLS]",
+            special=False,
+            hint=seq(SPACE, NAME, SPACE, MISTRAL_TOKENS),
+            skips=("[ARGS]", "[CALL_ID]"),
+            source=f"{_VLLM}mistral_tool_parser.py and its tests (v11+ tokenizers: the name,"
+            " then `[ARGS]` or `[CALL_ID]`); llama.cpp tests/test-chat.cpp (Mistral Small 3.2)",
+        ),
+    ),
     "mistral": (
         Pattern(
             "mistral-tool-calls",
@@ -265,26 +322,7 @@ PROFILES: dict[str, Registry] = {
             " (Mistral Small 3.2)",
         ),
     ),
-    "deepseek": (
-        Pattern(
-            "deepseek-tool-calls",
-            "span",
-            "<｜tool▁calls▁begin｜>",
-            ends=("<｜tool▁calls▁end｜>",),
-            json_strings="always",
-            source=f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654",
-        ),
-        Pattern(
-            "deepseek-tool-call",
-            "span",
-            "<｜tool▁call▁begin｜>",
-            ends=("<｜tool▁call▁end｜>",),
-            json_strings="always",
-            source=f"{_VLLM}deepseekv31_tool_parser.py",
-        ),
-        *_deepseek_mangled(),
-        *_dsml(),
-    ),
+    "deepseek": (*_deepseek(), *_dsml()),
     "deepseek-xml": (
         Pattern(
             "deepseek-bare-function-calls",

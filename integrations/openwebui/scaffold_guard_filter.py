@@ -351,8 +351,11 @@ GLM's name right after the tag, then its first `<arg_key>` (or the end, with no 
 Prose such as `<tool_call> and </tool_call>` fits none of them."""
 JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 """A JSON object or array, after at most a few blanks."""
-MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
-"""What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
+MISTRAL_TOKENS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"))
+"""The control tokens after the function name in a Mistral v11+ call: its arguments', or
+first its id's. No prose writes `[TOOL_CALLS]name[ARGS]`, whatever the model's name."""
+MISTRAL_ARGS = alt(MISTRAL_TOKENS, Lit("{"))
+"""What follows the function name in a Mistral call: those tokens, or its JSON arguments."""
 
 HARMONY_RECIPIENT = seq(
     NAME,
@@ -443,26 +446,68 @@ def _dsml() -> Registry:
     )
 
 
-def _deepseek_mangled() -> Registry:
-    """DeepSeek-R1-Distill's mangled section openers, which llama.cpp accepts."""
-    source = "ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)"
+_DEEPSEEK_SEPS = {"": "▁", "-underscore": "_", "-space": " ", "-escaped": "\\_"}
+"""DeepSeek's word separator (U+2581) and DeepSeek-R1-Distill's mangled ones, which
+llama.cpp's parser accepts."""
+_DEEPSEEK_BARS = {"": "｜", "-ascii": "|"}
+"""DeepSeek's bar (U+FF5C) and the ASCII one models and servers write in its place
+(MoonshotAI kimi-code PR #798 reads both)."""
+
+
+def _deepseek_closers(word: str) -> tuple[str, ...]:
+    """The ends of a DeepSeek `word` section (`calls`, `call`): in every separator and bar,
+    so a section opened in one spelling and closed in another ends there."""
+    return tuple(
+        f"<{bar}tool{sep}{word}{sep}end{bar}>"
+        for bar in _DEEPSEEK_BARS.values()
+        for sep in _DEEPSEEK_SEPS.values()
+    )
+
+
+def _deepseek() -> Registry:
+    """DeepSeek V3 to V3.1's section and call tokens in every separator and bar spelling.
+    The ASCII call token with `_` is Kimi K2's `<|tool_call_begin|>` (its own profile)."""
+    mangled = "ggml-org/llama.cpp common/chat.cpp (DeepSeek-R1-Distill variants)"
+    ascii_bar = "; ASCII bars: MoonshotAI kimi-code PR #798"
     return (
         *(
             Pattern(
-                f"deepseek-tool-calls-{name}",
+                f"deepseek-tool-calls{name}{bar_name}",
                 "span",
-                f"<｜tool{sep}calls{sep}begin｜>",
-                ends=(f"<｜tool{sep}calls{sep}end｜>", "<｜tool▁calls▁end｜>"),
-                source=source,
+                f"<{bar}tool{sep}calls{sep}begin{bar}>",
+                ends=_deepseek_closers("calls"),
+                json_strings="always",
+                source=(
+                    f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654"
+                    if not name
+                    else mangled
+                )
+                + (ascii_bar if bar_name else ""),
             )
-            for name, sep in (("underscore", "_"), ("space", " "), ("escaped", "\\_"))
+            for name, sep in _DEEPSEEK_SEPS.items()
+            for bar_name, bar in _DEEPSEEK_BARS.items()
         ),
-        Pattern(
-            "deepseek-tool-calls-short",
-            "span",
-            "<｜tool▁calls｜>",
-            ends=("<｜tool▁calls▁end｜>",),
-            source=source,
+        *(
+            Pattern(
+                f"deepseek-tool-call{bar_name}",
+                "span",
+                f"<{bar}tool▁call▁begin{bar}>",
+                ends=_deepseek_closers("call"),
+                json_strings="always",
+                source=f"{_VLLM}deepseekv31_tool_parser.py" + (ascii_bar if bar_name else ""),
+            )
+            for bar_name, bar in _DEEPSEEK_BARS.items()
+        ),
+        *(
+            Pattern(
+                f"deepseek-tool-calls-short{bar_name}",
+                "span",
+                f"<{bar}tool▁calls{bar}>",
+                ends=_deepseek_closers("calls"),
+                json_strings="always",
+                source=mangled + (ascii_bar if bar_name else ""),
+            )
+            for bar_name, bar in _DEEPSEEK_BARS.items()
         ),
     )
 
@@ -549,6 +594,18 @@ PROFILES: dict[str, Registry] = {
     ),
     "function-tag": (FUNCTION_JSON_TAG, FUNCTION_NAME_TAG),
     "qwen3-coder": (FUNCTION_TAG,),  # after the two above: its `<function=` is the wider one
+    "mistral-args": (
+        Pattern(
+            "mistral-args-tool-call",
+            "json_value",
+            "[TOOL_CALLS]",
+            special=False,
+            hint=seq(SPACE, NAME, SPACE, MISTRAL_TOKENS),
+            skips=("[ARGS]", "[CALL_ID]"),
+            source=f"{_VLLM}mistral_tool_parser.py and its tests (v11+ tokenizers: the name,"
+            " then `[ARGS]` or `[CALL_ID]`); llama.cpp tests/test-chat.cpp (Mistral Small 3.2)",
+        ),
+    ),
     "mistral": (
         Pattern(
             "mistral-tool-calls",
@@ -562,26 +619,7 @@ PROFILES: dict[str, Registry] = {
             " (Mistral Small 3.2)",
         ),
     ),
-    "deepseek": (
-        Pattern(
-            "deepseek-tool-calls",
-            "span",
-            "<｜tool▁calls▁begin｜>",
-            ends=("<｜tool▁calls▁end｜>",),
-            json_strings="always",
-            source=f"{_VLLM}deepseekv3_tool_parser.py; google/adk-python PR #5654",
-        ),
-        Pattern(
-            "deepseek-tool-call",
-            "span",
-            "<｜tool▁call▁begin｜>",
-            ends=("<｜tool▁call▁end｜>",),
-            json_strings="always",
-            source=f"{_VLLM}deepseekv31_tool_parser.py",
-        ),
-        *_deepseek_mangled(),
-        *_dsml(),
-    ),
+    "deepseek": (*_deepseek(), *_dsml()),
     "deepseek-xml": (
         Pattern(
             "deepseek-bare-function-calls",
@@ -942,7 +980,8 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "hermes": "look-alike",  # <tool_call>
     "qwen3-coder": "look-alike",  # <function=
     "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
-    "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
+    "mistral-args": "special",  # [TOOL_CALLS]name[ARGS]{...}: control tokens around a name
+    "mistral": "look-alike",  # [TOOL_CALLS] before JSON, which prose about it writes too
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary
@@ -987,8 +1026,10 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "Qwen",
         ("qwen", "qwq"),
-        ("hermes", "llama-json"),
-        "a reply of nothing but a JSON call is a call, as llama.cpp's Hermes 2 Pro parser reads it",
+        ("hermes", "qwen3-coder", "llama-json"),
+        "a reply of nothing but a JSON call is a call, as llama.cpp's Hermes 2 Pro parser reads"
+        " it; Qwen3-Next, 3.6 and 3.8 write Qwen3-Coder's XML calls too, its wrapper often"
+        " dropped (ollama PR #17354, smg-project/smg PR #2127)",
     ),
     Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
     Family(
@@ -2262,7 +2303,7 @@ class ScaffoldingFilter:
         pos = 0
         while True:
             if self._span is not None:
-                end, read = self._span_end(text, pos)
+                end, read = self._span_end(text, pos, final)
                 if end is None:
                     keep = len(text) if final else self._hold_inside(text, read)
                     self._span_text(text[pos:keep])
@@ -2394,7 +2435,7 @@ class ScaffoldingFilter:
                 return candidate.start()
         return len(text)
 
-    def _span_end(self, text: str, pos: int) -> tuple[int | None, int]:
+    def _span_end(self, text: str, pos: int, final: bool) -> tuple[int | None, int]:
         """Where the open span ends in `text` (after its end marker or closing brace), or
         None; and where reading stopped (a braced body's tokens are not read twice)."""
         assert self._span is not None
@@ -2404,7 +2445,7 @@ class ScaffoldingFilter:
                 return None, len(text)
             self._json = "on" if text[found.start()] in "{[" else "off"
         if self._json == "on":
-            return self._json_end(text, pos)
+            return self._json_end(text, pos, final)
         braced = self._span.kind == "braced"
         if not braced and not self._span.quotes:
             match = self._inside.plain.search(text, pos)
@@ -2433,22 +2474,32 @@ class ScaffoldingFilter:
                 if not self._braces:
                     return pos, pos
 
-    def _json_end(self, text: str, pos: int) -> tuple[int | None, int]:
+    def _json_end(self, text: str, pos: int, final: bool) -> tuple[int | None, int]:
         """`_span_end` for a body read as JSON: an end marker ends it outside a string (a
         `json_value` body ends where its first object or array closes); a string is read to
-        its closing quote, backslash escapes included, across chunks."""
+        its closing quote, backslash escapes included, across chunks. Outside a string,
+        nothing from `held` on is read: it may begin an end marker or a skip (DeepSeek's
+        escaped closer cut after its backslash, a JSON character), so it is read once,
+        whole, with the next chunk."""
         inside, value = self._inside, self._span is not None and self._span.kind == "json_value"
+
+        def hold_from(at: int) -> int:
+            return len(text) if final else self._hold_inside(text, at)
+
+        held = hold_from(pos)
         if self._escaped:  # the character a backslash escaped opens this chunk
             if pos >= len(text):
                 return None, pos
             pos, self._escaped = pos + 1, False
         while True:
-            if self._quote:
+            if self._quote:  # no marker ends a string: it is read to its end
                 stop = _STRING_STOP.search(text, pos)
                 if stop is None:
                     return None, len(text)
                 if stop.group() == '"':
                     pos, self._quote = stop.end(), ""
+                    if pos > held:  # the string ran past what looked like a marker's start
+                        held = hold_from(pos)
                 elif stop.end() == len(text):
                     self._escaped = True
                     return None, len(text)
@@ -2456,15 +2507,13 @@ class ScaffoldingFilter:
                     pos = stop.end() + 1
                 continue
             match = inside.search.search(text, pos)
-            if match is None:
-                return None, pos
-            token, at, pos = match.group(), match.start(), match.end()
+            if match is None or match.start() >= held:
+                return None, held
+            token, pos = match.group(), match.end()
             if token in inside.ends:
                 return pos, pos
             if len(token) > 1:  # a skip, read whole
                 continue
-            if text[at:] in inside.prefixes:  # an end marker or a skip may begin here: hold
-                return None, at
             if token in "{[":
                 self._braces += 1
             elif token in "}]" and self._braces:

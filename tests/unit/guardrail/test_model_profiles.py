@@ -21,17 +21,23 @@ from guardrail.model_profiles import (
     registry_for,
 )
 from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
+from guardrail.shapes import compiled
 
 from ..helpers.scaffolding import strip
 
 # A special token's delimiters no prose writes: `<|` `|>`, DeepSeek's fullwidth bar, and the
 # DSML name between the bars models mangle it into (U+2016, ASCII).
 TOKEN_SPELLINGS = ("<|", "|>", "\uff5c", "\u2016DSML\u2016", "|DSML|", "| DSML |")
+# Mistral's control tokens (v11+ tokenizers), which prose writes only in a sentence about them:
+# a `special` profile may open on one only if its hint demands another right after a name.
+CONTROL_TOKENS = ("[TOOL_CALLS]",)
+AFTER_CONTROL_TOKEN = ("get_weather[ARGS]", "f[CALL_ID]")
+AFTER_PROSE = (' [{"name": "f"}]', '{"name": "f"}', 'f{"a": 1}', " is a token.", "f")
 
 MODEL_NAMES = [
     ("lfm2-1.2b", ()),
     ("LiquidAI/LFM2-8B-A1B-GGUF", ()),
-    ("qwen3:8b", ("hermes", "llama-json")),
+    ("qwen3:8b", ("hermes", "qwen3-coder", "llama-json")),
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", ("hermes", "qwen3-coder", "llama-json")),
     ("qwen3-coder:30b", ("hermes", "qwen3-coder")),
     ("gemma3:4b", ("gemma-plain",)),
@@ -61,7 +67,9 @@ MODEL_NAMES = [
     ("RekaAI/reka-edge-2603", ("hermes",)),
     ("XiaomiMiMo/MiMo-VL-7B-RL", ("hermes",)),
     ("ServiceNow-AI/Apriel-1.6-15b-Thinker", ("minimax-m1",)),
-    ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes", "llama-json")),
+    ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes", "qwen3-coder", "llama-json")),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", ("hermes", "qwen3-coder", "llama-json")),
+    ("qwen3.6:35b-a3b", ("hermes", "qwen3-coder", "llama-json")),
     ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma-plain",)),
     ("my-local-model", ()),
     ("ollama", ()),  # `llama` only at a word start
@@ -88,7 +96,13 @@ def test_every_profile_has_a_marker_class():
 @pytest.mark.parametrize("profile", [p for p, c in MARKER_CLASS.items() if c == "special"])
 def test_a_special_profile_has_only_special_token_spellings(profile: str):
     for pattern in PROFILES[profile]:
-        assert pattern.special
+        if not pattern.special:  # kept in code, and only between two control tokens
+            assert pattern.start in CONTROL_TOKENS
+            assert pattern.hint is not None
+            hint = compiled(pattern.hint).full
+            assert [hint.match(t) is not None for t in AFTER_CONTROL_TOKEN] == [True, True]
+            assert not any(hint.match(t) for t in AFTER_PROSE), pattern.name
+            continue
         for marker in (pattern.start, *pattern.ends):
             assert any(t in marker for t in TOKEN_SPELLINGS), marker
 
@@ -151,6 +165,7 @@ def test_a_family_key_past_the_cap_is_not_seen():
     assert profiles_for("x" * (NAME_CAP - 5) + "-qwen") == (
         *SPECIAL_PROFILES,
         "hermes",
+        "qwen3-coder",
         "llama-json",
     )
 
@@ -158,7 +173,7 @@ def test_a_family_key_past_the_cap_is_not_seen():
 def test_a_hostile_name_is_answered_fast_and_safely():
     hostile = "\x00\x1b[31m\r\n" * 10 + "qwen" + "\u202e" * (10 * 1024 * 1024)
     began = time.perf_counter()
-    assert profiles_for(hostile) == (*SPECIAL_PROFILES, "hermes", "llama-json")
+    assert profiles_for(hostile) == (*SPECIAL_PROFILES, "hermes", "qwen3-coder", "llama-json")
     assert profiles_for("\x00" * (10 * 1024 * 1024)) == SPECIAL_PROFILES
     assert time.perf_counter() - began < 1.0
 

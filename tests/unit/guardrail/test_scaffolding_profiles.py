@@ -293,6 +293,35 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "<｜tool▁call▁end｜><｜tool▁calls▁end｜>y",
         "xy",
     ),
+    *(  # MoonshotAI kimi-code PR #798: DeepSeek's tokens with ASCII bars, every separator
+        (
+            f"deepseek-tool-calls{name}-ascii", "deepseek",
+            f"x<|tool{sep}calls{sep}begin|><|tool▁call▁begin|>function<|tool▁sep|>f\n"
+            f'```json\n{{"a": "<|tool{sep}calls{sep}end|>"}}\n```<|tool▁call▁end|>'
+            f"<|tool{sep}calls{sep}end|>y",
+            "xy",
+        )
+        for name, sep in (("", "▁"), ("-underscore", "_"), ("-space", " "), ("-escaped", "\\_"))
+    ),
+    (  # the same for V3.1's call token and the short section opener
+        "deepseek-tool-call-ascii", "deepseek",
+        'x<|tool▁call▁begin|>read<|tool▁sep|>{"path": "/a"}<|tool▁call▁end|>y', "xy",
+    ),
+    (
+        "deepseek-tool-calls-short-ascii", "deepseek",
+        "x<|tool▁calls|><|tool▁call▁begin|>f<|tool▁sep|>{}<|tool▁call▁end|><｜tool▁calls▁end｜>y",
+        "xy",
+    ),
+    (  # vllm test_mistral_tool_parser.py (v11+): control tokens around a name (every name's)
+        "mistral-args-tool-call", "mistral-args",
+        'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "[ARGS] Tokyo"}\n\nIt is sunny.',
+        "Sure.\n\nIt is sunny.",
+    ),
+    (
+        "mistral-args-tool-call", "mistral-args",
+        'Calling.[TOOL_CALLS]special_function[CALL_ID]123456789[ARGS]{"arg1": 1} Done.',
+        "Calling. Done.",
+    ),
     (  # sglang harmony_parser.py TextStrategy: the final header's residue opening the reply
         "harmony-final-residue", "harmony-residue",
         "assistantfinalIt looks like you're testing. How can I help?",
@@ -735,6 +764,21 @@ def test_a_call_object_in_a_fence_or_after_prose_stays_text_for_a_hermes_name(te
     calls; the filter keeps them, as an answer about tool calling shows them (G7)."""
     for size in (1, 7, len(text)):
         assert run(chunked(text, size), QWEN)[0] == text, size
+
+
+def test_a_tool_code_fence_stays_text_for_a_gemma_name():
+    """docs/contract.md, "Deliberate limits": Google's Gemma function-calling guide has the
+    model answer in a ```` ```tool_code ```` fence; a fence is what an example shows (G7)."""
+    text = 'Let me check.\n```tool_code\nget_weather(location="Paris")\n```\nIt is sunny.'
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), auto_registry("gemma3:27b"))[0] == text, size
+
+
+def test_a_tool_call_never_closed_runs_to_the_end_past_its_function_close():
+    """docs/contract.md, "Deliberate limits": G8 holds though `</function>` came."""
+    text = "Checking.\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\nok"
+    for size in (1, 7, len(text)):
+        assert run(chunked(text, size), auto_registry("qwen3.6:35b"))[0] == "Checking.\n", size
 
 
 GPT_OSS = auto_registry("gpt-oss-20b")

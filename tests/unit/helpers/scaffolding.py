@@ -64,3 +64,9 @@ HARMONY_REPLY = (
 )
 """gpt-oss's analysis channel, then its answer, as a server that does not parse harmony
 writes them into the answer text (llama.cpp tests/test-chat.cpp, GPT-OSS)."""
+
+
+def untouchable(text: str, registry: Registry) -> bool:
+    """No opener of `registry` can begin in `text`: the filter neither strips nor holds back
+    any of it, so a guard passes its frames on byte for byte."""
+    return not any(pattern.start[0] in text for pattern in registry)
