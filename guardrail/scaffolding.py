@@ -353,7 +353,7 @@ class ScaffoldingFilter:
             raise RuntimeError("ScaffoldingFilter.feed() after flush(): use a fresh filter")
         held = self._held
         if self._span is not None:
-            if not held and self._json != "pending":
+            if not held and self._json != "pending" and not self._escaped:
                 if self._inside.firsts.search(chunk) is None:
                     self._span_text(chunk)  # nothing could end the span: all of it is span
                     self._passed(chunk)
