@@ -37,10 +37,10 @@ FAMILY_MARKUP = {
         r'<\|tool_call>(?:<\|"\|>.*?<\|"\|>|.)*?<tool_call\|>|(?<!\w)call:\w+\{.*?\}', re.DOTALL
     ),
     # a JSON string is read whole (a quoted end marker is data); an opener alone on the last
-    # line is a call the end cut off
+    # line is a call the end cut off; Qwen3-Next on write Qwen3-Coder's calls too
     "Qwen": re.compile(
         r'<tool_call>(?:"(?:\\.|[^"\\])*"|.)*?</tool_call>|(?m:^)<tool_call>\s*\Z'
-        r"|<function=\w+>\{.*?\}</function>",
+        r"|<function=.*?</function>(?:\s*</tool_call>)?",
         re.DOTALL,
     ),
     "Mistral": re.compile(r"\[TOOL_CALLS\]\w+\[ARGS\]\{[^{}]*\}"),
