@@ -43,6 +43,7 @@ __all__ = [
     "OllamaStreamGuard",
     "OllamaWholeGuard",
     "error_line",
+    "own_error_text",
     "upstream_error_text",
 ]
 
@@ -83,6 +84,14 @@ GENERATE = OllamaApi("generate", None, "response")
 def error_line(message: str) -> bytes:
     """Ollama's in-band error: one NDJSON line `{"error": message}`."""
     return dumps({"error": message}) + b"\n"
+
+
+def own_error_text(line: bytes) -> str | None:
+    """The message of an error line of the guard's own, `{"error": "..."}` and nothing else."""
+    value = parse_object(line) if line.startswith(b'{"error"') else None
+    if value is None or set(value) != {"error"} or not isinstance(value["error"], str):
+        return None
+    return value["error"]
 
 
 def upstream_error_text(raw: bytes, status: int) -> str:

@@ -35,6 +35,7 @@ from guard.ollama import (
     OllamaStreamGuard,
     OllamaWholeGuard,
     error_line,
+    own_error_text,
     upstream_error_text,
 )
 from guard.reply import WholeReply
@@ -53,7 +54,6 @@ from guard.upstream import (
     read_refusal,
     response_headers,
 )
-from servekit.json_codec import parse_object
 from servekit.pool import Pool
 from servekit.streamed import StreamedResponse
 
@@ -218,7 +218,7 @@ async def _streamed(lines: AsyncGenerator[bytes], status: int, headers: dict[str
         first = await anext(lines)
     except StopAsyncIteration:
         first = b""
-    message = _error_text(first)
+    message = own_error_text(first)
     if message is not None:
         await lines.aclose()
         return _error(502, message)
@@ -233,14 +233,6 @@ async def _streamed(lines: AsyncGenerator[bytes], status: int, headers: dict[str
             await lines.aclose()
 
     return StreamedResponse(rest(), status_code=status, headers=headers)
-
-
-def _error_text(line: bytes) -> str | None:
-    """The message of an error line of ours, `{"error": "..."}` and nothing else."""
-    value = parse_object(line) if line.startswith(b'{"error"') else None
-    if value is None or set(value) != {"error"} or not isinstance(value["error"], str):
-        return None
-    return value["error"]
 
 
 def _error(status: int, message: str) -> JSONResponse:

@@ -23,19 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_refusal, response_headers
-from guardrail.json_shapes import string_field
-from servekit.error_bodies import openai_error_body
-from servekit.json_codec import parse_object
+from guard.wire.openai_errors import error_body, refusal_message
 from servekit.pool import Pool
 from servekit.streamed import StreamedResponse
 
 KEEPALIVE = b": keep-alive\n\n"
 """An SSE comment, which every reader skips: sent while the upstream is silent mid-stream."""
-
-
-def error_body(message: str, code: str | None = None) -> dict[str, Any]:
-    """The OpenAI error body of the proxy's own errors (its type `guard_error`)."""
-    return openai_error_body(message, "guard_error", code)
 
 
 def error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
@@ -85,9 +78,7 @@ class OpenAICall(SseCall):
 
 async def error_message(response: aiohttp.ClientResponse) -> str:
     """The upstream error's own message, if its body says one."""
-    raw = await read_refusal(response)
-    message = string_field((parse_object(raw) or {}).get("error"), "message")
-    return message if message is not None else f"The model server answered {response.status}."
+    return refusal_message(await read_refusal(response), response.status)
 
 
 def openai_unreachable() -> Response:

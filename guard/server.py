@@ -22,7 +22,6 @@ Deliberate choices:
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -40,7 +39,6 @@ from guard.ollama_route import ollama_routes
 from guard.openai_http import (
     KEEPALIVE,
     OpenAICall,
-    error_body,
     error_message,
     next_piece,
     openai_pass_on,
@@ -57,10 +55,11 @@ from guard.upstream import (
     fault_message,
     guarded,
 )
+from guard.wire.openai_errors import error_event, error_json
 from guardrail.json_shapes import is_array, objects
 from guardrail.policy import MALFORMED_REPLY, with_correction
 from servekit.limits import RequestLimits
-from servekit.sse import SseDecoder, json_event
+from servekit.sse import SseDecoder
 
 __all__ = ["MAX_BODY_BYTES", "GuardSettings", "create_app"]
 
@@ -96,7 +95,7 @@ def create_app(settings: GuardSettings) -> Starlette:
     )
     app.add_middleware(
         RequestLimits,
-        error_body=_limit_error,
+        error_body=error_json,
         max_body_bytes=MAX_BODY_BYTES,
         hosts=settings.hosts,
     )
@@ -129,8 +128,8 @@ class _Call(OpenAICall):
     async def _refused(self, first: StreamGuard, recovery: aiohttp.ClientResponse | str) -> bytes:
         del first  # the error event is the same whichever reply it ends
         if isinstance(recovery, str):
-            return _error_event(recovery, 502)
-        return _error_event(await error_message(recovery), recovery.status)
+            return error_event(recovery, 502)
+        return error_event(await error_message(recovery), recovery.status)
 
     async def _relayed(
         self, response: aiohttp.ClientResponse, guard: StreamGuard, round_number: int
@@ -157,11 +156,11 @@ class _Call(OpenAICall):
                         out += guard.chunk(event.data)
                 except STREAM_FAULTS as exc:
                     self.failed, ended = True, False
-                    yield b"".join([*out, _error_event(fault_message(exc), 502)])
+                    yield b"".join([*out, error_event(fault_message(exc), 502)])
                     return
             rest = guard.end(done=done)
             if guard.malformed:
-                out.append(_error_event(MALFORMED_REPLY, 502))
+                out.append(error_event(MALFORMED_REPLY, 502))
             else:
                 out += rest or ()
             if out:
@@ -201,14 +200,3 @@ def _recovery_body(body: dict[str, Any]) -> dict[str, Any]:
     if is_array(messages):
         recovery["messages"] = with_correction(objects(messages))
     return recovery
-
-
-def _error_event(message: str, status: int) -> bytes:
-    """The OpenAI in-band error event that ends a stream (an SDK raises APIError on it)."""
-    code = "malformed_reply" if message == MALFORMED_REPLY else f"upstream_{status}"
-    return json_event(error_body(message, code))
-
-
-def _limit_error(status: int, message: str) -> bytes:
-    del status  # the status line says it
-    return json.dumps(error_body(message)).encode()

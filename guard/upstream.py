@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -44,7 +42,9 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import Response
 
+from guard.call_log import REQUEST_ID, call_line, request_id
 from guard.reply import TooManyTexts, WholeReply
+from guard.wire.faults import BOUNDS_BROKEN, CUT_OFF, UNREACHABLE, fault_message
 from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
@@ -53,16 +53,12 @@ from servekit.hop_by_hop import end_to_end
 from servekit.json_codec import parse_object, utf8_repaired
 from servekit.limits import LOCAL_ONLY
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
-from servekit.sse import DEFAULT_MAX_LINE_BYTES, LineTooLong
+from servekit.sse import DEFAULT_MAX_LINE_BYTES
 from servekit.streamed import StreamedResponse
 
 log = logging.getLogger("guard")
 
-CUT_OFF = "The model's reply was cut off."
-UNREACHABLE = "The model server could not be reached."
 UPSTREAM_ERRORS = (RequestFailed, aiohttp.ClientError, OSError, TimeoutError)
-BOUNDS_BROKEN = (LineTooLong, TooManyTexts)
-"""A stream the proxy stops reading because the upstream went past a bound of its own."""
 STREAM_FAULTS = (*UPSTREAM_ERRORS, *BOUNDS_BROKEN)
 """What ends a stream early: a cut, or a bound broken (`fault_message` says which)."""
 IDENTITY_CODINGS = ("", "identity")
@@ -72,9 +68,6 @@ kilobytes, and a larger body is a fault answered with a 502, never held whole in
 MAX_ERROR_BODY_BYTES = 64 * 1024
 """The most of an upstream refusal read for its message."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-REQUEST_ID = "X-Request-Id"
-PLAIN_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-"""A client's request id the proxy keeps: a plain token, safe in a log line."""
 OWN_HEADERS = ("host", "content-length", "accept-encoding", "date", "server")
 """Headers the proxy drops besides the hop-by-hop ones (servekit.hop_by_hop): its HTTP client
 and its server write their own, and Accept-Encoding is set per request (`upstream_headers`)."""
@@ -178,17 +171,17 @@ class GuardedCall:
         so that parsers of the ones before keep working."""
         total_ms = round((time.perf_counter() - self.started) * 1000)
         log.info(
-            "guard: %s status=%s%s stream=%s retries=%d total_ms=%d scaffold_stripped=%d"
-            " profiles=%s request_id=%s",
-            route,
-            self.status,
-            f" {self.cause}" if self.cause else "",
-            str(stream).lower(),
-            self.recoveries,
-            total_ms,
-            self.stripped,
-            self.settings.profiles.describe(self.model),
-            self.request_id,
+            call_line(
+                route,
+                status=self.status,
+                cause=self.cause,
+                stream=stream,
+                retries=self.recoveries,
+                total_ms=total_ms,
+                stripped=self.stripped,
+                profiles=self.settings.profiles.describe(self.model),
+                request_id=self.request_id,
+            )
         )
 
     # --- the flow every route follows -------------------------------------------------------
@@ -368,18 +361,9 @@ async def guarded(
         return await pass_on(session(), upstream, request, raw, unreachable)
     headers = upstream_headers(request, accept_encoding="identity")
     headers = {k: v for k, v in headers.items() if k.lower() != REQUEST_ID.lower()}
-    headers[REQUEST_ID] = request_id(request)
+    headers[REQUEST_ID] = request_id(request.headers.get(REQUEST_ID))
     url = f"{upstream}{request.url.path}"
     return await call(session(), url, headers, settings).answer(body)
-
-
-def request_id(request: Request) -> str:
-    """The id a guarded request goes upstream with: the client's `X-Request-Id` when it is a
-    plain token (PLAIN_REQUEST_ID), else a fresh one of the proxy's own."""
-    given = request.headers.get(REQUEST_ID)
-    if given is not None and PLAIN_REQUEST_ID.fullmatch(given):
-        return given
-    return f"guard-{uuid.uuid4().hex}"
 
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
@@ -413,14 +397,6 @@ class Unguardable(Exception):
             f"The model server answered with Content-Encoding {coding}, though the proxy asked"
             " for identity; the proxy does not decompress answers."
         )
-
-
-def fault_message(exc: BaseException) -> str:
-    """What the client is told of a stream ended by `exc`, one of STREAM_FAULTS: which
-    bound the upstream broke, or that it cut the reply."""
-    if isinstance(exc, BOUNDS_BROKEN):
-        return f"The model server sent more than the proxy reads: {exc}."
-    return CUT_OFF
 
 
 async def read_whole(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
