@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import anthropic
 import httpx
+import httpx2
 import openai
 import pytest
 
 from app.config import Settings
+from guard.transport import AsyncGuardTransport
 from mock_llm import build_settings, serve_mock
 
 from ..support.deadlines import DEADLINE_S
@@ -55,19 +57,35 @@ async def http(mock_url: str) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-def sdk_for(url: str, api_key: str = "test-key") -> openai.AsyncOpenAI:
-    """The official client on the OpenAI API at `url`, with no retries of its own."""
+GUARD_WAYS = ["proxy", "transport"]
+"""The two ways a client gets the guard: the proxy in front of the model server, or the
+guard in-process, as its HTTP client's transport (guard.transport)."""
+
+
+def sdk_for(url: str, api_key: str = "test-key", *, guarded: bool = False) -> openai.AsyncOpenAI:
+    """The official client on the OpenAI API at `url`, with no retries of its own
+    (`guarded`: through the guard's in-process transport, on httpx2 as the SDK types it)."""
+    http = httpx2.AsyncClient(transport=AsyncGuardTransport()) if guarded else None
     return openai.AsyncOpenAI(
-        base_url=f"{url}/v1", api_key=api_key, max_retries=0, timeout=DEADLINE_S
+        base_url=f"{url}/v1", api_key=api_key, max_retries=0, timeout=DEADLINE_S, http_client=http
     )
 
 
-def claude_for(url: str) -> anthropic.AsyncAnthropic:
+def claude_for(url: str, *, guarded: bool = False) -> anthropic.AsyncAnthropic:
     """The official anthropic client on the Messages API at `url`, with no retries of its
-    own."""
+    own (`guarded`: through the guard's in-process transport, on httpx2 as the SDK wants)."""
+    http = httpx2.AsyncClient(transport=AsyncGuardTransport()) if guarded else None
     return anthropic.AsyncAnthropic(
-        base_url=url, api_key="test-key", max_retries=0, timeout=DEADLINE_S
+        base_url=url, api_key="test-key", max_retries=0, timeout=DEADLINE_S, http_client=http
     )
+
+
+def guard_url(request: pytest.FixtureRequest, mock_url: str) -> tuple[str, bool]:
+    """Where a client on a guard route goes, and whether it carries the guard in-process:
+    the module's proxy, or the mock itself with the transport (`request.param`)."""
+    if request.param == "transport":
+        return mock_url, True
+    return request.getfixturevalue("proxy_url"), False
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from ...support.journal import settled_journal
 from ...support.ports import refusing_port
 from ...support.servers import chunked_answer, scripted_upstream, serve_guard
 from ...support.sse import lines_until
-from ..conftest import claude_for
+from ..conftest import GUARD_WAYS, claude_for, guard_url
 from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, SAMPLED, assert_guarded_turn, shown_for
 from ..helpers.recovery import (
@@ -68,9 +68,12 @@ def proxy_url(mock_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-async def claude(proxy_url: str) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    async with claude_for(proxy_url) as client:
+@pytest.fixture(params=GUARD_WAYS)
+async def claude(
+    request: pytest.FixtureRequest, mock_url: str
+) -> AsyncIterator[anthropic.AsyncAnthropic]:
+    url, guarded = guard_url(request, mock_url)
+    async with claude_for(url, guarded=guarded) as client:
         yield client
 
 

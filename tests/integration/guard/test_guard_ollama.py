@@ -36,6 +36,7 @@ from starlette.routing import Route
 
 from guard.cli import main, upstream_root
 from guard.server import GuardSettings, create_app
+from guard.transport import AsyncGuardTransport
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from servekit.in_thread import serve_in_thread
 
@@ -46,6 +47,7 @@ from ...support.ollama_generate import as_generate, as_generate_line
 from ...support.ports import refusing_port
 from ...support.processes import guard_process
 from ...support.servers import serve_guard
+from ..conftest import GUARD_WAYS, guard_url
 from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, SAMPLED
 from ..helpers.recovery import (
@@ -68,9 +70,13 @@ def proxy_url(mock_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-async def client(proxy_url: str) -> AsyncIterator[ollama.AsyncClient]:
-    async with ollama.AsyncClient(host=proxy_url, timeout=DEADLINE_S) as client:
+@pytest.fixture(params=GUARD_WAYS)
+async def client(
+    request: pytest.FixtureRequest, mock_url: str
+) -> AsyncIterator[ollama.AsyncClient]:
+    url, guarded = guard_url(request, mock_url)
+    transport = AsyncGuardTransport() if guarded else None
+    async with ollama.AsyncClient(host=url, timeout=DEADLINE_S, transport=transport) as client:
         yield client
 
 

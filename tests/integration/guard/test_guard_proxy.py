@@ -40,7 +40,7 @@ from ...support.log_lines import stripped_in_log
 from ...support.ports import refusing_port
 from ...support.servers import serve_guard
 from ...support.sse import lines_to_first_comment
-from ..conftest import sdk_for
+from ..conftest import GUARD_WAYS, guard_url, sdk_for
 from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, ONE_REQUEST_TURNS, sample
 from ..helpers.recovery import (
@@ -61,9 +61,10 @@ def proxy_url(mock_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-async def sdk(proxy_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with sdk_for(proxy_url) as client:
+@pytest.fixture(params=GUARD_WAYS)
+async def sdk(request: pytest.FixtureRequest, mock_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
+    url, guarded = guard_url(request, mock_url)
+    async with sdk_for(url, guarded=guarded) as client:
         yield client
 
 

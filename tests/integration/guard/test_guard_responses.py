@@ -42,7 +42,7 @@ from ...support.servers import (
     whole_answer,
 )
 from ...support.sse import lines_to_first_comment
-from ..conftest import sdk_for
+from ..conftest import GUARD_WAYS, guard_url, sdk_for
 from ..helpers.pass_through import assert_passed_on_as_is
 from ..helpers.played_flows import FLOWS, SAMPLED, assert_guarded_turn, shown_for
 from ..helpers.recovery import (
@@ -66,9 +66,10 @@ def proxy_url(mock_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-async def sdk(proxy_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with sdk_for(proxy_url) as client:
+@pytest.fixture(params=GUARD_WAYS)
+async def sdk(request: pytest.FixtureRequest, mock_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
+    url, guarded = guard_url(request, mock_url)
+    async with sdk_for(url, guarded=guarded) as client:
         yield client
 
 

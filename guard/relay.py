@@ -1,0 +1,256 @@
+"""The flow every guarded request follows, written once for every API and every driver.
+Pure: no I/O.
+
+A flow is a generator of effects that a driver carries out: `Post` (send a request body
+upstream; the driver answers with an `Opened` stream, a `Whole` answer or a `Refused`),
+`Read` (the next piece of the open upstream stream; bytes, b"" at its end, or a `Fault`)
+and `Emit` (bytes for the client). So the one recovery, the rounds' counts, what a cut or
+a broken bound looks like and the malformed-reply error (G2, G3, G8, G10) are decided here,
+whatever does the I/O: the in-process transports of `guard.transport`, sync and async.
+
+- `streamed(api, registry, body, tally)`: a streamed answer whose first upstream stream
+  is already open (status below 300): its rounds through the API's `StreamRound`, and the
+  recovery request when the first asks for it, into one client stream.
+- `whole(api, registry, body, first, tally)`: a whole answer (`first`: the upstream's,
+  status below 300) through the API's whole-answer guard, with the recovery; it returns
+  the client's `Answer`.
+
+Deliberate choices:
+- A body that is not a JSON object is not ours to judge: it goes to the client as it came.
+- A stream the upstream cut, or that broke one of the guard's bounds, ends with the API's
+  in-band error (`fault_message`) and gets no recovery, unless the API says the stream had
+  already said everything (`StreamRound.fault`).
+- A recovery the upstream refused ends the stream with the API's error carrying the
+  upstream's own message; a whole answer's is passed on as it came.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from guard.reply import TooManyTexts, WholeReply
+from guard.wire.api import Api, StreamRound, Unit
+from guard.wire.faults import BOUNDS_BROKEN, UNREACHABLE, fault_message
+from guardrail.patterns import Registry
+from guardrail.policy import MALFORMED_REPLY
+from servekit.json_codec import dumps, parse_object, utf8_repaired
+from servekit.ndjson import NdjsonLines
+from servekit.sse import DEFAULT_MAX_LINE_BYTES, SseDecoder
+
+# --- effects, and what a driver answers them with ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Post:
+    """Send `body` upstream, to the request's own URL with its own headers."""
+
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Read:
+    """The next piece of the open upstream stream."""
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Bytes for the client."""
+
+    data: bytes
+
+
+Effect = Post | Read | Emit
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A streamed upstream answer with a status below 300, ready to be read."""
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole upstream answer: its status and body."""
+
+    status: int
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class Refused:
+    """No answer to read: the upstream refused (`status`, its own message) or could not
+    be reached (`status` 502, the guard's message)."""
+
+    status: int
+    message: str
+    raw: bytes = b""  # the refusal's body, passed on as it came where the API does that
+
+
+@dataclass(frozen=True)
+class Fault:
+    """The upstream stream broke: `message` says how."""
+
+    message: str
+
+
+Reply = Opened | Whole | Refused | Fault | bytes | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A whole answer for the client: `raw` is the upstream's own body when `changed` is
+    False (its headers go with it), else the guard's."""
+
+    status: int
+    body: bytes
+    changed: bool
+
+
+@dataclass
+class Tally:
+    """One request's counts, for its log line (G10): what each round stripped, the first
+    span, the recoveries, and whether the stream ended in a failure."""
+
+    stripped: int = 0
+    recoveries: int = 0
+    first_span: str = ""
+    spans: list[tuple[int, int, str]] = field(default_factory=list[tuple[int, int, str]])
+    failed: bool = False
+
+    def count(self, stripped: int, first_span: str, round_number: int) -> None:
+        if stripped:
+            self.stripped += stripped
+            self.first_span = self.first_span or first_span
+            self.spans.append((round_number, stripped, first_span))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the guard holds of a hostile upstream at most (docs/reliability.md)."""
+
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a stream's line or event
+
+
+# --- streamed ------------------------------------------------------------------------------------
+
+
+def streamed(
+    api: Api, registry: Registry, body: dict[str, Any], tally: Tally, limits: Limits = Limits()
+) -> Generator[Effect, Reply, None]:
+    """The client's stream (see the module docstring); the first upstream stream is open."""
+    first = api.stream_round(registry, body, None)
+    over = yield from _round(api, first, tally, 1, limits)
+    if over or not first.recovering:
+        return
+    tally.recoveries += 1
+    opened = yield Post(api.recovery_body(body))
+    if isinstance(opened, Refused):
+        yield Emit(first.refused(opened.message, opened.status))
+        return
+    yield from _round(api, api.stream_round(registry, body, first), tally, 2, limits)
+
+
+def _round(
+    api: Api, round_: StreamRound, tally: Tally, number: int, limits: Limits
+) -> Generator[Effect, Reply, bool]:
+    """One upstream stream through `round_`, as it comes; whether it ended the client's
+    stream with a failure (then no recovery follows)."""
+    frames = SseDecoder(limits.max_line_bytes) if api.framing == "sse" else None
+    lines = NdjsonLines(limits.max_line_bytes) if frames is None else None
+    try:
+        while not round_.done:
+            piece = yield Read()
+            fault: str | None = piece.message if isinstance(piece, Fault) else None
+            out: list[bytes] = []
+            if fault is None:
+                data = piece if isinstance(piece, bytes) else b""
+                try:
+                    units: list[Unit] = []
+                    if frames is not None:
+                        units += frames.feed(data) if data else frames.finish()
+                    elif lines is not None:
+                        units += lines.feed(data) if data else lines.finish()
+                    for unit in units:
+                        out += round_.take(unit)
+                except BOUNDS_BROKEN as exc:
+                    fault = fault_message(exc)
+            if fault is not None:
+                last = round_.fault(fault)
+                if last is not None:
+                    tally.failed = True
+                    yield Emit(b"".join([*out, *last]))
+                    return True
+                if out:
+                    yield Emit(b"".join(out))
+                break
+            if out:  # one write for what one read brought
+                yield Emit(b"".join(out))
+            if not piece:
+                break
+        rest = round_.end()
+        if rest:
+            yield Emit(b"".join(rest))
+        return False
+    finally:
+        tally.count(round_.stripped_chars, round_.first_span, number)
+
+
+# --- whole ---------------------------------------------------------------------------------------
+
+
+def whole(
+    api: Api, registry: Registry, body: dict[str, Any], first: Whole, tally: Tally
+) -> Generator[Post, Reply, Answer]:
+    """The client's whole answer (see the module docstring)."""
+    filtered = _filtered(api, registry, body, first, None, tally)
+    if isinstance(filtered, Answer):
+        return filtered
+    guard, answer = filtered
+    if not guard.wants_recovery:
+        return answer
+    tally.recoveries += 1
+    recovery = yield Post(api.recovery_body(body))
+    if isinstance(recovery, Refused):
+        if recovery.raw:
+            return Answer(recovery.status, recovery.raw, changed=False)
+        return _error(api, recovery.status, recovery.message)
+    if not isinstance(recovery, Whole):
+        return _error(api, 502, UNREACHABLE)
+    second = _filtered(api, registry, body, recovery, guard, tally)
+    if isinstance(second, Answer):
+        return second
+    guard, answer = second
+    return _error(api, 502, MALFORMED_REPLY, "malformed_reply") if guard.malformed else answer
+
+
+def _filtered(
+    api: Api,
+    registry: Registry,
+    body: dict[str, Any],
+    answer: Whole,
+    follows: WholeReply | None,
+    tally: Tally,
+) -> Answer | tuple[WholeReply, Answer]:
+    """One whole upstream answer through a fresh guard (`follows`: the reply it recovers),
+    counted as its round: the guard and the client's answer, or the answer to a body that
+    is not a JSON object (as it came)."""
+    raw = answer.raw
+    value = parse_object(raw)
+    if value is None and (repaired := utf8_repaired(raw)) is not raw:
+        raw, value = repaired, parse_object(repaired)
+    if value is None:
+        return Answer(answer.status, raw, changed=raw is not answer.raw)
+    guard = api.whole_guard(registry, body, follows)
+    try:
+        changed = guard.filter(value)
+    except TooManyTexts as exc:
+        return _error(api, 502, fault_message(exc))
+    tally.count(guard.stripped_chars, guard.first_span, 1 if follows is None else 2)
+    if not changed:
+        return guard, Answer(answer.status, raw, changed=raw is not answer.raw)
+    return guard, Answer(answer.status, dumps(value), changed=True)
+
+
+def _error(api: Api, status: int, message: str, code: str | None = None) -> Answer:
+    return Answer(status, api.error_body(status, message, code), changed=True)

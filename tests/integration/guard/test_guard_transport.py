@@ -1,0 +1,205 @@
+"""guard.transport: the guard in-process, as an httpx transport, with the official clients.
+
+The async transport goes through every guard route's own tests as their second way in
+(`GUARD_WAYS` in the proxy's, the Responses', the Messages' and Ollama's test modules).
+Here: the sync transport with each sync client (openai, anthropic, ollama) over one flow
+of each outcome class, streamed and whole; the async one on plain httpx (not only httpx2);
+what it passes on untouched; the one recovery through the wrapped transport; and an
+upstream it cannot reach.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any, cast
+
+import anthropic
+import httpx
+import httpx2
+import ollama
+import openai
+import pytest
+
+from guard.transport import AsyncGuardTransport, GuardTransport
+from guardrail.policy import MALFORMED_REPLY
+
+from ...support.deadlines import DEADLINE_S
+from ...support.log_lines import stripped_in_log
+from ...support.ports import refusing_port
+from ..helpers.played_flows import FLOWS, SAMPLED, shown_for
+from ..helpers.recovery import SYSTEM
+
+ANSWERING = [n for n in SAMPLED if not FLOWS[n].steps[0].tool_calls]
+"""One flow of each outcome class whose first answer is text (a tool round is the app's)."""
+
+
+def ask(flow: str, key: str) -> list[Any]:
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"When do backups run? [[mock:{flow}#{key}]]"},
+    ]
+
+
+@pytest.fixture
+def openai_sync(mock_url: str) -> Iterator[openai.OpenAI]:
+    http = httpx2.Client(transport=GuardTransport())
+    with openai.OpenAI(
+        base_url=f"{mock_url}/v1", api_key="k", max_retries=0, timeout=DEADLINE_S, http_client=http
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def claude_sync(mock_url: str) -> Iterator[anthropic.Anthropic]:
+    http = httpx2.Client(transport=GuardTransport())
+    with anthropic.Anthropic(
+        base_url=mock_url, api_key="k", max_retries=0, timeout=DEADLINE_S, http_client=http
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def ollama_sync(mock_url: str) -> Iterator[ollama.Client]:
+    with ollama.Client(host=mock_url, timeout=DEADLINE_S, transport=GuardTransport()) as client:
+        yield client
+
+
+# --- sync clients, flow by flow ----------------------------------------------------------------
+
+
+def chat_text(client: openai.OpenAI, name: str, key: str, stream: bool) -> str:
+    if stream:
+        chunks = client.chat.completions.create(model="m", messages=ask(name, key), stream=True)
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    completion = client.chat.completions.create(model="m", messages=ask(name, key))
+    return completion.choices[0].message.content or ""
+
+
+def messages_text(client: anthropic.Anthropic, name: str, key: str, stream: bool) -> str:
+    asked: Any = {"model": "m", "max_tokens": 256, "messages": ask(name, key)[1:], "system": SYSTEM}
+    if stream:
+        with client.messages.stream(**asked) as events:
+            return "".join(events.text_stream)
+    answer = client.messages.create(**asked)
+    return "".join(block.text for block in answer.content if block.type == "text")
+
+
+def ollama_text(client: ollama.Client, name: str, key: str, stream: bool) -> str:
+    if stream:
+        parts = client.chat(model="m", messages=ask(name, key), stream=True)
+        return "".join(part.message.content or "" for part in parts)
+    return client.chat(model="m", messages=ask(name, key)).message.content or ""
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("name", ANSWERING)
+def test_a_sync_openai_client_gets_each_flow_as_its_expect_block_says(
+    openai_sync: openai.OpenAI, key: str, caplog: pytest.LogCaptureFixture, name: str, stream: bool
+):
+    caplog.set_level(logging.INFO, logger="guard")
+    expected = shown_for(name)
+    if expected is None:
+        with pytest.raises(openai.APIError, match=MALFORMED_REPLY):
+            chat_text(openai_sync, name, key, stream)
+    else:
+        assert chat_text(openai_sync, name, key, stream) == expected
+    expect = FLOWS[name].expect_for("m")
+    assert stripped_in_log(caplog, "chat") == [expect.stripped_chars if expect else 0]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("name", ANSWERING)
+def test_a_sync_anthropic_client_gets_each_flow_as_its_expect_block_says(
+    claude_sync: anthropic.Anthropic, key: str, name: str, stream: bool
+):
+    expected = shown_for(name)
+    if expected is None:
+        with pytest.raises(anthropic.APIStatusError, match=MALFORMED_REPLY):
+            messages_text(claude_sync, name, key, stream)
+    else:
+        assert messages_text(claude_sync, name, key, stream) == expected
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("name", ANSWERING)
+def test_a_sync_ollama_client_gets_each_flow_as_its_expect_block_says(
+    ollama_sync: ollama.Client, key: str, name: str, stream: bool
+):
+    expected = shown_for(name)
+    if expected is None:
+        with pytest.raises(ollama.ResponseError, match=MALFORMED_REPLY) as caught:
+            ollama_text(ollama_sync, name, key, stream)
+        assert caught.value.status_code == 502
+    else:
+        assert ollama_text(ollama_sync, name, key, stream) == expected
+
+
+# --- the transport itself ----------------------------------------------------------------------
+
+
+async def test_the_async_transport_serves_a_plain_httpx_client_too(mock_url: str, key: str):
+    async with openai.AsyncOpenAI(
+        base_url=f"{mock_url}/v1",
+        api_key="k",
+        max_retries=0,
+        timeout=DEADLINE_S,
+        http_client=cast(Any, httpx.AsyncClient(transport=AsyncGuardTransport())),  # typed httpx2
+    ) as client:
+        completion = await client.chat.completions.create(
+            model="m",
+            messages=ask("scaffold-split", key),
+        )
+    assert completion.choices[0].message.content == shown_for("scaffold-split")
+
+
+class Counting(httpx.BaseTransport):
+    """A wrapped transport that counts what goes through it."""
+
+    def __init__(self) -> None:
+        self.inner, self.paths = httpx.HTTPTransport(), list[str]()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_the_recovery_goes_through_the_wrapped_transport(mock_url: str, key: str):
+    counting = Counting()
+    with httpx.Client(transport=GuardTransport(counting), timeout=DEADLINE_S) as client:
+        body = {"model": "m", "messages": ask("scaffold-recover", key)}
+        answer = client.post(f"{mock_url}/v1/chat/completions", json=body)
+    assert answer.json()["choices"][0]["message"]["content"] == shown_for("scaffold-recover")
+    assert counting.paths == ["/v1/chat/completions"] * 2
+
+
+def test_what_the_guard_does_not_guard_passes_through_untouched(mock_url: str):
+    with (
+        httpx.Client(timeout=DEADLINE_S) as direct,
+        httpx.Client(transport=GuardTransport(), timeout=DEADLINE_S) as guarded,
+    ):
+        for path in ("/v1/models", "/api/tags"):
+            want, got = direct.get(f"{mock_url}{path}"), guarded.get(f"{mock_url}{path}")
+            assert (got.status_code, got.content) == (want.status_code, want.content)
+        not_json = guarded.post(f"{mock_url}/v1/chat/completions", content=b"[1, 2]")
+        assert (
+            not_json.status_code
+            == direct.post(f"{mock_url}/v1/chat/completions", content=b"[1, 2]").status_code
+        )
+
+
+async def test_an_upstream_it_cannot_reach_is_a_502_in_the_apis_own_shape():
+    with refusing_port() as port:
+        async with openai.AsyncOpenAI(
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key="k",
+            max_retries=0,
+            timeout=DEADLINE_S,
+            http_client=httpx2.AsyncClient(transport=AsyncGuardTransport()),
+        ) as client:
+            with pytest.raises(openai.InternalServerError, match="could not be reached") as caught:
+                await client.chat.completions.create(model="m", messages=ask("clean", "k"))
+    assert caught.value.status_code == 502
