@@ -75,3 +75,10 @@ def test_a_name_of_the_guardrail_loads_its_module_on_first_use():
         ("guardrail",),
     )
     assert "guardrail.scaffolding" in loaded
+
+
+def test_the_transports_load_no_server_framework():
+    loaded = loaded_after(
+        "import guard.transport", ("starlette", "aiohttp", "fastapi", "uvicorn", "mock_llm", "yaml")
+    )
+    assert loaded == []

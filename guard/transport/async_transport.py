@@ -1,0 +1,205 @@
+"""`AsyncGuardTransport`: the guard in-process for an httpx (or httpx2) async client.
+
+The transport opens the upstream answer; a stream's flow (`guard.relay.streamed`) runs as
+the client reads `AsyncGuardedStream`, a whole answer's (`guard.relay.whole`) before the
+transport returns. Either does its recovery through the wrapped transport.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, cast
+
+import httpx
+
+from guard.relay import Emit, Fault, Opened, Post, Read, Refused, Reply, Whole, streamed, whole
+from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, finished, guarded, profile_choice
+from guard.transport.libraries import AsyncBase, Http, bases, http_for
+from guard.wire.faults import CUT_OFF, UNREACHABLE
+from guardrail.model_profiles import AUTO, ProfileChoice
+
+
+class AsyncGuardTransport(AsyncBase):
+    """An httpx async transport through the guardrail (see the module docstring)."""
+
+    def __init__(
+        self,
+        transport: httpx.AsyncBaseTransport | None = None,
+        *,
+        profiles: ProfileChoice | str = AUTO,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+    ) -> None:
+        self._given = transport
+        self._defaults: dict[Http, httpx.AsyncBaseTransport] = {}
+        self._profiles = profile_choice(profiles)
+        self._max_answer_bytes = max_answer_bytes
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        call = guarded(request, self._profiles)
+        if call is None:
+            return await self._inner(http_for(request)).handle_async_request(request)
+        opened = await self._open(call)
+        if isinstance(opened, Refused):
+            call.log(stream=call.streams)
+            return call.error(opened.status, opened.message)
+        if opened.status_code >= 300:
+            call.log(stream=call.streams)
+            return opened  # passed on as it is: the SDK's retry rules apply
+        if call.streams:
+            stream = _stream_class(call.http)(self, call, opened)
+            error = call.api.first_error
+            if error is not None and (message := error(await stream.head())) is not None:
+                await stream.aclose()
+                return call.error(502, message)
+            return call.stream_response(opened, stream)
+        try:
+            return await self._whole(call, opened)
+        finally:
+            call.log(stream=False)
+
+    async def aclose(self) -> None:
+        for inner in {id(t): t for t in (self._given, *self._defaults.values()) if t}.values():
+            await inner.aclose()
+
+    def _inner(self, http: Http) -> httpx.AsyncBaseTransport:
+        """The wrapped transport: the one given, or the request's library's default."""
+        if self._given is not None:
+            return self._given
+        if http not in self._defaults:
+            self._defaults[http] = http.async_transport()
+        return self._defaults[http]
+
+    async def _open(
+        self, call: GuardedCall, body: dict[str, Any] | None = None
+    ) -> httpx.Response | Refused:
+        """The upstream's answer to the call's request (`body`: the recovery's), its body
+        unread; a refusal when there is none to read."""
+        try:
+            response = await self._inner(call.http).handle_async_request(
+                call.upstream_request(body)
+            )
+        except call.http.errors as exc:
+            call.cause = f"error={type(exc).__name__}"
+            return Refused(502, UNREACHABLE)
+        call.status = call.status or response.status_code
+        if response.status_code < 300 and (refused := call.unguardable(response)) is not None:
+            await response.aclose()
+            return refused
+        return response
+
+    async def _read(self, call: GuardedCall, response: httpx.Response) -> bytes | None:
+        """A whole body (None when the upstream cut it or it is past the bound)."""
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async for piece in response.aiter_raw():
+                size += len(piece)
+                if size > self._max_answer_bytes:
+                    return None
+                parts.append(piece)
+        except call.http.errors:
+            return None
+        finally:
+            await response.aclose()
+        return b"".join(parts)
+
+    async def _whole(self, call: GuardedCall, first: httpx.Response) -> httpx.Response:
+        raw = await self._read(call, first)
+        if raw is None:
+            return call.error(502, CUT_OFF)
+        last = first
+        flow = whole(call.api, call.registry, call.body, Whole(first.status_code, raw), call.tally)
+        effect, answer = finished(flow, None)
+        while answer is None:
+            assert isinstance(effect, Post)
+            opened = await self._open(call, effect.body)
+            if isinstance(opened, Refused):
+                reply = opened
+            else:
+                last, reply = opened, call.whole_reply(opened, await self._read(call, opened))
+            effect, answer = finished(flow, reply)
+        return call.answer(answer, last)
+
+    async def recovery_stream(
+        self, call: GuardedCall, body: dict[str, Any]
+    ) -> httpx.Response | Refused:
+        """The recovery's upstream stream, open; or why there is none to read."""
+        opened = await self._open(call, body)
+        if not isinstance(opened, Refused) and opened.status_code >= 300:
+            raw = await self._read(call, opened) or b""
+            return call.refusal(opened, raw)
+        return opened
+
+
+class AsyncGuardedStream(httpx.AsyncByteStream):
+    """The client's stream: the flow's output, its upstream reads and recovery done here.
+    It is read once (an SDK that drains a body it read gets nothing more); `head` reads its
+    first bytes ahead, for an API whose stream may open with an error (`Api.first_error`)."""
+
+    def __init__(
+        self, transport: AsyncGuardTransport, call: GuardedCall, first: httpx.Response
+    ) -> None:
+        self._transport, self._call, self._response = transport, call, first
+        self._flow = streamed(call.api, call.registry, call.body, call.tally)
+        self._out = self._run()
+        self._head: bytes | None = None
+        self._taken = False
+
+    async def head(self) -> bytes:
+        """The stream's first bytes (b"": it had none), read ahead."""
+        self._head = await anext(self._out, b"")
+        return self._head
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._taken:
+            return
+        self._taken = True
+        if self._head is not None:
+            if not self._head:
+                return
+            yield self._head
+        async for data in self._out:
+            yield data
+
+    async def aclose(self) -> None:
+        await self._out.aclose()
+        await self._response.aclose()
+        self._call.log(stream=True)
+
+    async def _run(self) -> AsyncGenerator[bytes]:
+        pieces = self._response.aiter_raw()
+        reply: Reply = None
+        try:
+            while True:
+                effect, _ = finished(self._flow, reply)
+                if effect is None:
+                    return
+                reply = None
+                if isinstance(effect, Emit):
+                    yield effect.data
+                elif isinstance(effect, Read):
+                    try:
+                        reply = await anext(pieces, b"")
+                    except self._call.http.errors:
+                        reply = Fault(CUT_OFF)
+                else:
+                    assert isinstance(effect, Post)
+                    await self._response.aclose()
+                    opened = await self._transport.recovery_stream(self._call, effect.body)
+                    if isinstance(opened, Refused):
+                        reply = opened
+                    else:
+                        self._response, pieces, reply = opened, opened.aiter_raw(), Opened()
+        finally:
+            self._flow.close()
+            await self._response.aclose()
+            self._call.log(stream=True)
+
+
+@functools.cache
+def _stream_class(http: Http) -> type[AsyncGuardedStream]:
+    """AsyncGuardedStream as a stream of `http`'s library."""
+    made = type("AsyncGuardedStream", bases(AsyncGuardedStream, http.async_stream), {})
+    return cast(type[AsyncGuardedStream], made)

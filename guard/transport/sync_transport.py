@@ -1,0 +1,191 @@
+"""`GuardTransport`: the guard in-process for an httpx (or httpx2) client.
+
+The transport opens the upstream answer; a stream's flow (`guard.relay.streamed`) runs as
+the client reads `GuardedStream`, a whole answer's (`guard.relay.whole`) before the
+transport returns. Either does its recovery through the wrapped transport.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Generator, Iterator
+from typing import Any, cast
+
+import httpx
+
+from guard.relay import Emit, Fault, Opened, Post, Read, Refused, Reply, Whole, streamed, whole
+from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, finished, guarded, profile_choice
+from guard.transport.libraries import Http, SyncBase, bases, http_for
+from guard.wire.faults import CUT_OFF, UNREACHABLE
+from guardrail.model_profiles import AUTO, ProfileChoice
+
+
+class GuardTransport(SyncBase):
+    """An httpx transport through the guardrail (see the module docstring)."""
+
+    def __init__(
+        self,
+        transport: httpx.BaseTransport | None = None,
+        *,
+        profiles: ProfileChoice | str = AUTO,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+    ) -> None:
+        self._given = transport
+        self._defaults: dict[Http, httpx.BaseTransport] = {}
+        self._profiles = profile_choice(profiles)
+        self._max_answer_bytes = max_answer_bytes
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+        call = guarded(request, self._profiles)
+        if call is None:
+            return self._inner(http_for(request)).handle_request(request)
+        opened = self._open(call)
+        if isinstance(opened, Refused):
+            call.log(stream=call.streams)
+            return call.error(opened.status, opened.message)
+        if opened.status_code >= 300:
+            call.log(stream=call.streams)
+            return opened
+        if call.streams:
+            stream = _stream_class(call.http)(self, call, opened)
+            error = call.api.first_error
+            if error is not None and (message := error(stream.head())) is not None:
+                stream.close()
+                return call.error(502, message)
+            return call.stream_response(opened, stream)
+        try:
+            return self._whole(call, opened)
+        finally:
+            call.log(stream=False)
+
+    def close(self) -> None:
+        for inner in {id(t): t for t in (self._given, *self._defaults.values()) if t}.values():
+            inner.close()
+
+    def _inner(self, http: Http) -> httpx.BaseTransport:
+        """The wrapped transport: the one given, or the request's library's default."""
+        if self._given is not None:
+            return self._given
+        if http not in self._defaults:
+            self._defaults[http] = http.sync_transport()
+        return self._defaults[http]
+
+    def _open(
+        self, call: GuardedCall, body: dict[str, Any] | None = None
+    ) -> httpx.Response | Refused:
+        try:
+            response = self._inner(call.http).handle_request(call.upstream_request(body))
+        except call.http.errors as exc:
+            call.cause = f"error={type(exc).__name__}"
+            return Refused(502, UNREACHABLE)
+        call.status = call.status or response.status_code
+        if response.status_code < 300 and (refused := call.unguardable(response)) is not None:
+            response.close()
+            return refused
+        return response
+
+    def _read(self, call: GuardedCall, response: httpx.Response) -> bytes | None:
+        parts: list[bytes] = []
+        size = 0
+        try:
+            for piece in response.iter_raw():
+                size += len(piece)
+                if size > self._max_answer_bytes:
+                    return None
+                parts.append(piece)
+        except call.http.errors:
+            return None
+        finally:
+            response.close()
+        return b"".join(parts)
+
+    def _whole(self, call: GuardedCall, first: httpx.Response) -> httpx.Response:
+        raw = self._read(call, first)
+        if raw is None:
+            return call.error(502, CUT_OFF)
+        last = first
+        flow = whole(call.api, call.registry, call.body, Whole(first.status_code, raw), call.tally)
+        effect, answer = finished(flow, None)
+        while answer is None:
+            assert isinstance(effect, Post)
+            opened = self._open(call, effect.body)
+            if isinstance(opened, Refused):
+                reply = opened
+            else:
+                last, reply = opened, call.whole_reply(opened, self._read(call, opened))
+            effect, answer = finished(flow, reply)
+        return call.answer(answer, last)
+
+    def recovery_stream(self, call: GuardedCall, body: dict[str, Any]) -> httpx.Response | Refused:
+        opened = self._open(call, body)
+        if not isinstance(opened, Refused) and opened.status_code >= 300:
+            raw = self._read(call, opened) or b""
+            return call.refusal(opened, raw)
+        return opened
+
+
+class GuardedStream(httpx.SyncByteStream):
+    """`AsyncGuardedStream`, sync."""
+
+    def __init__(self, transport: GuardTransport, call: GuardedCall, first: httpx.Response) -> None:
+        self._transport, self._call, self._response = transport, call, first
+        self._flow = streamed(call.api, call.registry, call.body, call.tally)
+        self._out = self._run()
+        self._head: bytes | None = None
+        self._taken = False
+
+    def head(self) -> bytes:
+        self._head = next(self._out, b"")
+        return self._head
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._taken:
+            return
+        self._taken = True
+        if self._head is not None:
+            if not self._head:
+                return
+            yield self._head
+        yield from self._out
+
+    def close(self) -> None:
+        self._out.close()
+        self._response.close()
+        self._call.log(stream=True)
+
+    def _run(self) -> Generator[bytes]:
+        pieces = self._response.iter_raw()
+        reply: Reply = None
+        try:
+            while True:
+                effect, _ = finished(self._flow, reply)
+                if effect is None:
+                    return
+                reply = None
+                if isinstance(effect, Emit):
+                    yield effect.data
+                elif isinstance(effect, Read):
+                    try:
+                        reply = next(pieces, b"")
+                    except self._call.http.errors:
+                        reply = Fault(CUT_OFF)
+                else:
+                    assert isinstance(effect, Post)
+                    self._response.close()
+                    opened = self._transport.recovery_stream(self._call, effect.body)
+                    if isinstance(opened, Refused):
+                        reply = opened
+                    else:
+                        self._response, pieces, reply = opened, opened.iter_raw(), Opened()
+        finally:
+            self._flow.close()
+            self._response.close()
+            self._call.log(stream=True)
+
+
+@functools.cache
+def _stream_class(http: Http) -> type[GuardedStream]:
+    """GuardedStream as a stream of `http`'s library."""
+    made = type("GuardedStream", bases(GuardedStream, http.sync_stream), {})
+    return cast(type[GuardedStream], made)
