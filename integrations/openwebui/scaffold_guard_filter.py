@@ -2216,7 +2216,9 @@ class ScaffoldingFilter:
             raise RuntimeError("ScaffoldingFilter.feed() after flush(): use a fresh filter")
         held = self._held
         if self._span is not None:
-            if not held and self._json != "pending":
+            if self._escaped:  # the chunk's first character is a JSON string's escaped one
+                pass
+            elif not held and self._json != "pending":
                 if self._inside.firsts.search(chunk) is None:
                     self._span_text(chunk)  # nothing could end the span: all of it is span
                     self._passed(chunk)
