@@ -1,10 +1,10 @@
 """The guard proxy's route for Anthropic's Messages API (`POST /v1/messages`).
 
 `messages_routes(settings, session)` serve `POST` to any path ending in `/messages`: the
-request goes upstream as it came, a stream comes back through `guard.messages_stream` (the
-flow is `guard.event_stream`'s), a whole answer through `guard.messages_api.MessageGuard`,
-and a markup-only reply gets the one recovery. The rest of `/v1/messages/...`
-(`count_tokens`, batches) goes to the catch-all.
+request goes upstream as it came, a stream comes back through `guard.messages_stream`, a
+whole answer through `guard.messages_api.MessageGuard` (the flow is `guard.relay`'s, the
+API's value `guard.wire.apis.MESSAGES`), and a markup-only reply gets the one recovery.
+The rest of `/v1/messages/...` (`count_tokens`, batches) goes to the catch-all.
 
 Deliberate choices (the other routes' rules, in this API's shapes):
 - An upstream error status is passed on as it is; an unreachable upstream is a 502 with
@@ -20,23 +20,19 @@ Deliberate choices (the other routes' rules, in this API's shapes):
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from guard.event_stream import EventStreamCall
-from guard.messages_api import MessageGuard, recovery_body
-from guard.messages_stream import MessagesStreamGuard
-from guard.reply import WholeReply
 from guard.responses_api import event_bytes
 from guard.upstream import (
     UNREACHABLE,
+    GuardedCall,
     GuardSettings,
     UpstreamSession,
     guarded,
 )
+from guard.wire.apis import MESSAGES
 from servekit.error_bodies import anthropic_error_body
 
 __all__ = ["messages_routes"]
@@ -55,29 +51,15 @@ def messages_routes(settings: GuardSettings, session: UpstreamSession) -> list[R
     ]
 
 
-class _MessagesCall(EventStreamCall[MessagesStreamGuard]):
-    """One Messages API request through the guardrail: its upstream requests and log."""
+class _MessagesCall(GuardedCall):
+    """One Messages API request through the guardrail (guard.wire.apis.MESSAGES)."""
 
-    route = "messages"  # the log line's name for this route
+    api = MESSAGES
     keepalive = PING
 
     def error(self, status: int, message: str, code: str | None = None) -> Response:
         del code  # Anthropic's error body has its type, which the status gives
         return _error(status, message)
-
-    def stream_guard(
-        self, body: dict[str, Any], follows: MessagesStreamGuard | None
-    ) -> MessagesStreamGuard:
-        return MessagesStreamGuard(self.settings.registry_for(body), follows=follows)
-
-    def failure(self, guard: MessagesStreamGuard, message: str, status: int) -> bytes:
-        return b"".join(guard.fail(message, status))
-
-    def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
-        return MessageGuard(self.settings.registry_for(body), follows=follows)
-
-    def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
-        return recovery_body(body)
 
 
 def _error(status: int, message: str) -> JSONResponse:

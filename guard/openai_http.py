@@ -4,28 +4,20 @@ Messages API route (`guard.messages_route`), SSE too, shares with them.
 
 The OpenAI error body (`{"error": {"message", "type", "param", "code"}}`) and the answers
 that carry it (a whole answer cut by the upstream, an upstream that cannot be reached);
-`SseCall`, a guarded request answered in SSE (a `"stream": true` body, a streamed answer),
-and `OpenAICall`, one with the OpenAI error body; an upstream refusal's own message (the
-OpenAI and the Anthropic error bodies both say it in `error.message`), and a streamed body
-read piece by piece with the keep-alive comment that stands in for a silence. The upstream
-side every route shares (not only OpenAI's) is `guard.upstream`; the flow of a stream of
-typed events (the Responses and the Messages API) is `guard.event_stream`.
+`OpenAICall`, a guarded request with the OpenAI error body; the keep-alive comment that
+stands in for a silence. The upstream side every route shares (not only OpenAI's) is
+`guard.upstream`; the flow itself, `guard.relay`.
 """
 
 from __future__ import annotations
-
-import asyncio
-from collections.abc import AsyncGenerator
-from typing import Any
 
 import aiohttp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_refusal, response_headers
+from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_refusal
 from guard.wire.openai_errors import error_body, refusal_message
 from servekit.pool import Pool
-from servekit.streamed import StreamedResponse
 
 KEEPALIVE = b": keep-alive\n\n"
 """An SSE comment, which every reader skips: sent while the upstream is silent mid-stream."""
@@ -35,41 +27,7 @@ def error_response(status: int, message: str, code: str | None = None) -> JSONRe
     return JSONResponse(error_body(message, code), status_code=status)
 
 
-async def next_piece(response: aiohttp.ClientResponse, silence_s: float) -> bytes | None:
-    """The next piece of a streamed body (b"" at its end), or None after `silence_s`
-    without one; a piece that comes later is still there for the next call."""
-    scope = asyncio.timeout(silence_s)
-    try:
-        async with scope:
-            return await response.content.readany()
-    except TimeoutError:
-        if scope.expired():
-            return None
-        raise  # a timeout of the connection's own
-
-
-class SseCall(GuardedCall):
-    """A guarded request whose streamed answer is SSE (every route but Ollama's): streamed
-    when the body says `"stream": true`, its stream the route's `stream`."""
-
-    def streams(self, body: dict[str, Any]) -> bool:
-        return bool(body.get("stream"))
-
-    async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        return StreamedResponse(
-            self.stream(body, response),
-            status_code=response.status,
-            headers=response_headers(response.headers),
-        )
-
-    def stream(
-        self, body: dict[str, Any], response: aiohttp.ClientResponse
-    ) -> AsyncGenerator[bytes]:
-        """What the client's stream carries, from the upstream's (status below 300)."""
-        raise NotImplementedError
-
-
-class OpenAICall(SseCall):
+class OpenAICall(GuardedCall):
     """A guarded request on an OpenAI route: its faults in the OpenAI error body."""
 
     def error(self, status: int, message: str, code: str | None = None) -> Response:

@@ -3,10 +3,11 @@ Pure: no I/O.
 
 A flow is a generator of effects that a driver carries out: `Post` (send a request body
 upstream; the driver answers with an `Opened` stream, a `Whole` answer or a `Refused`),
-`Read` (the next piece of the open upstream stream; bytes, b"" at its end, or a `Fault`)
-and `Emit` (bytes for the client). So the one recovery, the rounds' counts, what a cut or
-a broken bound looks like and the malformed-reply error (G2, G3, G8, G10) are decided here,
-whatever does the I/O: the in-process transports of `guard.transport`, sync and async.
+`Read` (the next piece of the open upstream stream; bytes, b"" at its end, or a `Fault`),
+`Emit` (bytes for the client) and `Settle` (the answer is complete: log it now). So the
+one recovery, the rounds' counts, what a cut or a broken bound looks like and the
+malformed-reply error (G2, G3, G8, G10) are decided here, whatever does the I/O: the
+proxy's routes and the in-process transports of `guard.transport`, sync and async.
 
 - `streamed(api, registry, body, tally)`: a streamed answer whose first upstream stream
   is already open (status below 300): its rounds through the API's `StreamRound`, and the
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from guard.reply import TooManyTexts, WholeReply
 from guard.wire.api import Api, StreamRound, Unit
@@ -38,6 +39,8 @@ from guardrail.policy import MALFORMED_REPLY
 from servekit.json_codec import dumps, parse_object, utf8_repaired
 from servekit.ndjson import NdjsonLines
 from servekit.sse import DEFAULT_MAX_LINE_BYTES, SseDecoder
+
+T = TypeVar("T")
 
 # --- effects, and what a driver answers them with ----------------------------------------------
 
@@ -61,7 +64,14 @@ class Emit:
     data: bytes
 
 
-Effect = Post | Read | Emit
+@dataclass(frozen=True)
+class Settle:
+    """The answer is complete: what the client gets from here on is its end. A driver that
+    logs writes the request's line now, so a client that stops reading at an error line
+    finds the line written."""
+
+
+Effect = Post | Read | Emit | Settle
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,7 @@ class Answer:
     status: int
     body: bytes
     changed: bool
+    own: bool = False  # the guard's own error: none of the upstream's headers go with it
 
 
 @dataclass
@@ -117,6 +128,7 @@ class Tally:
     first_span: str = ""
     spans: list[tuple[int, int, str]] = field(default_factory=list[tuple[int, int, str]])
     failed: bool = False
+    settled: bool = False  # the flow said Settle
 
     def count(self, stripped: int, first_span: str, round_number: int) -> None:
         if stripped:
@@ -130,6 +142,15 @@ class Limits:
     """What the guard holds of a hostile upstream at most (docs/reliability.md)."""
 
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a stream's line or event
+
+
+def step(flow: Generator[Any, Reply, T], reply: Reply) -> tuple[Any, None] | tuple[None, T]:
+    """A driver's one step: the flow's next effect after `reply`, or its result once it
+    returned."""
+    try:
+        return flow.send(reply), None
+    except StopIteration as stop:
+        return None, stop.value
 
 
 # --- streamed ------------------------------------------------------------------------------------
@@ -146,6 +167,7 @@ def streamed(
     tally.recoveries += 1
     opened = yield Post(api.recovery_body(body))
     if isinstance(opened, Refused):
+        yield from _settled(tally)
         yield Emit(first.refused(opened.message, opened.status))
         return
     yield from _round(api, api.stream_round(registry, body, first), tally, 2, limits)
@@ -155,9 +177,18 @@ def _round(
     api: Api, round_: StreamRound, tally: Tally, number: int, limits: Limits
 ) -> Generator[Effect, Reply, bool]:
     """One upstream stream through `round_`, as it comes; whether it ended the client's
-    stream with a failure (then no recovery follows)."""
+    stream with a failure (then no recovery follows). The round is counted, and the flow
+    settled, before its answer's last bytes go out."""
     frames = SseDecoder(limits.max_line_bytes) if api.framing == "sse" else None
     lines = NdjsonLines(limits.max_line_bytes) if frames is None else None
+    counted = False
+
+    def count() -> None:
+        nonlocal counted
+        if not counted:
+            counted = True
+            tally.count(round_.stripped_chars, round_.first_span, number)
+
     try:
         while not round_.done:
             piece = yield Read()
@@ -179,21 +210,36 @@ def _round(
                 last = round_.fault(fault)
                 if last is not None:
                     tally.failed = True
+                    count()
+                    yield from _settled(tally)
                     yield Emit(b"".join([*out, *last]))
                     return True
                 if out:
                     yield Emit(b"".join(out))
                 break
+            if round_.settled:  # its done line (or its own end) came: the rest is the end
+                count()
+                yield from _settled(tally)
             if out:  # one write for what one read brought
                 yield Emit(b"".join(out))
             if not piece:
                 break
         rest = round_.end()
+        count()
+        if not round_.recovering:
+            yield from _settled(tally)
         if rest:
             yield Emit(b"".join(rest))
         return False
     finally:
-        tally.count(round_.stripped_chars, round_.first_span, number)
+        count()
+
+
+def _settled(tally: Tally) -> Generator[Effect, Reply, None]:
+    """Settle, once a flow."""
+    if not tally.settled:
+        tally.settled = True
+        yield Settle()
 
 
 # --- whole ---------------------------------------------------------------------------------------
@@ -253,4 +299,4 @@ def _filtered(
 
 
 def _error(api: Api, status: int, message: str, code: str | None = None) -> Answer:
-    return Answer(status, api.error_body(status, message, code), changed=True)
+    return Answer(status, api.error_body(status, message, code), changed=True, own=True)

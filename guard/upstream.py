@@ -1,10 +1,11 @@
 """The guard proxy's upstream side, shared by every route it guards or passes on.
 
 The proxy's settings, the one upstream session, which headers go each way, reading a whole
-answer that may be cut or not be JSON, passing a request on as it is, and `GuardedCall`:
-one guarded request's counts, log line and flow (error status passed on, whole answer or
-streamed rounds with the one recovery). A route supplies what is its own: log name,
-stream test, error shape, stream relay, guards and recovery request.
+answer that may be cut, passing a request on as it is, and `GuardedCall`: one guarded
+request's upstream requests, log line, and the I/O of the flow every API follows
+(`guard.relay`: an error status passed on, a whole answer or streamed rounds with the one
+recovery). A route supplies what is its own: its API (`guard.wire.apis`), its error shape
+and its keep-alive.
 
 Deliberate choices:
 - Client headers go upstream, Authorization included (hop-by-hop and Host aside); no
@@ -31,26 +32,42 @@ Deliberate choices:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import aiohttp
 from starlette.requests import Request
 from starlette.responses import Response
 
+from guard import relay
 from guard.call_log import REQUEST_ID, call_line, request_id
-from guard.reply import TooManyTexts, WholeReply
-from guard.wire.faults import BOUNDS_BROKEN, CUT_OFF, UNREACHABLE, fault_message
+from guard.relay import (
+    Emit,
+    Fault,
+    Limits,
+    Opened,
+    Post,
+    Read,
+    Refused,
+    Reply,
+    Settle,
+    Tally,
+    Whole,
+    step,
+)
+from guard.wire.api import Api
+from guard.wire.faults import BOUNDS_BROKEN, CUT_OFF, UNREACHABLE
 from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.patterns import Registry
-from guardrail.policy import MALFORMED_REPLY, strip_warning
+from guardrail.policy import strip_warning
 from servekit.allowed_hosts import HostPolicy
 from servekit.hop_by_hop import end_to_end
-from servekit.json_codec import parse_object, utf8_repaired
+from servekit.json_codec import parse_object
 from servekit.limits import LOCAL_ONLY
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
 from servekit.sse import DEFAULT_MAX_LINE_BYTES
@@ -107,20 +124,14 @@ class UpstreamSession:
         await self._pool.close()
 
 
-class StreamRound(Protocol):
-    """A streamed reply's guard, as the shared streamed flow sees it."""
-
-    recovering: bool  # the reply ended needing the one recovery
-
-
-S = TypeVar("S", bound=StreamRound)
-
-
 class GuardedCall:
     """One guarded request: its upstream requests, the counts for its log, the log line, and
-    the flow every route follows (`answer`); a route fills in what is its own."""
+    the I/O of the flow every API follows (`guard.relay`); a route says its API (`api`),
+    its error shape (`error`) and what the client gets during an upstream silence
+    (`keepalive`)."""
 
-    route = ""  # the log line's name for the route
+    api: Api  # the API the route speaks (guard.wire.apis)
+    keepalive: bytes | None = None  # None: a silent upstream is waited for without a word
 
     def __init__(
         self,
@@ -132,12 +143,11 @@ class GuardedCall:
         self.session, self.url, self.headers, self.settings = session, url, headers, settings
         self.request_id = headers.get(REQUEST_ID, "-")  # for the log line
         self.started = time.perf_counter()
-        self.stripped = 0
-        self.recoveries = 0
+        self.tally = Tally()
         self.status = 0
-        self.failed = False
         self.cause = ""  # the log fields of an upstream request that failed, if one did
         self.model: object = None  # the request's `model`, for the log's profiles= under auto
+        self.logged = False
 
     async def post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         """The upstream's response to `body`; RequestFailed (its cause noted for the log)
@@ -156,29 +166,28 @@ class GuardedCall:
             raise Unguardable(coding)
         return response
 
-    def count(self, stripped: int, first_span: str, round_number: int) -> None:
-        """Add one upstream reply's stripped characters, with the warning when there are any."""
-        if stripped:
-            self.stripped += stripped
-            log.warning(strip_warning(stripped, round_number, first_span))
-
-    def log(self, route: str, *, stream: bool) -> None:
+    def log(self, *, stream: bool) -> None:
         """`guard: ROUTE status=N stream=B retries=N total_ms=N scaffold_stripped=N
-        profiles=X request_id=ID`, with the cause after the status when an upstream request
-        failed (`status=0 error=... reused=...` when the first did). X is the setting, or
-        under auto the families the request's model matched (ProfileChoice.describe); ID the
-        `X-Request-Id` its upstream requests carried. Fields are only ever added at the end,
-        so that parsers of the ones before keep working."""
+        profiles=X request_id=ID` (guard/call_log.py), once, after a warning for each reply
+        that had markup: the cause after the status when an upstream request failed
+        (`status=0 error=... reused=...` when the first did); X is the setting, or under
+        auto the families the request's model matched (ProfileChoice.describe); ID the
+        `X-Request-Id` its upstream requests carried."""
+        if self.logged:
+            return
+        self.logged = True
+        for round_number, stripped, span in self.tally.spans:
+            log.warning(strip_warning(stripped, round_number, span))
         total_ms = round((time.perf_counter() - self.started) * 1000)
         log.info(
             call_line(
-                route,
+                self.api.name,
                 status=self.status,
                 cause=self.cause,
                 stream=stream,
-                retries=self.recoveries,
+                retries=self.tally.recoveries,
                 total_ms=total_ms,
-                stripped=self.stripped,
+                stripped=self.tally.stripped,
                 profiles=self.settings.profiles.describe(self.model),
                 request_id=self.request_id,
             )
@@ -191,156 +200,193 @@ class GuardedCall:
         status is passed on as it is, and a stream or a whole answer goes through the
         guardrail."""
         self.model = body.get("model")
-        stream = self.streams(body)
+        stream = self.api.streams(body)
         try:
             response = await self.post(body)
         except UPSTREAM_ERRORS:
-            self.log(self.route, stream=stream)
+            self.log(stream=stream)
             return self.error(502, UNREACHABLE)
         except Unguardable as exc:
-            self.log(self.route, stream=stream)
+            self.log(stream=stream)
             return self.error(502, str(exc))
         self.status = response.status
         if response.status >= 300:
-            self.log(self.route, stream=stream)
+            self.log(stream=stream)
             return await self.relayed(response)
         if stream:
             return await self.streamed(body, response)
         try:
             return await self.whole(body, response)
         finally:
-            self.log(self.route, stream=False)
+            self.log(stream=False)
 
     async def whole(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        """A whole answer through its guard; a reply that was nothing but markup gets the one
-        recovery, whose answer is the client's (a 502 when it stayed empty, G3)."""
-        first = await self._through_guard(body, response, None)
-        if isinstance(first, Response):
-            return first
-        guard, answer = first
-        if not guard.wants_recovery:
-            return answer
-        self.recoveries += 1
-        try:
-            recovery = await self.post(self.recovery_body(body))
-        except UPSTREAM_ERRORS:
-            return self.error(502, UNREACHABLE)
-        except Unguardable as exc:
-            return self.error(502, str(exc))
-        if recovery.status >= 300:
-            return await self.relayed(recovery)
-        second = await self._through_guard(body, recovery, guard)
-        if isinstance(second, Response):
-            return second
-        guard, answer = second
-        return self.error(502, MALFORMED_REPLY, "malformed_reply") if guard.malformed else answer
+        """A whole answer through the flow (`guard.relay.whole`): a reply that was nothing
+        but markup gets the one recovery, whose answer is the client's (a 502 when it stayed
+        empty, G3; the upstream's own when it refused)."""
+        first = await self._whole_reply(response)
+        if not isinstance(first, Whole):
+            return self.error(first.status, first.message)
+        registry = self.settings.registry_for(body)
+        flow = relay.whole(self.api, registry, body, first, self.tally)
+        effect, answer = step(flow, None)
+        last = response
+        while answer is None:
+            assert isinstance(effect, Post)
+            try:
+                recovery = await self.post(effect.body)
+            except UPSTREAM_ERRORS:
+                reply: Reply = Refused(502, UNREACHABLE)
+            except Unguardable as exc:
+                reply = Refused(502, str(exc))
+            else:
+                last, reply = recovery, await self._whole_reply(recovery)
+            effect, answer = step(flow, reply)
+        if answer.own:
+            return Response(answer.body, status_code=answer.status, media_type="application/json")
+        return Response(
+            answer.body, status_code=answer.status, headers=response_headers(last.headers)
+        )
 
-    async def _through_guard(
-        self, body: dict[str, Any], response: aiohttp.ClientResponse, follows: WholeReply | None
-    ) -> Response | tuple[WholeReply, Response]:
-        """One whole upstream answer through a fresh guard (`follows`: the reply it
-        recovers), counted as its round: the guard and the client's answer (the upstream's
-        bytes when the guard changed nothing), or the answer to a body that was not read."""
-        read = await self.read(response)
-        if isinstance(read, Response):
-            return read
-        raw, answer = read
-        guard = self.whole_guard(body, follows)
-        try:
-            changed = guard.filter(answer)
-        except TooManyTexts as exc:
-            return self.error(502, fault_message(exc))
-        self.count(guard.stripped_chars, guard.first_span, 1 if follows is None else 2)
-        return guard, json_response(response, answer) if changed else raw_response(response, raw)
-
-    async def recovered_stream(
-        self,
-        body: dict[str, Any],
-        response: aiohttp.ClientResponse,
-        guard: Callable[[S | None], S],
-        relayed: Callable[[aiohttp.ClientResponse, S, int], AsyncIterator[bytes]],
-        refused: Callable[[S, aiohttp.ClientResponse | str], Awaitable[bytes]],
-    ) -> AsyncGenerator[bytes]:
-        """A streamed answer's flow, every route's: the first upstream stream through
-        `guard(None)`; when the round asks for it (`recovers`), the one recovery request,
-        whose stream goes through `guard(first)` into the same client stream. `relayed`
-        carries one upstream stream through its guard (round 1 or 2); a recovery request
-        that fails ends the stream with `refused(first, recovery)`, the route's in-band
-        error (recovery a message of the proxy's own, a 502's, when there is no answer to
-        read one from: the upstream could not be reached, or answered compressed)."""
-        first = guard(None)
-        async for piece in relayed(response, first, 1):
-            yield piece
-        if not self.recovers(first):
-            return
-        self.recoveries += 1
-        try:
-            recovery = await self.post(self.recovery_body(body))
-        except UPSTREAM_ERRORS:
-            yield await refused(first, CUT_OFF)
-            return
-        except Unguardable as exc:
-            yield await refused(first, str(exc))
-            return
-        if recovery.status >= 300:
-            yield await refused(first, recovery)
-            return
-        async for piece in relayed(recovery, guard(first), 2):
-            yield piece
-
-    def recovers(self, first: StreamRound) -> bool:
-        """Whether a streamed first round goes on to the one recovery: it asked for it, and
-        the stream did not end in a failure the client was already told of."""
-        return first.recovering and not self.failed
-
-    async def read(
-        self, response: aiohttp.ClientResponse
-    ) -> tuple[bytes, dict[str, Any]] | Response:
-        """A whole answer's bytes and JSON, or the client's answer when there is none to
-        filter: a 502 for a body the upstream cut, the body as it came when it is not a JSON
-        object."""
+    async def _whole_reply(self, response: aiohttp.ClientResponse) -> Whole | Refused:
+        """What the flow is told of a whole upstream answer: its body, its refusal (a status
+        of 300 or more: its body, passed on as it came), or that there is none to read."""
         try:
             raw = await read_whole(response, self.settings.max_answer_bytes)
         except AnswerTooLarge as exc:
-            return self.error(502, str(exc))
+            return Refused(502, str(exc))
         if raw is None:
-            return self.error(502, CUT_OFF)
-        value = parse_object(raw)
-        if value is None and (repaired := utf8_repaired(raw)) is not raw:
-            raw, value = repaired, parse_object(repaired)
-        if value is None:
-            return raw_response(response, raw)
-        return raw, value
+            return Refused(502, CUT_OFF)
+        if response.status >= 300:
+            return Refused(response.status, self.api.refusal_message(raw, response.status), raw)
+        return Whole(response.status, raw)
+
+    async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
+        """The client's answer to a streamed upstream answer (status below 300); for an API
+        whose stream may open with one of the guard's own errors (`Api.first_error`), its
+        head is held until the first bytes: such an error is a 502 instead."""
+        out = self.stream(body, response)
+        head = b""
+        error = self.api.first_error
+        if error is not None:
+            head = await anext(out, b"")
+            message = error(head)
+            if message is not None:
+                await out.aclose()
+                return self.error(502, message)
+
+        async def rest() -> AsyncGenerator[bytes]:
+            try:
+                if head:
+                    yield head
+                async for piece in out:
+                    yield piece
+            finally:
+                await out.aclose()
+
+        return StreamedResponse(
+            rest() if error is not None else out,
+            status_code=response.status,
+            headers=response_headers(response.headers),
+        )
+
+    async def stream(
+        self, body: dict[str, Any], response: aiohttp.ClientResponse
+    ) -> AsyncGenerator[bytes]:
+        """What the client's stream carries: the flow's (`guard.relay.streamed`), its upstream
+        reads, its recovery request and its log line done here. A client that leaves, or a
+        stream that breaks, closes the upstream response at once."""
+        registry = self.settings.registry_for(body)
+        limits = Limits(max_line_bytes=self.settings.max_line_bytes)
+        flow = relay.streamed(self.api, registry, body, self.tally, limits)
+        reply: Reply = None
+        complete = False  # the flow ended (not the client): the connection can go back
+        try:
+            while True:
+                effect, _ = step(flow, reply)
+                if effect is None:
+                    complete = not self.tally.failed
+                    return
+                reply = None
+                if isinstance(effect, Emit):
+                    yield effect.data
+                elif isinstance(effect, Read):
+                    try:
+                        piece = await self._next_piece(response)
+                        while piece is None:  # the upstream is silent (a model thinking)
+                            yield self.keepalive or b""
+                            piece = await self._next_piece(response)
+                        reply = piece
+                    except UPSTREAM_ERRORS:
+                        reply = Fault(CUT_OFF)
+                elif isinstance(effect, Settle):
+                    self.log(stream=True)
+                else:
+                    assert isinstance(effect, Post)
+                    response.release()
+                    opened = await self._recovery_stream(effect.body)
+                    if isinstance(opened, Refused):
+                        reply = opened
+                    else:
+                        response, reply = opened, Opened()
+        finally:
+            flow.close()
+            if complete:
+                response.release()
+            else:
+                response.close()  # the client left, or the stream broke: the upstream learns
+            self.log(stream=True)
+
+    async def _next_piece(self, response: aiohttp.ClientResponse) -> bytes | None:
+        """The next piece of the upstream body (b"" at its end), or None after a silence of
+        `keepalive_s` where the route has a keep-alive to send."""
+        if self.keepalive is None:
+            return await response.content.readany()
+        return await next_piece(response, self.settings.keepalive_s)
+
+    async def _recovery_stream(self, body: dict[str, Any]) -> aiohttp.ClientResponse | Refused:
+        """The recovery's upstream stream, open; or why there is none to read (a message of
+        the proxy's own, a 502's, when the upstream could not be reached or answered
+        compressed; the upstream's own message when it refused)."""
+        try:
+            recovery = await self.post(body)
+        except UPSTREAM_ERRORS:
+            return Refused(502, CUT_OFF)
+        except Unguardable as exc:
+            return Refused(502, str(exc))
+        if recovery.status >= 300:
+            raw = await read_refusal(recovery)
+            return Refused(recovery.status, self.api.refusal_message(raw, recovery.status))
+        return recovery
 
     async def relayed(self, response: aiohttp.ClientResponse) -> Response:
         """An upstream answer passed on whole: status, headers and body (a 502 when the
         upstream cut its body)."""
         try:
-            return await relay(response, self.settings.max_answer_bytes) or self.error(502, CUT_OFF)
+            return await relay_whole(response, self.settings.max_answer_bytes) or self.error(
+                502, CUT_OFF
+            )
         except AnswerTooLarge as exc:
             return self.error(502, str(exc))
 
     # --- what each route says -------------------------------------------------------------
 
-    def streams(self, body: dict[str, Any]) -> bool:
-        """Whether `body` asks for a streamed answer."""
-        raise NotImplementedError
-
     def error(self, status: int, message: str, code: str | None = None) -> Response:
         """The route's error answer (`code`: a machine-readable code, where its shape has one)."""
         raise NotImplementedError
 
-    async def streamed(self, body: dict[str, Any], response: aiohttp.ClientResponse) -> Response:
-        """The client's answer to a streamed upstream answer (status below 300)."""
-        raise NotImplementedError
 
-    def whole_guard(self, body: dict[str, Any], follows: WholeReply | None) -> WholeReply:
-        """The guard of a whole answer to `body` (`follows`: the first, for the recovery's)."""
-        raise NotImplementedError
-
-    def recovery_body(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The one recovery request: `body` with the correction in, no tools (G2)."""
-        raise NotImplementedError
+async def next_piece(response: aiohttp.ClientResponse, silence_s: float) -> bytes | None:
+    """The next piece of a streamed body (b"" at its end), or None after `silence_s`
+    without one; a piece that comes later is still there for the next call."""
+    scope = asyncio.timeout(silence_s)
+    try:
+        async with scope:
+            return await response.content.readany()
+    except TimeoutError:
+        if scope.expired():
+            return None
+        raise  # a timeout of the connection's own
 
 
 async def guarded(
@@ -442,7 +488,7 @@ def json_response(response: aiohttp.ClientResponse, value: dict[str, Any]) -> Re
     return Response(body, status_code=response.status, headers=response_headers(response.headers))
 
 
-async def relay(response: aiohttp.ClientResponse, limit: int) -> Response | None:
+async def relay_whole(response: aiohttp.ClientResponse, limit: int) -> Response | None:
     """An upstream answer passed on whole (status, headers and body), or None when the
     upstream cut its body; AnswerTooLarge past `limit` bytes."""
     raw = await read_whole(response, limit)

@@ -13,8 +13,21 @@ from typing import Any, cast
 
 import httpx
 
-from guard.relay import Emit, Fault, Opened, Post, Read, Refused, Reply, Whole, streamed, whole
-from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, finished, guarded, profile_choice
+from guard.relay import (
+    Emit,
+    Fault,
+    Opened,
+    Post,
+    Read,
+    Refused,
+    Reply,
+    Settle,
+    Whole,
+    step,
+    streamed,
+    whole,
+)
+from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, guarded, profile_choice
 from guard.transport.libraries import AsyncBase, Http, bases, http_for
 from guard.wire.faults import CUT_OFF, UNREACHABLE
 from guardrail.model_profiles import AUTO, ProfileChoice
@@ -111,7 +124,7 @@ class AsyncGuardTransport(AsyncBase):
             return call.error(502, CUT_OFF)
         last = first
         flow = whole(call.api, call.registry, call.body, Whole(first.status_code, raw), call.tally)
-        effect, answer = finished(flow, None)
+        effect, answer = step(flow, None)
         while answer is None:
             assert isinstance(effect, Post)
             opened = await self._open(call, effect.body)
@@ -119,7 +132,7 @@ class AsyncGuardTransport(AsyncBase):
                 reply = opened
             else:
                 last, reply = opened, call.whole_reply(opened, await self._read(call, opened))
-            effect, answer = finished(flow, reply)
+            effect, answer = step(flow, reply)
         return call.answer(answer, last)
 
     async def recovery_stream(
@@ -127,6 +140,8 @@ class AsyncGuardTransport(AsyncBase):
     ) -> httpx.Response | Refused:
         """The recovery's upstream stream, open; or why there is none to read."""
         opened = await self._open(call, body)
+        if isinstance(opened, Refused) and opened.message == UNREACHABLE:
+            return Refused(502, CUT_OFF)  # the stream began: to its client, the reply was cut
         if not isinstance(opened, Refused) and opened.status_code >= 300:
             raw = await self._read(call, opened) or b""
             return call.refusal(opened, raw)
@@ -173,7 +188,7 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
         reply: Reply = None
         try:
             while True:
-                effect, _ = finished(self._flow, reply)
+                effect, _ = step(self._flow, reply)
                 if effect is None:
                     return
                 reply = None
@@ -184,8 +199,9 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
                         reply = await anext(pieces, b"")
                     except self._call.http.errors:
                         reply = Fault(CUT_OFF)
+                elif isinstance(effect, Settle):
+                    self._call.log(stream=True)
                 else:
-                    assert isinstance(effect, Post)
                     await self._response.aclose()
                     opened = await self._transport.recovery_stream(self._call, effect.body)
                     if isinstance(opened, Refused):

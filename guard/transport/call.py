@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
@@ -36,8 +35,6 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 IDENTITY_CODINGS = ("", "identity")
 DROPPED_HEADERS = ("content-length", "content-encoding", "transfer-encoding")
 """The upstream's headers a guarded answer goes without: its body is the guard's."""
-
-T = TypeVar("T")
 
 
 def profile_choice(profiles: ProfileChoice | str) -> ProfileChoice:
@@ -110,13 +107,17 @@ class GuardedCall:
 
     def error(self, status: int, message: str) -> httpx.Response:
         """The API's own error answer."""
-        body = self.api.error_body(status, message, None)
+        return self.error_answer(status, self.api.error_body(status, message, None))
+
+    def error_answer(self, status: int, body: bytes) -> httpx.Response:
         return self.http.response(
             status, headers={"Content-Type": "application/json"}, content=body
         )
 
     def answer(self, answer: Answer, upstream: httpx.Response) -> httpx.Response:
         """The client's whole answer: the upstream's headers, with the guard's body."""
+        if answer.own:
+            return self.error_answer(answer.status, answer.body)
         headers = self.kept(upstream.headers) if answer.changed else upstream.headers
         return self.http.response(answer.status, headers=headers, content=answer.body)
 
@@ -167,11 +168,3 @@ def guarded(request: httpx.Request, profiles: ProfileChoice) -> GuardedCall | No
         return None
     body = parse_object(request.content)
     return None if body is None else GuardedCall(api, request, body, profiles, http_for(request))
-
-
-def finished(flow: Generator[Any, Reply, T], reply: Reply) -> tuple[Any, None] | tuple[None, T]:
-    """The flow's next effect after `reply`, or its result once it returned."""
-    try:
-        return flow.send(reply), None
-    except StopIteration as stop:
-        return None, stop.value

@@ -13,8 +13,21 @@ from typing import Any, cast
 
 import httpx
 
-from guard.relay import Emit, Fault, Opened, Post, Read, Refused, Reply, Whole, streamed, whole
-from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, finished, guarded, profile_choice
+from guard.relay import (
+    Emit,
+    Fault,
+    Opened,
+    Post,
+    Read,
+    Refused,
+    Reply,
+    Settle,
+    Whole,
+    step,
+    streamed,
+    whole,
+)
+from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, guarded, profile_choice
 from guard.transport.libraries import Http, SyncBase, bases, http_for
 from guard.wire.faults import CUT_OFF, UNREACHABLE
 from guardrail.model_profiles import AUTO, ProfileChoice
@@ -106,7 +119,7 @@ class GuardTransport(SyncBase):
             return call.error(502, CUT_OFF)
         last = first
         flow = whole(call.api, call.registry, call.body, Whole(first.status_code, raw), call.tally)
-        effect, answer = finished(flow, None)
+        effect, answer = step(flow, None)
         while answer is None:
             assert isinstance(effect, Post)
             opened = self._open(call, effect.body)
@@ -114,11 +127,13 @@ class GuardTransport(SyncBase):
                 reply = opened
             else:
                 last, reply = opened, call.whole_reply(opened, self._read(call, opened))
-            effect, answer = finished(flow, reply)
+            effect, answer = step(flow, reply)
         return call.answer(answer, last)
 
     def recovery_stream(self, call: GuardedCall, body: dict[str, Any]) -> httpx.Response | Refused:
         opened = self._open(call, body)
+        if isinstance(opened, Refused) and opened.message == UNREACHABLE:
+            return Refused(502, CUT_OFF)  # the stream began: to its client, the reply was cut
         if not isinstance(opened, Refused) and opened.status_code >= 300:
             raw = self._read(call, opened) or b""
             return call.refusal(opened, raw)
@@ -159,7 +174,7 @@ class GuardedStream(httpx.SyncByteStream):
         reply: Reply = None
         try:
             while True:
-                effect, _ = finished(self._flow, reply)
+                effect, _ = step(self._flow, reply)
                 if effect is None:
                     return
                 reply = None
@@ -170,8 +185,9 @@ class GuardedStream(httpx.SyncByteStream):
                         reply = next(pieces, b"")
                     except self._call.http.errors:
                         reply = Fault(CUT_OFF)
+                elif isinstance(effect, Settle):
+                    self._call.log(stream=True)
                 else:
-                    assert isinstance(effect, Post)
                     self._response.close()
                     opened = self._transport.recovery_stream(self._call, effect.body)
                     if isinstance(opened, Refused):

@@ -42,6 +42,12 @@ class StreamRound(Protocol):
         ...
 
     @property
+    def settled(self) -> bool:
+        """The stream said its answer's end (a done line, its own end event, `[DONE]`) and
+        no recovery follows: what the client gets from here on is its end."""
+        ...
+
+    @property
     def done(self) -> bool:
         """The stream said its own end (chat's `[DONE]`): nothing after it is read."""
         ...

@@ -58,6 +58,10 @@ class ChatRound(_Tallied[StreamGuard]):
     def recovering(self) -> bool:
         return self.guard.recovering
 
+    @property
+    def settled(self) -> bool:
+        return self.done and not self.guard.recovering
+
     def take(self, unit: Unit) -> list[bytes]:
         if not isinstance(unit, SseEvent) or self.done:
             return []
@@ -100,6 +104,10 @@ class EventRound(_Tallied["EventGuard"]):
     def recovering(self) -> bool:
         return self.guard.recovering
 
+    @property
+    def settled(self) -> bool:
+        return self.guard.ended and not self.guard.recovering
+
     def take(self, unit: Unit) -> list[bytes]:
         return self.guard.event(unit) if isinstance(unit, SseEvent) else []
 
@@ -124,6 +132,10 @@ class NdjsonRound(_Tallied[OllamaStreamGuard]):
     @property
     def recovering(self) -> bool:
         return self.guard.recovering
+
+    @property
+    def settled(self) -> bool:
+        return self.guard.finished and not self.guard.recovering
 
     def take(self, unit: Unit) -> list[bytes]:
         return self.guard.line(unit) if isinstance(unit, bytes) else []

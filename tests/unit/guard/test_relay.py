@@ -23,6 +23,7 @@ from guard.relay import (
     Read,
     Refused,
     Reply,
+    Settle,
     Tally,
     Whole,
     streamed,
@@ -48,6 +49,10 @@ BODY: dict[str, Any] = {
 }
 
 
+SETTLED = b"<settled>"
+"""Where the flow said Settle, in what the client got (`drive` marks it)."""
+
+
 def sse(payloads: list[str], done: bool = True) -> bytes:
     events = [f"data: {p}\n\n".encode() for p in payloads]
     return b"".join([*events, b"data: [DONE]\n\n" if done else b""])
@@ -64,20 +69,23 @@ def drive(
     later: list[Reply | list[bytes | Fault]],
 ) -> tuple[bytes, list[dict[str, Any]], Any]:
     """Run `flow` as a driver would: `upstream` the open stream's reads (b"" after them),
-    `later` what each Post gets (a list: an opened stream's reads). What the client got,
-    the bodies posted, and the flow's result."""
+    `later` what each Post gets (a list: an opened stream's reads). What the client got
+    (SETTLED where the flow settled), the bodies posted, and the flow's result."""
     reads, posts, out = list(upstream), list[dict[str, Any]](), b""
     reply: Reply = None
     while True:
         try:
             effect = flow.send(reply)
         except StopIteration as stop:
+            assert out.count(SETTLED) <= 1
             return out, posts, stop.value
         reply = None
         if isinstance(effect, Emit):
             out += effect.data
         elif isinstance(effect, Read):
             reply = reads.pop(0) if reads else b""
+        elif isinstance(effect, Settle):
+            out += SETTLED
         else:
             assert isinstance(effect, Post)
             posts.append(effect.body)
@@ -89,10 +97,16 @@ def drive(
 
 
 def last_event(out: bytes) -> dict[str, Any]:
-    return json.loads(out.rstrip(b"\n").split(b"\n\n")[-1].removeprefix(b"data: "))
+    return json.loads(shown(out).rstrip(b"\n").split(b"\n\n")[-1].removeprefix(b"data: "))
+
+
+def shown(out: bytes) -> bytes:
+    """What the client got, without the mark of where the flow settled."""
+    return out.replace(SETTLED, b"")
 
 
 def texts(out: bytes) -> str:
+    out = shown(out)
     events = [e for e in out.split(b"\n\n") if e.startswith(b"data: ")]
     return content([e + b"\n\n" for e in events])
 
@@ -127,11 +141,12 @@ def test_each_built_in_flow_through_the_relay_shows_what_its_expect_block_says(n
     malformed = expect is not None and expect.error == "malformed" and not step.tool_calls
     shown_whole = json.loads(answer.body)
     if malformed:
-        assert MALFORMED_REPLY.encode() in out.rstrip(b"\n").split(b"\n\n")[-1]
+        assert MALFORMED_REPLY.encode() in shown(out).rstrip(b"\n").split(b"\n\n")[-1]
         assert answer.status == 502
         assert shown_whole["error"]["code"] == "malformed_reply"
     else:
         assert out.endswith(b"data: [DONE]\n\n")
+        assert SETTLED in out
         got = [texts(out), shown_whole["choices"][0]["message"]["content"] or ""]
         if expect is not None and not step.tool_calls:
             assert got == [expect.shown] * 2
@@ -148,7 +163,7 @@ def test_a_clean_stream_goes_out_as_the_upstreams_bytes_with_no_second_request()
     out, posts, _ = drive(
         streamed(CHAT_COMPLETIONS, DEFAULT_REGISTRY, BODY, Tally()), [upstream], []
     )
-    assert (out, posts) == (upstream, [])
+    assert (out, posts) == (SETTLED + upstream, [])
 
 
 def test_a_markup_only_stream_gets_one_recovery_request_with_the_correction_and_no_tools():
@@ -161,6 +176,7 @@ def test_a_markup_only_stream_gets_one_recovery_request_with_the_correction_and_
     )
     assert texts(out) == "It runs at 02:00."
     assert out.count(b"[DONE]") == 1
+    assert SETTLED in out  # by the recovery's [DONE], not the first reply's end
     (recovery,) = posts
     assert "tools" not in recovery
     assert "tool_choice" not in recovery
@@ -197,6 +213,7 @@ def test_a_cut_stream_ends_with_the_error_event_and_gets_no_recovery():
 def test_a_line_past_the_bound_is_a_fault_that_names_it():
     long = sse(said("x" * (DEFAULT_MAX_LINE_BYTES + 1)))
     out, _, _ = drive(streamed(CHAT_COMPLETIONS, DEFAULT_REGISTRY, BODY, Tally()), [long], [])
+    assert out.startswith(SETTLED)  # the line ends the stream: logged before it goes out
     assert b"more than the proxy reads" in out
 
 
@@ -213,7 +230,8 @@ def test_an_ollama_reply_cut_after_its_done_line_still_gets_its_recovery():
         [[answer.encode() + b"\n"]],
     )
     assert len(posts) == 1
-    assert json.loads(out)["message"]["content"] == "At 02:00."
+    assert out.startswith(SETTLED)  # not the first reply's done line: the recovery's
+    assert json.loads(shown(out))["message"]["content"] == "At 02:00."
 
 
 def test_a_whole_recovery_the_upstream_refuses_is_passed_on_as_it_came():
@@ -256,3 +274,15 @@ def test_a_request_belongs_to_the_api_its_method_and_path_name(
 ):
     found = api_for(method, path)
     assert (found.name if found else None) == api
+
+
+def test_an_ollama_stream_settles_at_its_done_line_before_the_body_ends():
+    """The log line is written before the done line goes out (an Ollama client stops
+    reading there), though the body is read on to its end."""
+    done = json.dumps(
+        {"model": "m", "message": {"role": "assistant", "content": "Hi."}, "done": True}
+    )
+    out, _, _ = drive(
+        streamed(OLLAMA_CHAT, DEFAULT_REGISTRY, BODY, Tally()), [done.encode() + b"\n", b""], []
+    )
+    assert out == SETTLED + done.encode() + b"\n"
