@@ -34,8 +34,8 @@ from measure import memory, reset_peak
 from servers import RunningServer, module_spec, serving
 from verdicts import report, verdict
 
-from guard.reply import MAX_TEXTS
-from guard.upstream import MAX_ANSWER_BYTES
+from guard.http.upstream import MAX_ANSWER_BYTES
+from guard.wire.reply import MAX_TEXTS
 from servekit.sse import DEFAULT_MAX_LINE_BYTES
 from tests.support.guarded_wires import CHAT, MESSAGES, OLLAMA, RESPONSES, WIRES, Wire
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import uvicorn
 from starlette.types import ASGIApp
 
-from guard.server import GuardSettings, create_app
+from guard.http.server import GuardSettings, create_app
 from guardrail.model_profiles import parse_profiles
 from guardrail.registries import PROFILES
 from servekit.allowed_hosts import HostPolicy

@@ -31,9 +31,9 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from guard.reply import TooManyTexts, WholeReply
 from guard.wire.api import Api, StreamRound, Unit
 from guard.wire.faults import BOUNDS_BROKEN, UNREACHABLE, fault_message
+from guard.wire.reply import TooManyTexts, WholeReply
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY
 from servekit.json_codec import dumps, parse_object, utf8_repaired

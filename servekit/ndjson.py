@@ -1,6 +1,6 @@
 """The lines of an NDJSON body (Ollama's streams), in whatever pieces it arrives. Pure.
 
-Shared by the guard proxy's Ollama routes (guard.ollama) and the mock's recorder
+Shared by the guard proxy's Ollama routes (guard.wire.ollama) and the mock's recorder
 (mock_llm.record.recording_ollama). `servekit.sse.LineBuffer` does the cutting, as for the
 event streams, so a line longer than `max_line_bytes` raises `LineTooLong` instead of
 growing without bound: the body comes from a server we do not control.

@@ -36,7 +36,7 @@ GUARD_LINE = re.compile(
     r"^guard: (?P<route>\S+) status=.*? retries=(?P<retries>\d+)\b.*?"
     r" scaffold_stripped=(?P<stripped>\d+)\b.*? request_id=(?P<request_id>\S+)"
 )
-"""A guarded request's line in the guard's log (guard/upstream.py, `GuardedCall.log`);
+"""A guarded request's line in the guard's log (guard/http/upstream.py, `GuardedCall.log`);
 fields the guard may add after `request_id` are ignored."""
 
 

@@ -2,14 +2,14 @@
 
 An `Api` says which requests are its own, whether a request asks for a stream, how a
 stream is framed (SSE events or NDJSON lines), which guard reads a streamed round
-(`StreamRound`) or a whole answer (`guard.reply.WholeReply`), the one recovery request,
+(`StreamRound`) or a whole answer (`guard.wire.reply.WholeReply`), the one recovery request,
 and what a fault looks like in the API's own shape (an in-band stream error, an error
 body with its status). The flow every API follows (`guard.relay`) is written once against
 this value; the drivers (the in-process transports of `guard.transport`) only do I/O.
 
-Deliberate choice: the pure reply guards (`guard.stream`, `guard.ollama`, ...) keep their
-own interfaces; each API's `StreamRound` adapts one to the flow's (guard/wire/rounds.py),
-so the guards' own tests stay as they are.
+Deliberate choice: the pure reply guards (`guard.wire.chat_stream`, `guard.wire.ollama`,
+...) keep their own interfaces; each API's `StreamRound` adapts one to the flow's
+(guard/wire/rounds.py), so the guards' own tests stay as they are.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from guard.reply import WholeReply
+from guard.wire.reply import WholeReply
 from guardrail.patterns import Registry
 from servekit.sse import SseEvent
 

@@ -11,11 +11,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from guard.completion import CompletionGuard
-from guard.messages_api import MessageGuard
-from guard.messages_api import recovery_body as messages_recovery_body
-from guard.messages_stream import MessagesStreamGuard
-from guard.ollama import (
+from guard.wire.api import Api, StreamRound
+from guard.wire.chat_stream import StreamGuard
+from guard.wire.chat_whole import CompletionGuard
+from guard.wire.messages_api import MessageGuard
+from guard.wire.messages_api import recovery_body as messages_recovery_body
+from guard.wire.messages_stream import MessagesStreamGuard
+from guard.wire.ollama import (
     CHAT,
     GENERATE,
     OllamaApi,
@@ -23,14 +25,12 @@ from guard.ollama import (
     OllamaWholeGuard,
     own_error_text,
 )
-from guard.ollama import upstream_error_text as ollama_refusal_message
-from guard.reply import WholeReply
-from guard.responses_api import recovery_body as responses_recovery_body
-from guard.responses_stream import ResponsesStreamGuard
-from guard.responses_whole import ResponseGuard
-from guard.stream import StreamGuard
-from guard.wire.api import Api, StreamRound
+from guard.wire.ollama import upstream_error_text as ollama_refusal_message
 from guard.wire.openai_errors import error_json, refusal_message
+from guard.wire.reply import WholeReply
+from guard.wire.responses_api import recovery_body as responses_recovery_body
+from guard.wire.responses_stream import ResponsesStreamGuard
+from guard.wire.responses_whole import ResponseGuard
 from guard.wire.rounds import ChatRound, EventGuard, EventRound, NdjsonRound
 from guardrail.json_shapes import is_array, objects
 from guardrail.patterns import Registry

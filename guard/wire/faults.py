@@ -7,7 +7,7 @@ event longer than the guard reads, more texts than a reply may have), or a cut.
 
 from __future__ import annotations
 
-from guard.reply import TooManyTexts
+from guard.wire.reply import TooManyTexts
 from servekit.sse import LineTooLong
 
 CUT_OFF = "The model's reply was cut off."

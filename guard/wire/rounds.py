@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from guard.ollama import OllamaStreamGuard, error_line
-from guard.stream import StreamGuard
 from guard.wire.api import Unit
+from guard.wire.chat_stream import StreamGuard
 from guard.wire.faults import CUT_OFF
+from guard.wire.ollama import OllamaStreamGuard, error_line
 from guard.wire.openai_errors import error_event
 from guardrail.policy import MALFORMED_REPLY
 from servekit.sse import SseEvent
@@ -84,7 +84,7 @@ class ChatRound(_Tallied[StreamGuard]):
 
 
 class EventGuard(_Counted, Protocol):
-    """The guard of a typed-event stream (guard.responses_stream, guard.messages_stream)."""
+    """The guard of a typed-event stream (guard.wire.responses_stream and messages_stream)."""
 
     recovering: bool
     ended: bool

@@ -19,8 +19,8 @@ import uvicorn
 
 from app.config import Settings, load_settings
 from app.main import create_app
-from guard.server import GuardSettings
-from guard.server import create_app as create_guard
+from guard.http.server import GuardSettings
+from guard.http.server import create_app as create_guard
 from servekit.in_thread import serve_in_thread
 
 from .deadlines import POLL_S

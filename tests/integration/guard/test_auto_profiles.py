@@ -15,7 +15,7 @@ import uvicorn
 from openai.types.chat import ChatCompletionMessageParam
 
 from guard.cli import parse_args
-from guard.server import GuardSettings, create_app
+from guard.http.server import GuardSettings, create_app
 from guardrail.model_profiles import AUTO, parse_profiles
 from servekit.in_thread import serve_in_thread
 

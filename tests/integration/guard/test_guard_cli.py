@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from guard.cli import CLIENT_KEEPALIVE_S, main, server_config, upstream_root
-from guard.server import GuardSettings, create_app
+from guard.http.server import GuardSettings, create_app
 
 from ...support.deadlines import DEADLINE_S
 from ...support.ports import taken_port

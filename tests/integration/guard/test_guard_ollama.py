@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from guard.cli import main, upstream_root
-from guard.server import GuardSettings, create_app
+from guard.http.server import GuardSettings, create_app
 from guard.transport import AsyncGuardTransport
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY
 from servekit.in_thread import serve_in_thread

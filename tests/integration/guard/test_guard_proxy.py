@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from guard.server import GuardSettings, create_app
+from guard.http.server import GuardSettings, create_app
 from guardrail.policy import MALFORMED_REPLY
 from mock_llm import Flow
 from servekit.in_thread import serve_in_thread

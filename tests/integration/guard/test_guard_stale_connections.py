@@ -29,8 +29,8 @@ import aiohttp
 import pytest
 import uvicorn
 
-from guard.server import GuardSettings, create_app
-from guard.upstream import CUT_OFF, UNREACHABLE
+from guard.http.server import GuardSettings, create_app
+from guard.http.upstream import CUT_OFF, UNREACHABLE
 from servekit.in_thread import serve_in_thread
 
 from ...support.deadlines import DEADLINE_S

@@ -21,7 +21,7 @@ import httpx
 import orjson
 import pytest
 
-from guard.reply import MAX_TEXTS
+from guard.wire.reply import MAX_TEXTS
 from guardrail.policy import CORRECTION_INSTRUCTION
 
 from ...support.deadlines import DEADLINE_S

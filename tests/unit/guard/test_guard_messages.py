@@ -1,4 +1,4 @@
-"""guard.messages_stream and guard.messages_api: Anthropic's Messages API through the
+"""guard.wire.messages_stream and guard.wire.messages_api: Anthropic's Messages API through the
 guardrail, event by event and whole. Pure.
 
 Streams are built in the shape the API (and the mock, `mock_llm.wire.anthropic`) sends
@@ -18,9 +18,9 @@ from anthropic.types import RawMessageStreamEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guard.messages_api import MessageGuard, recovery_body
-from guard.messages_stream import MessagesStreamGuard
-from guard.responses_api import raw_event
+from guard.wire.messages_api import MessageGuard, recovery_body
+from guard.wire.messages_stream import MessagesStreamGuard
+from guard.wire.responses_api import raw_event
 from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY

@@ -1,4 +1,4 @@
-"""guard.ollama: Ollama's NDJSON lines and whole answers through the guardrail, pure."""
+"""guard.wire.ollama: Ollama's NDJSON lines and whole answers through the guardrail, pure."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guard.ollama import (
+from guard.wire.ollama import (
     CHAT,
     GENERATE,
     NdjsonLines,

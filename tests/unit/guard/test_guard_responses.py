@@ -1,4 +1,4 @@
-"""guard.responses_stream, guard.responses_whole and guard.responses_api: the OpenAI
+"""guard.wire.responses_stream, guard.wire.responses_whole and guard.wire.responses_api: the OpenAI
 Responses API through the guardrail, event by event and whole. Pure.
 
 Streams are built in the shape the API (and the mock) sends them; every event the guard
@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
-from guard.responses_api import event_bytes, raw_event, recovery_body
-from guard.responses_stream import ResponsesStreamGuard
-from guard.responses_whole import ResponseGuard
+from guard.wire.responses_api import event_bytes, raw_event, recovery_body
+from guard.wire.responses_stream import ResponsesStreamGuard
+from guard.wire.responses_whole import ResponseGuard
 from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, scrub
 from guardrail.registries import DEFAULT_REGISTRY

@@ -1,4 +1,5 @@
-"""guard.stream.StreamGuard and guard.completion.CompletionGuard: pure, chunk by chunk."""
+"""guard.wire.chat_stream.StreamGuard and guard.wire.chat_whole.CompletionGuard: pure, chunk
+by chunk."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guard.completion import CompletionGuard
-from guard.stream import StreamGuard, sse
+from guard.wire.chat_stream import StreamGuard, sse
+from guard.wire.chat_whole import CompletionGuard
 from guardrail.model_profiles import registry_for
 from guardrail.policy import scrub
 from guardrail.registries import DEFAULT_REGISTRY

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from guard.messages_stream import MessagesStreamGuard
-from guard.ollama import CHAT, OllamaStreamGuard
-from guard.reply import MAX_TEXTS, TooManyTexts
-from guard.responses_stream import ResponsesStreamGuard
-from guard.stream import StreamGuard
+from guard.wire.chat_stream import StreamGuard
+from guard.wire.messages_stream import MessagesStreamGuard
+from guard.wire.ollama import CHAT, OllamaStreamGuard
+from guard.wire.reply import MAX_TEXTS, TooManyTexts
+from guard.wire.responses_stream import ResponsesStreamGuard
 from guardrail.registries import DEFAULT_REGISTRY
 from guardrail.scaffolding import PREVIEW_CHARS
 from servekit.json_codec import utf8_repaired

@@ -81,7 +81,7 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path):
     """A control: plain, dotted, `TYPE_CHECKING`, function-level and relative imports."""
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "import guard.server\n"
+        "import guard.http.server\n"
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from conformance import plugin\n"
         "def f():\n    from mock_llm.client import MockClient\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from multidict import CIMultiDict
 from starlette.requests import Request
 
-from guard.upstream import response_headers, upstream_headers
+from guard.http.upstream import response_headers, upstream_headers
 from mock_llm.record.recorder import _response_headers, _upstream_headers
 from servekit.hop_by_hop import HOP_BY_HOP, end_to_end
 

@@ -9,7 +9,7 @@ Deliberate choices:
 - A top-level `output_text` that was the parts joined becomes the filtered parts joined,
   as the SDK computes it; any other string there is scrubbed on its own, uncounted.
 - The recovery's response keeps its own id: the client has seen no other, and a server
-  that stores responses continues from that id. A stream cannot (guard.responses_stream).
+  that stores responses continues from that id. A stream cannot (guard.wire.responses_stream).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from guard.reply import WholeReply
-from guard.responses_api import (
+from guard.wire.reply import WholeReply
+from guard.wire.responses_api import (
     is_tool_call,
     output_text_of,
     reasoning_item,

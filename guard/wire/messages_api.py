@@ -1,6 +1,6 @@
 """Anthropic's Messages API (`POST /v1/messages`) as the guard proxy reads and writes it. Pure.
 
-Shared by `guard.messages_stream` and `guard.messages_route`: `is_tool_use` (G12),
+Shared by `guard.wire.messages_stream` and `guard.http.messages_route`: `is_tool_use` (G12),
 `shows_nothing`, `MessageGuard` (a whole message's text blocks filtered in place),
 `recovery_body` (G2) and `error_event` (Anthropic's in-band error).
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from guard.reply import WholeReply
-from guard.responses_api import event_bytes
+from guard.wire.reply import WholeReply
+from guard.wire.responses_api import event_bytes
 from guardrail.json_shapes import as_object, is_array, is_object, string_field
 from guardrail.policy import RoundFilter, system_with_correction
 from servekit.error_bodies import anthropic_error_body

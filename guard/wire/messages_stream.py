@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from guard.messages_api import error_event, is_tool_use, shows_nothing, text_of
-from guard.reply import Reply
-from guard.responses_api import event_bytes, raw_event, typed
+from guard.wire.messages_api import error_event, is_tool_use, shows_nothing, text_of
+from guard.wire.reply import Reply
+from guard.wire.responses_api import event_bytes, raw_event, typed
 from guardrail.json_shapes import is_object, string_field
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from servekit.sse import SseEvent

@@ -9,7 +9,7 @@ reply with no tool calls whose visible content is empty because something was st
 gets the one recovery (`wants_recovery`); the recovery's completion is filtered by a
 CompletionGuard made with `follows=` the first, which gives it the first one's id, creation
 time and model, and says whether it stayed empty (`malformed`, contract G3); those rules
-are `guard.reply`'s.
+are `guard.wire.reply`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from guard.reply import WholeReply
+from guard.wire.reply import WholeReply
 from servekit.openai_chunks import add_reasoning, choices_of, message_of
 
 

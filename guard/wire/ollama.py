@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from guard.reply import Reply, WholeReply
+from guard.wire.reply import Reply, WholeReply
 from guardrail.json_shapes import as_object, is_array, is_object, objects
 from guardrail.policy import MALFORMED_REPLY, RoundFilter, system_with_correction, with_correction
 from servekit.json_codec import dumps, parse_object, utf8_repaired

@@ -17,7 +17,7 @@ Deliberate choices:
   an upstream body, so a gzip bomb costs it nothing (`Unguardable`).
 - What a hostile upstream can make the proxy hold is bounded (docs/reliability.md): a
   whole answer by `max_answer_bytes`, a stream's line or event by `max_line_bytes`, a
-  reply's texts by `guard.reply.MAX_TEXTS`; past a bound a stream ends with the route's
+  reply's texts by `guard.wire.reply.MAX_TEXTS`; past a bound a stream ends with the route's
   in-band error (`fault_message`). Invalid UTF-8 is read as U+FFFD on every route.
 - A guarded request goes upstream with an `X-Request-Id` (the client's when it is a plain
   token, else the proxy's own), its recovery with the same one, and its log line ends

@@ -6,7 +6,7 @@ guards): the reply's filters and the contract's two decisions (`guardrail.reply.
 ReplyFilters`: the one recovery, G2, and the recovery that showed nothing, G3), a whole
 text through a fresh filter (`whole`), and the reply's identity (id, created, model) taken
 from, or given to, its chunks. `WholeReply` is a whole answer's guard, as the routes'
-shared whole-answer flow (`guard.upstream.GuardedCall`) drives it.
+shared whole-answer flow (`guard.http.upstream.GuardedCall`) drives it.
 
 Deliberate choice: a reply keeps at most MAX_TEXTS filters (choices, content parts, text
 blocks); one more raises `TooManyTexts`, which the routes turn into their in-band error

@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from guard.reply import Reply
-from guard.responses_api import (
+from guard.wire.reply import Reply
+from guard.wire.responses_api import (
     event_bytes,
     is_message,
     is_tool_call,

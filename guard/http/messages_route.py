@@ -1,8 +1,8 @@
 """The guard proxy's route for Anthropic's Messages API (`POST /v1/messages`).
 
 `messages_routes(settings, session)` serve `POST` to any path ending in `/messages`: the
-request goes upstream as it came, a stream comes back through `guard.messages_stream`, a
-whole answer through `guard.messages_api.MessageGuard` (the flow is `guard.relay`'s, the
+request goes upstream as it came, a stream comes back through `guard.wire.messages_stream`, a
+whole answer through `guard.wire.messages_api.MessageGuard` (the flow is `guard.relay`'s, the
 API's value `guard.wire.apis.MESSAGES`), and a markup-only reply gets the one recovery.
 The rest of `/v1/messages/...` (`count_tokens`, batches) goes to the catch-all.
 
@@ -24,8 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from guard.responses_api import event_bytes
-from guard.upstream import (
+from guard.http.upstream import (
     UNREACHABLE,
     GuardedCall,
     GuardSettings,
@@ -33,6 +32,7 @@ from guard.upstream import (
     guarded,
 )
 from guard.wire.apis import MESSAGES
+from guard.wire.responses_api import event_bytes
 from servekit.error_bodies import anthropic_error_body
 
 __all__ = ["messages_routes"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from guard.reply import Reply
+from guard.wire.reply import Reply
 from guardrail.policy import RoundFilter
 from servekit.json_codec import parse_object
 from servekit.openai_chunks import DONE_EVENT, add_reasoning, choices_of, delta_of

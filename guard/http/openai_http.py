@@ -1,12 +1,12 @@
 """What the guard proxy's OpenAI routes share on the HTTP side (chat completions in
-`guard.server`, the Responses API in `guard.responses_route`), and what of it Anthropic's
-Messages API route (`guard.messages_route`), SSE too, shares with them.
+`guard.http.server`, the Responses API in `guard.http.responses_route`), and what of it Anthropic's
+Messages API route (`guard.http.messages_route`), SSE too, shares with them.
 
 The OpenAI error body (`{"error": {"message", "type", "param", "code"}}`) and the answers
 that carry it (a whole answer cut by the upstream, an upstream that cannot be reached);
 `OpenAICall`, a guarded request with the OpenAI error body; the keep-alive comment that
 stands in for a silence. The upstream side every route shares (not only OpenAI's) is
-`guard.upstream`; the flow itself, `guard.relay`.
+`guard.http.upstream`; the flow itself, `guard.relay`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import aiohttp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from guard.upstream import UNREACHABLE, GuardedCall, pass_on, read_refusal
+from guard.http.upstream import UNREACHABLE, GuardedCall, pass_on, read_refusal
 from guard.wire.openai_errors import error_body, refusal_message
 from servekit.pool import Pool
 

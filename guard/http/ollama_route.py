@@ -1,7 +1,7 @@
 """The guard proxy's routes for Ollama's native API (Open WebUI's Ollama connection).
 
 `ollama_routes(settings, session)` guard `POST /api/chat` and `POST /api/generate` through
-`guard.ollama` (the flow is `guard.relay`'s, the APIs' values `guard.wire.apis`'s), a
+`guard.wire.ollama` (the flow is `guard.relay`'s, the APIs' values `guard.wire.apis`'s), a
 markup-only reply getting the one recovery in the same response; every other `/api/...`
 request is passed on as it is.
 
@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from guard.upstream import (
+from guard.http.upstream import (
     METHODS,
     UNREACHABLE,
     GuardedCall,

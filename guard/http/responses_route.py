@@ -1,7 +1,7 @@
 """The guard proxy's route for the OpenAI Responses API (`POST /v1/responses`).
 
 `responses_routes(settings, session)` guard `POST` to any path ending in `/responses`: a
-stream through `guard.responses_stream`, a whole answer through `guard.responses_whole`
+stream through `guard.wire.responses_stream`, a whole answer through `guard.wire.responses_whole`
 (the flow is `guard.relay`'s, the API's value `guard.wire.apis.RESPONSES`), a markup-only
 reply getting the one recovery. The
 rest of `/v1/responses/...` (retrieve, cancel, delete) goes to the catch-all.
@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from guard.openai_http import KEEPALIVE, OpenAICall, openai_unreachable
-from guard.upstream import (
+from guard.http.openai_http import KEEPALIVE, OpenAICall, openai_unreachable
+from guard.http.upstream import (
     GuardSettings,
     UpstreamSession,
     guarded,

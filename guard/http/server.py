@@ -2,9 +2,10 @@
 
 `create_app(settings)` is an ASGI app. A chat completion (any path ending in
 `/chat/completions`) goes upstream with the client's body and headers and comes back
-through `guard.stream.StreamGuard` or `guard.completion`, a markup-only reply getting the
-one recovery in the same response. The Responses, Messages and Ollama APIs are routes of
-their own; every other request is passed on as it is, streamed both ways.
+through `guard.wire.chat_stream.StreamGuard` or `guard.wire.chat_whole`, a markup-only
+reply getting the one recovery in the same response. The Responses, Messages and Ollama
+APIs are routes of their own; every other request is passed on as it is, streamed both
+ways.
 
 Deliberate choices:
 - Client headers go upstream, Authorization included (hop-by-hop and Host aside); no
@@ -13,7 +14,7 @@ Deliberate choices:
   proxy retries nothing but the recovery.
 - A stream cut after it began ends with the OpenAI in-band error event, so the client sees
   a failure, not a short answer; so do an empty recovery (G3) and an upstream past one of
-  the proxy's bounds (a line, an event, MAX_TEXTS choices: `guard.upstream`). A whole
+  the proxy's bounds (a line, an event, MAX_TEXTS choices: `guard.http.upstream`). A whole
   answer's fault is a 502.
 - A client that leaves closes the upstream response at once.
 - Upstream silences mid-stream get a `: keep-alive` comment every `keepalive_s`, so no
@@ -30,16 +31,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from guard.messages_route import messages_routes
-from guard.ollama_route import ollama_routes
-from guard.openai_http import (
+from guard.http.messages_route import messages_routes
+from guard.http.ollama_route import ollama_routes
+from guard.http.openai_http import (
     KEEPALIVE,
     OpenAICall,
     openai_pass_on,
     openai_unreachable,
 )
-from guard.responses_route import responses_routes
-from guard.upstream import (
+from guard.http.responses_route import responses_routes
+from guard.http.upstream import (
     METHODS,
     GuardSettings,
     UpstreamSession,
