@@ -21,19 +21,16 @@ Deliberate choices (the other routes' rules, in this API's shapes):
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.http.upstream import (
-    UNREACHABLE,
-    GuardedCall,
     GuardSettings,
     UpstreamSession,
     guarded,
 )
 from guard.wire.apis import MESSAGES
 from guard.wire.responses_api import event_bytes
-from servekit.error_bodies import anthropic_error_body
 
 __all__ = ["messages_routes"]
 
@@ -43,28 +40,9 @@ PING = event_bytes({"type": "ping"})
 
 def messages_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
     async def messages(request: Request) -> Response:
-        return await guarded(request, settings, session, _MessagesCall, _unreachable)
+        return await guarded(request, settings, session, MESSAGES, PING)
 
     return [
         Route("/messages", messages, methods=["POST"]),
         Route("/{prefix:path}/messages", messages, methods=["POST"]),
     ]
-
-
-class _MessagesCall(GuardedCall):
-    """One Messages API request through the guardrail (guard.wire.apis.MESSAGES)."""
-
-    api = MESSAGES
-    keepalive = PING
-
-    def error(self, status: int, message: str, code: str | None = None) -> Response:
-        del code  # Anthropic's error body has its type, which the status gives
-        return _error(status, message)
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse(anthropic_error_body(status, message), status_code=status)
-
-
-def _unreachable() -> Response:
-    return _error(502, UNREACHABLE)

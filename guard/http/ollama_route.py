@@ -19,24 +19,19 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from functools import partial
-
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.http.upstream import (
     METHODS,
-    UNREACHABLE,
-    GuardedCall,
     GuardSettings,
     UpstreamSession,
     guarded,
     pass_on,
+    unreachable,
 )
-from guard.wire.api import Api
 from guard.wire.apis import OLLAMA_CHAT, OLLAMA_GENERATE
-from servekit.pool import Pool
 
 __all__ = ["ollama_routes"]
 
@@ -44,45 +39,18 @@ __all__ = ["ollama_routes"]
 def ollama_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
     upstream = settings.upstream.rstrip("/")
 
-    async def answer(request: Request, api: Api) -> Response:
-        return await guarded(
-            request, settings, session, partial(_OllamaCall, api=api), _unreachable
-        )
-
     async def chat(request: Request) -> Response:
-        return await answer(request, OLLAMA_CHAT)
+        return await guarded(request, settings, session, OLLAMA_CHAT)  # no keep-alive line
 
     async def generate(request: Request) -> Response:
-        return await answer(request, OLLAMA_GENERATE)
+        return await guarded(request, settings, session, OLLAMA_GENERATE)
 
     async def other(request: Request) -> Response:
-        return await pass_on(session(), upstream, request, await request.body(), _unreachable)
+        body = await request.body()
+        return await pass_on(session(), upstream, request, body, unreachable(OLLAMA_CHAT))
 
     return [
         Route("/api/chat", chat, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
         Route("/api/{path:path}", other, methods=METHODS),
     ]
-
-
-class _OllamaCall(GuardedCall):
-    """One /api/chat or /api/generate request through the guardrail."""
-
-    def __init__(
-        self, session: Pool, url: str, headers: dict[str, str], settings: GuardSettings, api: Api
-    ) -> None:
-        super().__init__(session, url, headers, settings)
-        self.api = api
-
-    def error(self, status: int, message: str, code: str | None = None) -> Response:
-        del code  # Ollama's error body has no code
-        return _error(status, message)
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    """Ollama's error body, `{"error": message}`."""
-    return JSONResponse({"error": message}, status_code=status)
-
-
-def _unreachable() -> Response:
-    return _error(502, UNREACHABLE)

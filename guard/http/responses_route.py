@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from guard.http.openai_http import KEEPALIVE, OpenAICall, openai_unreachable
+from guard.http.openai_http import KEEPALIVE
 from guard.http.upstream import (
     GuardSettings,
     UpstreamSession,
@@ -33,13 +33,6 @@ __all__ = ["responses_routes"]
 
 def responses_routes(settings: GuardSettings, session: UpstreamSession) -> list[Route]:
     async def responses(request: Request) -> Response:
-        return await guarded(request, settings, session, _ResponsesCall, openai_unreachable)
+        return await guarded(request, settings, session, RESPONSES, KEEPALIVE)
 
     return [Route("/{prefix:path}responses", responses, methods=["POST"])]
-
-
-class _ResponsesCall(OpenAICall):
-    """One Responses API request through the guardrail (guard.wire.apis.RESPONSES)."""
-
-    api = RESPONSES
-    keepalive = KEEPALIVE

@@ -35,9 +35,7 @@ from guard.http.messages_route import messages_routes
 from guard.http.ollama_route import ollama_routes
 from guard.http.openai_http import (
     KEEPALIVE,
-    OpenAICall,
     openai_pass_on,
-    openai_unreachable,
 )
 from guard.http.responses_route import responses_routes
 from guard.http.upstream import (
@@ -67,7 +65,7 @@ def create_app(settings: GuardSettings) -> Starlette:
         await session.close()
 
     async def chat(request: Request) -> Response:
-        return await guarded(request, settings, session, _Call, openai_unreachable)
+        return await guarded(request, settings, session, CHAT_COMPLETIONS, KEEPALIVE)
 
     async def other(request: Request) -> Response:
         return await openai_pass_on(session(), upstream, request, await request.body())
@@ -89,10 +87,3 @@ def create_app(settings: GuardSettings) -> Starlette:
         hosts=settings.hosts,
     )
     return app
-
-
-class _Call(OpenAICall):
-    """One chat completion request through the guardrail (guard.wire.apis.CHAT_COMPLETIONS)."""
-
-    api = CHAT_COMPLETIONS
-    keepalive = KEEPALIVE

@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -125,13 +126,10 @@ class UpstreamSession:
 
 
 class GuardedCall:
-    """One guarded request: its upstream requests, the counts for its log, the log line, and
-    the I/O of the flow every API follows (`guard.relay`); a route says its API (`api`),
-    its error shape (`error`) and what the client gets during an upstream silence
-    (`keepalive`)."""
-
-    api: Api  # the API the route speaks (guard.wire.apis)
-    keepalive: bytes | None = None  # None: a silent upstream is waited for without a word
+    """One guarded request: its upstream requests, the log line, and the I/O of the flow
+    every API follows (`guard.relay`), for the API `api` (guard.wire.apis: its guards, its
+    recovery, its error shape); `keepalive` is what the client gets during an upstream
+    silence (None: the silence is waited through without a word)."""
 
     def __init__(
         self,
@@ -139,8 +137,12 @@ class GuardedCall:
         url: str,
         headers: dict[str, str],
         settings: GuardSettings,
+        *,
+        api: Api,
+        keepalive: bytes | None = None,
     ) -> None:
         self.session, self.url, self.headers, self.settings = session, url, headers, settings
+        self.api, self.keepalive = api, keepalive
         self.request_id = headers.get(REQUEST_ID, "-")  # for the log line
         self.started = time.perf_counter()
         self.tally = Tally()
@@ -369,11 +371,17 @@ class GuardedCall:
         except AnswerTooLarge as exc:
             return self.error(502, str(exc))
 
-    # --- what each route says -------------------------------------------------------------
-
     def error(self, status: int, message: str, code: str | None = None) -> Response:
-        """The route's error answer (`code`: a machine-readable code, where its shape has one)."""
-        raise NotImplementedError
+        """The API's own error answer (`code`: a machine-readable code, where its shape has
+        one)."""
+        return api_error(self.api, status, message, code)
+
+
+def api_error(api: Api, status: int, message: str, code: str | None = None) -> Response:
+    """An error answer of the guard's own, in `api`'s shape."""
+    return Response(
+        api.error_body(status, message, code), status_code=status, media_type="application/json"
+    )
 
 
 async def next_piece(response: aiohttp.ClientResponse, silence_s: float) -> bytes | None:
@@ -393,23 +401,28 @@ async def guarded(
     request: Request,
     settings: GuardSettings,
     session: UpstreamSession,
-    call: Callable[[Pool, str, dict[str, str], GuardSettings], GuardedCall],
-    unreachable: Callable[[], Response],
+    api: Api,
+    keepalive: bytes | None = None,
 ) -> Response:
-    """A guarded route's answer to `request`: `call(pool, url, headers, settings)`'s, the
-    upstream's answer asked for uncompressed. A body that is not a JSON object (not JSON,
-    nested past the parser's limit, an array) is not ours to judge: it is passed on as it is
-    (`unreachable`: the answer when the upstream cannot be reached, in the route's shape)."""
+    """A guarded route's answer to `request` in `api`: a `GuardedCall`'s, the upstream's
+    answer asked for uncompressed. A body that is not a JSON object (not JSON, nested past
+    the parser's limit, an array) is not ours to judge: it is passed on as it is."""
     upstream = settings.upstream.rstrip("/")
     raw = await request.body()
     body = parse_object(raw)
     if body is None:
-        return await pass_on(session(), upstream, request, raw, unreachable)
+        return await pass_on(session(), upstream, request, raw, unreachable(api))
     headers = upstream_headers(request, accept_encoding="identity")
     headers = {k: v for k, v in headers.items() if k.lower() != REQUEST_ID.lower()}
     headers[REQUEST_ID] = request_id(request.headers.get(REQUEST_ID))
     url = f"{upstream}{request.url.path}"
-    return await call(session(), url, headers, settings).answer(body)
+    call = GuardedCall(session(), url, headers, settings, api=api, keepalive=keepalive)
+    return await call.answer(body)
+
+
+def unreachable(api: Api) -> Callable[[], Response]:
+    """The answer when the upstream cannot be reached, in `api`'s shape: a 502."""
+    return partial(api_error, api, 502, UNREACHABLE)
 
 
 def upstream_headers(request: Request, *, accept_encoding: str | None = None) -> dict[str, str]:
