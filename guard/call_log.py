@@ -11,8 +11,13 @@ server's own records.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 import uuid
+
+from guard.relay import Tally
+from guardrail.policy import strip_warning
 
 REQUEST_ID = "X-Request-Id"
 PLAIN_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -44,4 +49,36 @@ def call_line(
         f"guard: {route} status={status}{f' {cause}' if cause else ''}"
         f" stream={str(stream).lower()} retries={retries} total_ms={total_ms}"
         f" scaffold_stripped={stripped} profiles={profiles} request_id={request_id}"
+    )
+
+
+def log_call(
+    logger: logging.Logger,
+    route: str,
+    tally: Tally,
+    *,
+    status: int,
+    cause: str,
+    stream: bool,
+    started: float,
+    profiles: str,
+    request_id: str,
+) -> None:
+    """A guarded request's lines on `logger`: a warning for each reply that had markup (its
+    round, count and first span), then its `call_line` (INFO); `started` is when the request
+    came (`time.perf_counter()`)."""
+    for round_number, stripped, span in tally.spans:
+        logger.warning(strip_warning(stripped, round_number, span))
+    logger.info(
+        call_line(
+            route,
+            status=status,
+            cause=cause,
+            stream=stream,
+            retries=tally.recoveries,
+            total_ms=round((time.perf_counter() - started) * 1000),
+            stripped=tally.stripped,
+            profiles=profiles,
+            request_id=request_id,
+        )
     )

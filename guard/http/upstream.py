@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from guard import relay
-from guard.call_log import REQUEST_ID, call_line, request_id
+from guard.call_log import REQUEST_ID, log_call, request_id
 from guard.relay import (
     Emit,
     Fault,
@@ -65,7 +65,6 @@ from guard.wire.api import Api
 from guard.wire.faults import BOUNDS_BROKEN, CUT_OFF, UNREACHABLE
 from guardrail.model_profiles import AUTO, ProfileChoice
 from guardrail.patterns import Registry
-from guardrail.policy import strip_warning
 from servekit.allowed_hosts import HostPolicy
 from servekit.hop_by_hop import end_to_end
 from servekit.json_codec import parse_object
@@ -178,21 +177,16 @@ class GuardedCall:
         if self.logged:
             return
         self.logged = True
-        for round_number, stripped, span in self.tally.spans:
-            log.warning(strip_warning(stripped, round_number, span))
-        total_ms = round((time.perf_counter() - self.started) * 1000)
-        log.info(
-            call_line(
-                self.api.name,
-                status=self.status,
-                cause=self.cause,
-                stream=stream,
-                retries=self.tally.recoveries,
-                total_ms=total_ms,
-                stripped=self.tally.stripped,
-                profiles=self.settings.profiles.describe(self.model),
-                request_id=self.request_id,
-            )
+        log_call(
+            log,
+            self.api.name,
+            self.tally,
+            status=self.status,
+            cause=self.cause,
+            stream=stream,
+            started=self.started,
+            profiles=self.settings.profiles.describe(self.model),
+            request_id=self.request_id,
         )
 
     # --- the flow every route follows -------------------------------------------------------

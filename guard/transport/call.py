@@ -18,14 +18,13 @@ from typing import Any
 
 import httpx
 
-from guard.call_log import REQUEST_ID, call_line, request_id
+from guard.call_log import REQUEST_ID, log_call, request_id
 from guard.relay import Answer, Refused, Reply, Tally, Whole
 from guard.transport.libraries import Http, http_for
 from guard.wire.api import Api
 from guard.wire.apis import api_for
 from guard.wire.faults import CUT_OFF
 from guardrail.model_profiles import ProfileChoice, parse_profiles
-from guardrail.policy import strip_warning
 from servekit.json_codec import parse_object
 
 log = logging.getLogger("guard.transport")
@@ -143,20 +142,16 @@ class GuardedCall:
         if self.logged:
             return
         self.logged = True
-        for round_number, stripped, span in self.tally.spans:
-            log.warning(strip_warning(stripped, round_number, span))
-        log.info(
-            call_line(
-                self.api.name,
-                status=self.status,
-                cause=self.cause,
-                stream=stream,
-                retries=self.tally.recoveries,
-                total_ms=round((time.perf_counter() - self.started) * 1000),
-                stripped=self.tally.stripped,
-                profiles=self.profiles.describe(self.body.get("model")),
-                request_id=self.headers[REQUEST_ID],
-            )
+        log_call(
+            log,
+            self.api.name,
+            self.tally,
+            status=self.status,
+            cause=self.cause,
+            stream=stream,
+            started=self.started,
+            profiles=self.profiles.describe(self.body.get("model")),
+            request_id=self.headers[REQUEST_ID],
         )
 
 

@@ -107,12 +107,19 @@ def responses_failure(guard: EventGuard, message: str, status: int) -> bytes:
     return b"".join(guard.fail(message, f"upstream_{status}", failed_code))
 
 
-def _responses_round(
-    registry: Registry, body: dict[str, Any], follows: StreamRound | None
-) -> EventRound:
-    first = follows.guard if isinstance(follows, EventRound) else None
-    assert first is None or isinstance(first, ResponsesStreamGuard)
-    return EventRound(ResponsesStreamGuard(registry, follows=first), responses_failure)
+def event_round(
+    kind: Callable[..., EventGuard], failure: Callable[[EventGuard, str, int], bytes]
+) -> Callable[[Registry, dict[str, Any], StreamRound | None], EventRound]:
+    """The rounds of a typed-event API whose stream guard is `kind`."""
+
+    def stream_round(
+        registry: Registry, body: dict[str, Any], follows: StreamRound | None
+    ) -> EventRound:
+        del body  # the events say all a guard needs
+        first = follows.guard if isinstance(follows, EventRound) else None
+        return EventRound(kind(registry, follows=first), failure)
+
+    return stream_round
 
 
 RESPONSES = Api(
@@ -120,7 +127,7 @@ RESPONSES = Api(
     framing="sse",
     owns=post_to("responses"),
     streams=asks_for_stream,
-    stream_round=_responses_round,
+    stream_round=event_round(ResponsesStreamGuard, responses_failure),
     whole_guard=lambda registry, _body, follows: ResponseGuard(registry, follows=follows),
     recovery_body=responses_recovery_body,
     error_body=error_json,
@@ -134,14 +141,6 @@ def messages_failure(guard: EventGuard, message: str, status: int) -> bytes:
     """The Messages stream's in-band failure: Anthropic's `error` event."""
     assert isinstance(guard, MessagesStreamGuard)
     return b"".join(guard.fail(message, status))
-
-
-def _messages_round(
-    registry: Registry, body: dict[str, Any], follows: StreamRound | None
-) -> EventRound:
-    first = follows.guard if isinstance(follows, EventRound) else None
-    assert first is None or isinstance(first, MessagesStreamGuard)
-    return EventRound(MessagesStreamGuard(registry, follows=first), messages_failure)
 
 
 def _anthropic_error(status: int, message: str, code: str | None) -> bytes:
@@ -158,7 +157,7 @@ MESSAGES = Api(
     framing="sse",
     owns=_owns_messages,
     streams=asks_for_stream,
-    stream_round=_messages_round,
+    stream_round=event_round(MessagesStreamGuard, messages_failure),
     whole_guard=lambda registry, _body, follows: MessageGuard(registry, follows=follows),
     recovery_body=messages_recovery_body,
     error_body=_anthropic_error,

@@ -25,6 +25,8 @@ from servekit.sse import SseEvent
 
 
 class _Counted(Protocol):
+    recovering: bool
+
     @property
     def stripped_chars(self) -> int: ...
 
@@ -36,9 +38,13 @@ C = TypeVar("C", bound=_Counted)
 
 
 class _Tallied(Generic[C]):
-    """A round's counts, read from its guard."""
+    """A round's counts and recovery, read from its guard."""
 
     guard: C
+
+    @property
+    def recovering(self) -> bool:
+        return self.guard.recovering
 
     @property
     def stripped_chars(self) -> int:
@@ -53,10 +59,6 @@ class _Tallied(Generic[C]):
 class ChatRound(_Tallied[StreamGuard]):
     guard: StreamGuard
     done: bool = False
-
-    @property
-    def recovering(self) -> bool:
-        return self.guard.recovering
 
     @property
     def settled(self) -> bool:
@@ -86,7 +88,6 @@ class ChatRound(_Tallied[StreamGuard]):
 class EventGuard(_Counted, Protocol):
     """The guard of a typed-event stream (guard.wire.responses_stream and messages_stream)."""
 
-    recovering: bool
     ended: bool
 
     def event(self, event: SseEvent, /) -> list[bytes]: ...
@@ -99,10 +100,6 @@ class EventRound(_Tallied["EventGuard"]):
     guard: EventGuard
     failure: Callable[[EventGuard, str, int], bytes]  # the API's in-band error
     done: bool = False  # read to the end of the body
-
-    @property
-    def recovering(self) -> bool:
-        return self.guard.recovering
 
     @property
     def settled(self) -> bool:
@@ -128,10 +125,6 @@ class NdjsonRound(_Tallied[OllamaStreamGuard]):
     guard: OllamaStreamGuard
     cut: str = CUT_OFF  # what the error line says when the body ends before its done line
     done: bool = False  # read to the end of the body
-
-    @property
-    def recovering(self) -> bool:
-        return self.guard.recovering
 
     @property
     def settled(self) -> bool:
