@@ -1,5 +1,8 @@
 """`GuardTransport`: the guard in-process for an httpx (or httpx2) client.
 
+Generated from guard/transport/async_transport.py by scripts/unasync_transport.py:
+edit that module and run the script, never this file.
+
 The transport opens the upstream answer; a stream's flow (`guard.relay.streamed`) runs as
 the client reads `GuardedStream`, a whole answer's (`guard.relay.whole`) before the
 transport returns. Either does its recovery through the wrapped transport.
@@ -59,7 +62,7 @@ class GuardTransport(SyncBase):
             return call.error(opened.status, opened.message)
         if opened.status_code >= 300:
             call.log(stream=call.streams)
-            return opened
+            return opened  # passed on as it is: the SDK's retry rules apply
         if call.streams:
             stream = _stream_class(call.http)(self, call, opened)
             error = call.api.first_error
@@ -87,6 +90,8 @@ class GuardTransport(SyncBase):
     def _open(
         self, call: GuardedCall, body: dict[str, Any] | None = None
     ) -> httpx.Response | Refused:
+        """The upstream's answer to the call's request (`body`: the recovery's), its body
+        unread; a refusal when there is none to read."""
         try:
             response = self._inner(call.http).handle_request(call.upstream_request(body))
         except call.http.errors as exc:
@@ -99,6 +104,7 @@ class GuardTransport(SyncBase):
         return response
 
     def _read(self, call: GuardedCall, response: httpx.Response) -> bytes | None:
+        """A whole body (None when the upstream cut it or it is past the bound)."""
         parts: list[bytes] = []
         size = 0
         try:
@@ -131,6 +137,7 @@ class GuardTransport(SyncBase):
         return call.answer(answer, last)
 
     def recovery_stream(self, call: GuardedCall, body: dict[str, Any]) -> httpx.Response | Refused:
+        """The recovery's upstream stream, open; or why there is none to read."""
         opened = self._open(call, body)
         if isinstance(opened, Refused) and opened.message == UNREACHABLE:
             return Refused(502, CUT_OFF)  # the stream began: to its client, the reply was cut
@@ -141,7 +148,9 @@ class GuardTransport(SyncBase):
 
 
 class GuardedStream(httpx.SyncByteStream):
-    """`AsyncGuardedStream`, sync."""
+    """The client's stream: the flow's output, its upstream reads and recovery done here.
+    It is read once (an SDK that drains a body it read gets nothing more); `head` reads its
+    first bytes ahead, for an API whose stream may open with an error (`Api.first_error`)."""
 
     def __init__(self, transport: GuardTransport, call: GuardedCall, first: httpx.Response) -> None:
         self._transport, self._call, self._response = transport, call, first
@@ -151,6 +160,7 @@ class GuardedStream(httpx.SyncByteStream):
         self._taken = False
 
     def head(self) -> bytes:
+        """The stream's first bytes (b"": it had none), read ahead."""
         self._head = next(self._out, b"")
         return self._head
 
@@ -162,7 +172,8 @@ class GuardedStream(httpx.SyncByteStream):
             if not self._head:
                 return
             yield self._head
-        yield from self._out
+        for data in self._out:
+            yield data
 
     def close(self) -> None:
         self._out.close()
