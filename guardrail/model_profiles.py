@@ -32,8 +32,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "hermes": "look-alike",  # <tool_call>
     "qwen3-coder": "look-alike",  # <function=
     "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
-    "mistral-args": "special",  # [TOOL_CALLS]name[ARGS]{...}: control tokens around a name
-    "mistral": "look-alike",  # [TOOL_CALLS] before JSON, which prose about it writes too
+    "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary

@@ -42,7 +42,7 @@ FAMILY_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gem
 """The mock's family flows: each plays one model family's own leak shape (G13)."""
 SPECIAL_FLOWS = ("deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "gemma-tool-call",
                  "kimi-k3-tools", "harmony-messages", "deepseek-v3-call", "llama-python-tag",
-                 "kimi-k2-section", "mistral-call-then-prose")  # fmt: skip
+                 "kimi-k2-section")  # fmt: skip
 """The family flows whose markup is special tokens, stripped for every model."""
 LOOKALIKE_FLOWS = (*(f for f in FAMILY_FLOWS if f not in SPECIAL_FLOWS), "echo-call")
 """The flows whose markup is text for some models (G15): the family flows that state an

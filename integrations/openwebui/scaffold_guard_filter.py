@@ -351,11 +351,8 @@ GLM's name right after the tag, then its first `<arg_key>` (or the end, with no 
 Prose such as `<tool_call> and </tool_call>` fits none of them."""
 JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 """A JSON object or array, after at most a few blanks."""
-MISTRAL_TOKENS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"))
-"""The control tokens after the function name in a Mistral v11+ call: its arguments', or
-first its id's. No prose writes `[TOOL_CALLS]name[ARGS]`, whatever the model's name."""
-MISTRAL_ARGS = alt(MISTRAL_TOKENS, Lit("{"))
-"""What follows the function name in a Mistral call: those tokens, or its JSON arguments."""
+MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
+"""What follows the function name in a Mistral v11+ call: its arguments, or first its id."""
 
 HARMONY_RECIPIENT = seq(
     NAME,
@@ -594,18 +591,6 @@ PROFILES: dict[str, Registry] = {
     ),
     "function-tag": (FUNCTION_JSON_TAG, FUNCTION_NAME_TAG),
     "qwen3-coder": (FUNCTION_TAG,),  # after the two above: its `<function=` is the wider one
-    "mistral-args": (
-        Pattern(
-            "mistral-args-tool-call",
-            "json_value",
-            "[TOOL_CALLS]",
-            special=False,
-            hint=seq(SPACE, NAME, SPACE, MISTRAL_TOKENS),
-            skips=("[ARGS]", "[CALL_ID]"),
-            source=f"{_VLLM}mistral_tool_parser.py and its tests (v11+ tokenizers: the name,"
-            " then `[ARGS]` or `[CALL_ID]`); llama.cpp tests/test-chat.cpp (Mistral Small 3.2)",
-        ),
-    ),
     "mistral": (
         Pattern(
             "mistral-tool-calls",
@@ -980,8 +965,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "hermes": "look-alike",  # <tool_call>
     "qwen3-coder": "look-alike",  # <function=
     "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
-    "mistral-args": "special",  # [TOOL_CALLS]name[ARGS]{...}: control tokens around a name
-    "mistral": "look-alike",  # [TOOL_CALLS] before JSON, which prose about it writes too
+    "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary

@@ -215,10 +215,22 @@ def json_body(text: str, after: int, pattern: Pattern) -> bool:
 def json_end(text: str, after: int, pattern: Pattern) -> tuple[int | None, int]:
     """Where a JSON body from `after` ends (after an end marker outside a string; a
     json_value body after the close of its first object or list), or None; and where its
-    last token was read (a partial end marker or skip is not read)."""
+    last token was read: outside a string, nothing from the earliest tail that may begin an
+    end marker or a skip is read (it is read whole with what comes next)."""
     words = sorted((*pattern.ends, *pattern.skips), key=len, reverse=True)
-    depth, i, read = 0, after, after
+
+    def hold_from(at: int) -> int:
+        tails = (
+            k
+            for k in range(at, len(text))
+            if any(w.startswith(text[k:]) and w != text[k:] for w in words)
+        )
+        return next(tails, len(text))
+
+    depth, i, read, hold = 0, after, after, hold_from(after)
     while i < len(text):
+        if i >= hold:
+            return None, hold  # a split end marker or skip may begin there
         word = next((w for w in words if text.startswith(w, i)), None)
         if word is not None:
             i = read = i + len(word)
@@ -229,8 +241,6 @@ def json_end(text: str, after: int, pattern: Pattern) -> tuple[int | None, int]:
         if char not in '{}[]"\\':
             i += 1
             continue
-        if any(w.startswith(text[i:]) for w in words):
-            return None, i  # a split end marker or skip may begin here
         if char in "{[":
             depth += 1
         elif char in "}]" and depth:
@@ -243,6 +253,8 @@ def json_end(text: str, after: int, pattern: Pattern) -> tuple[int | None, int]:
                 i += 2 if text[i] == "\\" else 1
             if i >= len(text):
                 return None, len(text)
+            if i + 1 > hold:  # the string ran past what looked like a marker's start
+                hold = hold_from(i + 1)
         i = read = i + 1
     return None, read
 

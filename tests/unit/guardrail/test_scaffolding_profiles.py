@@ -312,15 +312,10 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "x<|tool▁calls|><|tool▁call▁begin|>f<|tool▁sep|>{}<|tool▁call▁end|><｜tool▁calls▁end｜>y",
         "xy",
     ),
-    (  # vllm test_mistral_tool_parser.py (v11+): control tokens around a name (every name's)
-        "mistral-args-tool-call", "mistral-args",
+    (  # vllm test_mistral_tool_parser.py (v11+): a control token quoted in an argument is data
+        "mistral-tool-calls", "mistral",
         'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "[ARGS] Tokyo"}\n\nIt is sunny.',
         "Sure.\n\nIt is sunny.",
-    ),
-    (
-        "mistral-args-tool-call", "mistral-args",
-        'Calling.[TOOL_CALLS]special_function[CALL_ID]123456789[ARGS]{"arg1": 1} Done.',
-        "Calling. Done.",
     ),
     (  # sglang harmony_parser.py TextStrategy: the final header's residue opening the reply
         "harmony-final-residue", "harmony-residue",
@@ -764,6 +759,13 @@ def test_a_call_object_in_a_fence_or_after_prose_stays_text_for_a_hermes_name(te
     calls; the filter keeps them, as an answer about tool calling shows them (G7)."""
     for size in (1, 7, len(text)):
         assert run(chunked(text, size), QWEN)[0] == text, size
+
+
+def test_a_mistral_call_under_a_name_of_no_family_is_shown():
+    """docs/contract.md, "Deliberate limits": `[TOOL_CALLS]name[ARGS]` for Mistral names."""
+    text = 'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
+    assert run(chunked(text, 7), auto_registry("my-local-model"))[0] == text
+    assert run(chunked(text, 7), auto_registry("mistral-small"))[0] == "Sure."
 
 
 def test_a_tool_code_fence_stays_text_for_a_gemma_name():

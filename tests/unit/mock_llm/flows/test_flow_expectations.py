@@ -86,7 +86,7 @@ RESIDUE_REASONING = re.compile(
 """The same with its tokens dropped by the server: reasoning for a gpt-oss model only."""
 SPECIAL_FLOWS = {"deepseek-dsml", "deepseek-dsml-bars", "deepseek-dsml-v41", "kimi-k3-tools",
                  "gemma-tool-call", "harmony-messages", "deepseek-v3-call", "llama-python-tag",
-                 "kimi-k2-section", "mistral-call-then-prose"}  # fmt: skip
+                 "kimi-k2-section"}  # fmt: skip
 """Family flows whose markup is special tokens: stripped whatever the model, so they state
 no `elsewhere`."""
 FAMILY_FLOWS = {
