@@ -9,21 +9,21 @@ first answer is text reaches the framework as its `expect` block says, streamed 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import httpx2
 import openai
 import pytest
-from langchain_openai import ChatOpenAI
-from pydantic_ai import Agent
-from pydantic_ai.exceptions import ModelAPIError
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from guard.transport import AsyncGuardTransport, GuardTransport
 from guardrail.policy import MALFORMED_REPLY
 
 from ...support.deadlines import DEADLINE_S
 from ..helpers.played_flows import FLOWS, SAMPLED, shown_for
+
+if TYPE_CHECKING:  # the frameworks load in the tests that use them, not at collection (2-3 s)
+    from langchain_openai import ChatOpenAI
+    from pydantic_ai import Agent
 
 ANSWERING = [n for n in SAMPLED if not FLOWS[n].steps[0].tool_calls]
 
@@ -34,6 +34,8 @@ def question(flow: str, key: str) -> str:
 
 @pytest.fixture
 async def chat(mock_url: str) -> AsyncIterator[ChatOpenAI]:
+    from langchain_openai import ChatOpenAI
+
     async with httpx2.AsyncClient(transport=AsyncGuardTransport()) as http:
         yield ChatOpenAI(
             model="m",
@@ -47,6 +49,8 @@ async def chat(mock_url: str) -> AsyncIterator[ChatOpenAI]:
 
 @pytest.fixture
 def chat_sync(mock_url: str) -> Iterator[ChatOpenAI]:
+    from langchain_openai import ChatOpenAI
+
     with httpx2.Client(transport=GuardTransport()) as http:
         yield ChatOpenAI(
             model="m",
@@ -60,6 +64,10 @@ def chat_sync(mock_url: str) -> Iterator[ChatOpenAI]:
 
 @pytest.fixture
 async def agent(mock_url: str) -> AsyncIterator[Agent[None, str]]:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     async with httpx2.AsyncClient(transport=AsyncGuardTransport()) as http:
         provider = OpenAIProvider(base_url=f"{mock_url}/v1", api_key="k", http_client=http)
         yield Agent(OpenAIChatModel("m", provider=provider))
@@ -101,6 +109,8 @@ async def agent_text(agent: Agent[None, str], name: str, key: str, stream: bool)
 async def test_pydantic_ai_gets_each_flow_as_its_expect_block_says(
     agent: Agent[None, str], key: str, name: str, stream: bool
 ):
+    from pydantic_ai.exceptions import ModelAPIError
+
     expected = shown_for(name)
     if expected is None:
         with pytest.raises(ModelAPIError, match=MALFORMED_REPLY):
