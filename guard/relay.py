@@ -120,20 +120,21 @@ class Answer:
 
 @dataclass
 class Tally:
-    """One request's counts, for its log line (G10): what each round stripped, the first
-    span, the recoveries, and whether the stream ended in a failure."""
+    """One request's counts, for its log line (G10): each round that stripped something
+    (its number, the characters, its first span), the recoveries, and whether the stream
+    ended in a failure."""
 
-    stripped: int = 0
     recoveries: int = 0
-    first_span: str = ""
     spans: list[tuple[int, int, str]] = field(default_factory=list[tuple[int, int, str]])
     failed: bool = False
     settled: bool = False  # the flow said Settle
 
+    @property
+    def stripped(self) -> int:
+        return sum(stripped for _, stripped, _ in self.spans)
+
     def count(self, stripped: int, first_span: str, round_number: int) -> None:
         if stripped:
-            self.stripped += stripped
-            self.first_span = self.first_span or first_span
             self.spans.append((round_number, stripped, first_span))
 
 

@@ -30,7 +30,7 @@ from guard.relay import (
     streamed,
     whole,
 )
-from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, guarded, profile_choice
+from guard.transport.call import MAX_ANSWER_BYTES, TransportCall, guarded, profile_choice
 from guard.transport.libraries import AsyncBase, Http, bases, http_for
 from guard.wire.faults import CUT_OFF, UNREACHABLE
 from guardrail.model_profiles import AUTO, ProfileChoice
@@ -88,7 +88,7 @@ class AsyncGuardTransport(AsyncBase):
         return self._defaults[http]
 
     async def _open(
-        self, call: GuardedCall, body: dict[str, Any] | None = None
+        self, call: TransportCall, body: dict[str, Any] | None = None
     ) -> httpx.Response | Refused:
         """The upstream's answer to the call's request (`body`: the recovery's), its body
         unread; a refusal when there is none to read."""
@@ -105,7 +105,7 @@ class AsyncGuardTransport(AsyncBase):
             return refused
         return response
 
-    async def _read(self, call: GuardedCall, response: httpx.Response) -> bytes | None:
+    async def _read(self, call: TransportCall, response: httpx.Response) -> bytes | None:
         """A whole body (None when the upstream cut it or it is past the bound)."""
         parts: list[bytes] = []
         size = 0
@@ -121,7 +121,7 @@ class AsyncGuardTransport(AsyncBase):
             await response.aclose()
         return b"".join(parts)
 
-    async def _whole(self, call: GuardedCall, first: httpx.Response) -> httpx.Response:
+    async def _whole(self, call: TransportCall, first: httpx.Response) -> httpx.Response:
         raw = await self._read(call, first)
         if raw is None:
             return call.error(502, CUT_OFF)
@@ -139,7 +139,7 @@ class AsyncGuardTransport(AsyncBase):
         return call.answer(answer, last)
 
     async def recovery_stream(
-        self, call: GuardedCall, body: dict[str, Any]
+        self, call: TransportCall, body: dict[str, Any]
     ) -> httpx.Response | Refused:
         """The recovery's upstream stream, open; or why there is none to read."""
         opened = await self._open(call, body)
@@ -157,7 +157,7 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
     first bytes ahead, for an API whose stream may open with an error (`Api.first_error`)."""
 
     def __init__(
-        self, transport: AsyncGuardTransport, call: GuardedCall, first: httpx.Response
+        self, transport: AsyncGuardTransport, call: TransportCall, first: httpx.Response
     ) -> None:
         self._transport, self._call, self._response = transport, call, first
         self._flow = streamed(call.api, call.registry, call.body, call.tally)

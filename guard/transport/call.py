@@ -42,7 +42,7 @@ def profile_choice(profiles: ProfileChoice | str) -> ProfileChoice:
 
 
 @dataclass
-class GuardedCall:
+class TransportCall:
     """One guarded request: the API it speaks, its body, its upstream requests, its log."""
 
     api: Api
@@ -155,11 +155,11 @@ class GuardedCall:
         )
 
 
-def guarded(request: httpx.Request, profiles: ProfileChoice) -> GuardedCall | None:
+def guarded(request: httpx.Request, profiles: ProfileChoice) -> TransportCall | None:
     """The guarded call `request` starts, or None when it is not the guard's to judge (an
     API the guard does not guard, a body that is not a JSON object): passed on as it is."""
     api = api_for(request.method, request.url.path)
     if api is None:
         return None
     body = parse_object(request.content)
-    return None if body is None else GuardedCall(api, request, body, profiles, http_for(request))
+    return None if body is None else TransportCall(api, request, body, profiles, http_for(request))

@@ -30,7 +30,7 @@ from guard.relay import (
     streamed,
     whole,
 )
-from guard.transport.call import MAX_ANSWER_BYTES, GuardedCall, guarded, profile_choice
+from guard.transport.call import MAX_ANSWER_BYTES, TransportCall, guarded, profile_choice
 from guard.transport.libraries import Http, SyncBase, bases, http_for
 from guard.wire.faults import CUT_OFF, UNREACHABLE
 from guardrail.model_profiles import AUTO, ProfileChoice
@@ -88,7 +88,7 @@ class GuardTransport(SyncBase):
         return self._defaults[http]
 
     def _open(
-        self, call: GuardedCall, body: dict[str, Any] | None = None
+        self, call: TransportCall, body: dict[str, Any] | None = None
     ) -> httpx.Response | Refused:
         """The upstream's answer to the call's request (`body`: the recovery's), its body
         unread; a refusal when there is none to read."""
@@ -103,7 +103,7 @@ class GuardTransport(SyncBase):
             return refused
         return response
 
-    def _read(self, call: GuardedCall, response: httpx.Response) -> bytes | None:
+    def _read(self, call: TransportCall, response: httpx.Response) -> bytes | None:
         """A whole body (None when the upstream cut it or it is past the bound)."""
         parts: list[bytes] = []
         size = 0
@@ -119,7 +119,7 @@ class GuardTransport(SyncBase):
             response.close()
         return b"".join(parts)
 
-    def _whole(self, call: GuardedCall, first: httpx.Response) -> httpx.Response:
+    def _whole(self, call: TransportCall, first: httpx.Response) -> httpx.Response:
         raw = self._read(call, first)
         if raw is None:
             return call.error(502, CUT_OFF)
@@ -136,7 +136,9 @@ class GuardTransport(SyncBase):
             effect, answer = step(flow, reply)
         return call.answer(answer, last)
 
-    def recovery_stream(self, call: GuardedCall, body: dict[str, Any]) -> httpx.Response | Refused:
+    def recovery_stream(
+        self, call: TransportCall, body: dict[str, Any]
+    ) -> httpx.Response | Refused:
         """The recovery's upstream stream, open; or why there is none to read."""
         opened = self._open(call, body)
         if isinstance(opened, Refused) and opened.message == UNREACHABLE:
@@ -152,7 +154,9 @@ class GuardedStream(httpx.SyncByteStream):
     It is read once (an SDK that drains a body it read gets nothing more); `head` reads its
     first bytes ahead, for an API whose stream may open with an error (`Api.first_error`)."""
 
-    def __init__(self, transport: GuardTransport, call: GuardedCall, first: httpx.Response) -> None:
+    def __init__(
+        self, transport: GuardTransport, call: TransportCall, first: httpx.Response
+    ) -> None:
         self._transport, self._call, self._response = transport, call, first
         self._flow = streamed(call.api, call.registry, call.body, call.tally)
         self._out = self._run()
