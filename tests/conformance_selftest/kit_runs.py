@@ -25,7 +25,6 @@ kit's default (traces of failures, with DOM snapshots).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -40,7 +39,7 @@ import pytest
 from conformance.oracle.clauses import BY_ID, LOOKALIKE_FLOWS, SPECIAL_FLOWS
 from mock_llm.flows.catalog import builtin_flows
 
-from ..support.processes import child_env
+from ..support.processes import UNUSED_DEV_PLUGINS, child_env, plugins_off
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT_DEADLINE_S = 600.0
@@ -125,8 +124,7 @@ def kit_command(*args: str) -> list[str]:
     """The kit's command line, with G11's load-proof slack (STOP_SLACK)."""
     command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q", *STOP_SLACK]
     command += ["-p", "no:cacheprovider", "-p", "no:randomly"]
-    if importlib.util.find_spec("xdist") is not None:
-        command += ["-n", "0"]
+    command += plugins_off((*UNUSED_DEV_PLUGINS, "xdist"))
     return [*command, *args]
 
 

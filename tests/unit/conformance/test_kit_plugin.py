@@ -25,14 +25,17 @@ from conformance.browser.session import DEFAULT_CHROMIUM
 from conformance.oracle.clauses import BY_ID
 
 from ...support.deadlines import DEADLINE_S
+from ...support.processes import plugins_off
 
 pytestmark = pytest.mark.timeout(DEADLINE_S)
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = ROOT / "tests" / "fixtures" / "cases" / "lfm2-leak.yaml"
-QUIET = ("-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:playwright")
-"""Every inner run: no cache folder, no pytest-asyncio (its unset-loop-scope warning) and no
-pytest-playwright (its soft-assertion scope, global, cannot nest in the outer run's)."""
+QUIET = ("-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:playwright", *plugins_off())
+"""Every inner run: no cache folder, no pytest-asyncio (its unset-loop-scope warning), no
+pytest-playwright (its soft-assertion scope, global, cannot nest in the outer run's) and none
+of the dev environment's unused plugins (pytester restores sys.modules after each inner run,
+so each would import them again)."""
 
 MARKED = """
 import pytest
