@@ -203,3 +203,29 @@ async def test_an_upstream_it_cannot_reach_is_a_502_in_the_apis_own_shape():
             with pytest.raises(openai.InternalServerError, match="could not be reached") as caught:
                 await client.chat.completions.create(model="m", messages=ask("clean", "k"))
     assert caught.value.status_code == 502
+
+
+LEAK = "Backups run nightly. <|tool_call_start|>[read(path='/homelab/b.md')]<|tool_call_end|>"
+
+
+def leaking_model(request: httpx.Request) -> httpx.Response:
+    """A model server as a test double: httpx.MockTransport reads this body before it
+    returns the response, so no stream of it is left to read."""
+    if b'"stream": true' in request.content or b'"stream":true' in request.content:
+        chunk = {"choices": [{"index": 0, "delta": {"content": LEAK}, "finish_reason": None}]}
+        body = f"data: {httpx.Response(200, json=chunk).text}\n\ndata: [DONE]\n\n"
+        return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+    message = {"role": "assistant", "content": LEAK}
+    return httpx.Response(200, json={"choices": [{"index": 0, "message": message}]})
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_wrapped_mock_transport_whose_body_is_already_read_is_guarded(stream: bool):
+    """Regression: the body httpx.MockTransport had read raised StreamConsumed, which the
+    transport took for a cut answer (a 502 "The model's reply was cut off.")."""
+    body = {"model": "lfm2-1.2b", "messages": [{"role": "user", "content": "?"}], "stream": stream}
+    with httpx.Client(transport=GuardTransport(httpx.MockTransport(leaking_model))) as client:
+        reply = client.post("http://model.invalid/v1/chat/completions", json=body)
+    assert reply.status_code == 200, reply.text
+    assert "Backups run nightly." in reply.text
+    assert "tool_call" not in reply.text
