@@ -3,8 +3,8 @@
 The pinned isolated venv and the way it is started are the third-party suite's
 (tests/thirdparty/venvs.py, tests/thirdparty/litellm_proxy.py), imported from there so the
 two never drift: LiteLLM is never a dependency of this project. The config is the shipped
-example's model (integrations/litellm/config.yaml) pointed at the upstream and named as the
-benchmark's requests name it, without the guardrail: LiteLLM only passes the streams on.
+example's model (scaffold_guard/integrations/litellm/config.yaml) pointed at the upstream and named
+as the benchmark's requests name it, without the guardrail: LiteLLM only passes the streams on.
 A venv that cannot be built raises (`LiteLLMUnavailable`): the benchmark says so and fails.
 """
 

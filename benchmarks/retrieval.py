@@ -18,10 +18,10 @@ from pathlib import Path
 
 from verdicts import exit_status, verdict
 
-from app.config import BUNDLED_NOTES
-from app.rag.grounding import sources
-from app.rag.index import NotesIndex
-from app.rag.query import query_terms
+from scaffold_guard.app.config import BUNDLED_NOTES
+from scaffold_guard.app.rag.grounding import sources
+from scaffold_guard.app.rag.index import NotesIndex
+from scaffold_guard.app.rag.query import query_terms
 
 TARGET_RECALL_AT_3 = 0.9
 SEARCH_LIMIT = 10

@@ -33,9 +33,9 @@ from servers import REPO_ROOT, RunningServer, ServerSpec, guard_spec, serving
 from turns import QUESTION, Keys, Turn, chat_body, chat_streams, post_request, stream_one
 from verdicts import report, verdict
 
-from app.errors import LLMError
-from app.rag.llm import LLMConfig, UpstreamClient, chat_stream
-from app.rag.types import ChatMessage, RoundEnd
+from scaffold_guard.app.errors import LLMError
+from scaffold_guard.app.rag.llm import LLMConfig, UpstreamClient, chat_stream
+from scaffold_guard.app.rag.types import ChatMessage, RoundEnd
 from servekit.pool import POOL_IDLE_S
 
 REQUEST_GUARD_S = 60.0  # a hang guard per request, not a timing claim

@@ -34,9 +34,11 @@ from servekit.pool import POOL_IDLE_S
 from servekit.workers import serve_workers
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_args(
+    argv: Sequence[str] | None = None, prog: str = "python -m guard"
+) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m guard",
+        prog=prog,
         description="An OpenAI-compatible proxy that keeps tool-call markup out of answers.",
     )
     upstream = parser.add_mutually_exclusive_group(required=True)
@@ -111,8 +113,8 @@ def server_config(app: ASGIApp) -> uvicorn.Config:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m guard") -> int:
+    args = parse_args(argv, prog)
     ollama = args.upstream_ollama is not None
     given: str = args.upstream_ollama if ollama else args.upstream
     root = upstream_root(given, ollama=ollama)

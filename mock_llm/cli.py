@@ -40,9 +40,11 @@ from servekit.limits import DEFAULT_MAX_BODY_BYTES
 from servekit.listen import add_listen_options, listen, socket_url
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_args(
+    argv: Sequence[str] | None = None, prog: str = "python -m mock_llm"
+) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m mock_llm",
+        prog=prog,
         description="An OpenAI-compatible mock LLM server driven by [[mock:FLOW#KEY]] triggers.",
     )
     add_listen_options(parser, 8099)
@@ -113,13 +115,13 @@ def _pacing(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m mock_llm") -> int:
     """`python -m mock_llm [options]` serves the mock; `python -m mock_llm record ...`
     records an upstream's answers as flows (mock_llm.record.recorder)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["record"]:
-        return record_main(argv[1:])
-    args = parse_args(argv)
+        return record_main(argv[1:], prog=f"{prog} record")
+    args = parse_args(argv, prog)
     try:
         settings = build_settings(
             tuple(args.flows),
@@ -153,9 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def parse_record_args(argv: Sequence[str]) -> argparse.Namespace:
+def parse_record_args(
+    argv: Sequence[str], prog: str = "python -m mock_llm record"
+) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m mock_llm record",
+        prog=prog,
         description="A proxy in front of an OpenAI-compatible server (or Ollama) that passes "
         "every answer through unchanged and records chat completions, Ollama's /api/chat and "
         "/api/generate and the Responses API as a flow file.",
@@ -186,36 +190,36 @@ def parse_record_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def record_main(argv: Sequence[str]) -> int:
+def record_main(argv: Sequence[str], *, prog: str = "python -m mock_llm record") -> int:
     """`python -m mock_llm record ...`: serve the recording proxy until stopped."""
-    args = parse_record_args(argv)
-    prog = "mock_llm record"
+    args = parse_record_args(argv, prog)
+    said = "mock_llm record"  # how its messages and its start line begin
     try:
         upstream = Upstream.parse(args.upstream)
     except UpstreamError as exc:
-        print(f"{prog}: --upstream: {exc}", file=sys.stderr)
+        print(f"{said}: --upstream: {exc}", file=sys.stderr)
         return 2
     try:
         redactor = Redactor(compile_patterns(args.redact))
     except RedactionError as exc:
-        print(f"{prog}: --redact: {exc}", file=sys.stderr)
+        print(f"{said}: --redact: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
     if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
-        print(f"{prog}: --out: cannot write into the folder {str(out.parent)!r}", file=sys.stderr)
+        print(f"{said}: --out: cannot write into the folder {str(out.parent)!r}", file=sys.stderr)
         return 2
     try:
         recording = load_recording(out)
     except FlowFileError as exc:
-        print(f"{prog}: --out: the existing file is not a flow file: {exc}", file=sys.stderr)
+        print(f"{said}: --out: the existing file is not a flow file: {exc}", file=sys.stderr)
         return 2
-    sock = listen(prog, args.host, args.port, f"send requests to {upstream.display} through it")
+    sock = listen(said, args.host, args.port, f"send requests to {upstream.display} through it")
     if sock is None:
         return 2
     url = socket_url(sock)
     kept = f", continuing its {len(recording.flows)} flows" if recording.flows else ""
     print(
-        f"{prog}: recording {upstream.display} on {url} (OpenAI base URL {url}/v1) "
+        f"{said}: recording {upstream.display} on {url} (OpenAI base URL {url}/v1) "
         f"into {out}{kept}",
         flush=True,
     )

@@ -18,10 +18,10 @@ from pathlib import Path
 import uvicorn
 from playwright.sync_api import Page, expect, sync_playwright
 
-from app.cli import DEMO_FLOWS
-from app.config import load_settings
-from app.main import create_app
 from mock_llm import build_settings, serve_mock
+from scaffold_guard.app.cli import DEMO_FLOWS
+from scaffold_guard.app.config import load_settings
+from scaffold_guard.app.main import create_app
 from servekit.in_thread import serve_in_thread
 
 CHROMIUM = "/usr/lib/chromium/chromium"

@@ -1,5 +1,5 @@
 """The neutral home for what every server here shares: the mock (`mock_llm/`), the notes app
-(`app/`) and the guard proxy (`guard/`) each import it, and it imports none of them.
+(`scaffold_guard/app/`) and the guard proxy (`guard/`) each import it, and it imports none of them.
 
 One module per concept: `limits` (request bounds), `request_body` (a body read whole
 within bounds), `security_headers`, `listen` (the listening socket), `in_thread` (an app

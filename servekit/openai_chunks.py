@@ -1,7 +1,7 @@
 """The parts of an OpenAI chat completion or stream chunk, read leniently. Pure.
 
-Three readers take chunks apart: the notes app's model client (app.rag.llm_chunks), the
-guard (guard.wire.chat_stream, guard.wire.chat_whole) and the mock's recorder
+Three readers take chunks apart: the notes app's model client (scaffold_guard.app.rag.llm_chunks),
+the guard (guard.wire.chat_stream, guard.wire.chat_whole) and the mock's recorder
 (mock_llm.record.recording).
 Each decides what it keeps; what they read the same way is here, and a field of the wrong
 type reads as absent, as the SDKs' lenient models let it through:

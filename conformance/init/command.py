@@ -19,9 +19,9 @@ from conformance.profiles.writer import render_profile
 from mock_llm.client import MockClient, MockClientError
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m conformance init") -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m conformance init",
+        prog=prog,
         description="Write a first kit profile for a chat page wired to the mock.",
     )
     parser.add_argument("url", help="the chat page (the app's model server must be the mock)")

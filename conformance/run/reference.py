@@ -14,9 +14,9 @@ from pathlib import Path
 
 import uvicorn
 
-from app.config import load_settings
-from app.main import create_app
 from mock_llm import serve_in_thread, serve_mock
+from scaffold_guard.app.config import load_settings
+from scaffold_guard.app.main import create_app
 
 
 @dataclass(frozen=True)

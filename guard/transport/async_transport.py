@@ -205,6 +205,7 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
                 elif isinstance(effect, Settle):
                     self._call.log(stream=True)
                 else:
+                    await pieces.aclose()
                     await self._response.aclose()
                     opened = await self._transport.recovery_stream(self._call, effect.body)
                     if isinstance(opened, Refused):
@@ -213,12 +214,13 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
                         self._response, pieces, reply = opened, raw_body(opened), Opened()
         finally:
             self._flow.close()
+            await pieces.aclose()  # closed here, not by the garbage collector at any time
             await self._response.aclose()
             self._call.log(stream=True)
 
 
 @functools.cache
-async def raw_body(response: httpx.Response) -> AsyncIterator[bytes]:
+async def raw_body(response: httpx.Response) -> AsyncGenerator[bytes]:
     """The answer's bytes as they arrive; or, from a wrapped transport that read the body
     before it returned the response (httpx.MockTransport does), that body whole.
 

@@ -203,6 +203,7 @@ class GuardedStream(httpx.SyncByteStream):
                 elif isinstance(effect, Settle):
                     self._call.log(stream=True)
                 else:
+                    pieces.close()
                     self._response.close()
                     opened = self._transport.recovery_stream(self._call, effect.body)
                     if isinstance(opened, Refused):
@@ -211,12 +212,13 @@ class GuardedStream(httpx.SyncByteStream):
                         self._response, pieces, reply = opened, raw_body(opened), Opened()
         finally:
             self._flow.close()
+            pieces.close()  # closed here, not by the garbage collector at any time
             self._response.close()
             self._call.log(stream=True)
 
 
 @functools.cache
-def raw_body(response: httpx.Response) -> Iterator[bytes]:
+def raw_body(response: httpx.Response) -> Generator[bytes]:
     """The answer's bytes as they arrive; or, from a wrapped transport that read the body
     before it returned the response (httpx.MockTransport does), that body whole.
 

@@ -1,3 +1,3 @@
-from app.cli import main
+from scaffold_guard.app.cli import main
 
 raise SystemExit(main())

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import uvicorn
 
-from app.api.sse import OpenStreams
-from app.config import SettingsError, load_settings
-from app.data_dir import DataDirError
-from app.main import create_app
 from mock_llm import build_settings, serve_mock
+from scaffold_guard.app.api.sse import OpenStreams
+from scaffold_guard.app.config import SettingsError, load_settings
+from scaffold_guard.app.data_dir import DataDirError
+from scaffold_guard.app.main import create_app
 from servekit.listen import add_listen_options, bind_socket, exposure_warning, socket_url
 
 DEMO_FLOWS = Path(__file__).with_name("demo_flows.yaml")
@@ -46,8 +46,8 @@ class AppServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app", description="Serve the notes chat.")
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m scaffold_guard.app") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Serve the notes chat.")
     add_listen_options(parser, 8000, hosts_from_env=False)  # load_settings reads it
     args = parser.parse_args(argv)
     warning = exposure_warning("app", args.host, "ask about your notes and read the chat history")

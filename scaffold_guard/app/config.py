@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from app.rag.llm.chunks import MAX_REPLY_CHARS
-from app.rag.llm.transport import MAX_REPLY_BYTES
 from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
 from guardrail.patterns import Registry
+from scaffold_guard.app.rag.llm.chunks import MAX_REPLY_CHARS
+from scaffold_guard.app.rag.llm.transport import MAX_REPLY_BYTES
 from servekit.allowed_hosts import HostPolicy, parse_allowed_hosts
 from servekit.pool import POOL_IDLE_S
 from servekit.same_origin import parse_origins

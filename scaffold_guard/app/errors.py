@@ -2,8 +2,8 @@
 
 Every error the app raises on purpose derives from `AppError`, whose `message` is plain
 copy that is safe to show a user: no stack trace, no URL, no upstream or model text. The
-turn (app.turn) maps errors to its terminal `error` frame by type: an `AppError` shows its
-own message, anything else shows a generic line and its traceback goes to the log.
+turn (scaffold_guard.app.turn) maps errors to its terminal `error` frame by type: an `AppError`
+shows its own message, anything else shows a generic line and its traceback goes to the log.
 
 Deliberate choices: the cause of an error (an httpx or SDK exception, an sqlite error)
 stays chained on `__cause__` for the log, and never reaches `message`. The one piece of

@@ -2,8 +2,9 @@
 
 A turn sends `start`, then any of `thinking`, `tool`, `retry` (a transport retry, or the
 guardrail's recovery) and `delta` as things happen,
-then exactly one of `done` or `error` (none if the client left). `app.turn` makes them,
-`app.api.sse` encodes them; these types are the contract between the two and the page.
+then exactly one of `done` or `error` (none if the client left). `scaffold_guard.app.turn` makes
+them, `scaffold_guard.app.api.sse` encodes them; these types are the contract between the two and
+the page.
 
 Deliberate choices:
 - TypedDicts, not dataclasses: a frame is its JSON, so what is type-checked here is

@@ -2,7 +2,7 @@
 
 `create_app(settings)` wires the real parts (notes index, document tools, the LLM client,
 the query log, the chat log) and closes them when the app shuts down. Turn logic is tested
-without a network one layer down, on `app.turn.run_turn` with a scripted model.
+without a network one layer down, on `scaffold_guard.app.turn.run_turn` with a scripted model.
 """
 
 from __future__ import annotations
@@ -21,29 +21,31 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
-from app.api import chat as chat_api
-from app.api import history as history_api
-from app.api import info as info_api
-from app.api.sse import OpenStreams
-from app.api.validation import body_parse_error, validation_error
-from app.config import Settings
-from app.data_dir import DataDirError, check_data_dir
-from app.rag.llm import LLMConfig, chat_stream_retried, make_client
-from app.rag.retrieval import NotesIndex
-from app.rag.tools import NotesTools
-from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolSpec
-from app.storage import QueryLog
-from app.turn import TurnDeps
-from app.turn_log import TurnLog
+from scaffold_guard.app.api import chat as chat_api
+from scaffold_guard.app.api import history as history_api
+from scaffold_guard.app.api import info as info_api
+from scaffold_guard.app.api.sse import OpenStreams
+from scaffold_guard.app.api.validation import body_parse_error, validation_error
+from scaffold_guard.app.config import Settings
+from scaffold_guard.app.data_dir import DataDirError, check_data_dir
+from scaffold_guard.app.rag.llm import LLMConfig, chat_stream_retried, make_client
+from scaffold_guard.app.rag.retrieval import NotesIndex
+from scaffold_guard.app.rag.tools import NotesTools
+from scaffold_guard.app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolSpec
+from scaffold_guard.app.storage import QueryLog
+from scaffold_guard.app.turn import TurnDeps
+from scaffold_guard.app.turn_log import TurnLog
 from servekit.limits import RequestLimits
 from servekit.same_origin import SameOrigin
 from servekit.security_headers import SecurityHeaders, security_headers
 
 _HERE = Path(__file__).resolve().parent
-# The page: frontend/ next to app/ in a checkout; the wheel ships a copy as app/frontend/.
+# The page: frontend/ at the root of a checkout; the wheel ships a copy as
+# scaffold_guard/app/frontend/.
+_CHECKOUT_FRONTEND = _HERE.parents[1] / "frontend"
 FRONTEND = next(
-    (folder for folder in (_HERE / "frontend", _HERE.parent / "frontend") if folder.is_dir()),
-    _HERE.parent / "frontend",
+    (folder for folder in (_HERE / "frontend", _CHECKOUT_FRONTEND) if folder.is_dir()),
+    _CHECKOUT_FRONTEND,
 )
 
 

@@ -58,7 +58,7 @@ COLUMNS = (
 
 
 class ToolChip(TypedDict):
-    """One tool call as the page shows it: the `tool` frame's fields (app.frames)."""
+    """One tool call as the page shows it: the `tool` frame's fields (scaffold_guard.app.frames)."""
 
     name: str
     arguments: str

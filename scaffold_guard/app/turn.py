@@ -1,8 +1,8 @@
 """One chat turn, from question to frames: retrieval, prompt, agent, query log, log line.
 
-`run_turn` yields the typed frames of app.frames (`start`, `thinking`, `tool`, `retry`,
-`delta`, then exactly one of `done` or `error`); the HTTP layer only encodes them. A turn is
-grounded when retrieval finds something relevant (the agent gets the document tools) and
+`run_turn` yields the typed frames of scaffold_guard.app.frames (`start`, `thinking`, `tool`,
+`retry`, `delta`, then exactly one of `done` or `error`); the HTTP layer only encodes them. A turn
+is grounded when retrieval finds something relevant (the agent gets the document tools) and
 deflected otherwise (no tools).
 
 Deliberate choices:
@@ -29,17 +29,17 @@ from typing import Protocol, TypeVar
 
 import anyio
 
-from app.config import Settings
-from app.errors import AppError, LLMError, NotesError, TurnTimeoutError
-from app.frames import ErrorFrame, Frame, Mode
-from app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
-from app.rag.grounding import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
-from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
-from app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
-from app.storage import QueryLog, ToolChip, TurnRow
-from app.turn_log import TurnStats, format_turn_line
 from guardrail.patterns import Registry
 from guardrail.policy import scrub
+from scaffold_guard.app.config import Settings
+from scaffold_guard.app.errors import AppError, LLMError, NotesError, TurnTimeoutError
+from scaffold_guard.app.frames import ErrorFrame, Frame, Mode
+from scaffold_guard.app.rag.agent import AgentRecord, ChatFn, ToolEvent, ToolRunner, run_agent
+from scaffold_guard.app.rag.grounding import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
+from scaffold_guard.app.rag.prompts import build_deflect_prompt, build_grounded_prompt
+from scaffold_guard.app.rag.types import ChatMessage, Hit, RecoveryNotice, RetryNotice, StreamPiece
+from scaffold_guard.app.storage import QueryLog, ToolChip, TurnRow
+from scaffold_guard.app.turn_log import TurnStats, format_turn_line
 from servekit.pool import RequestFailed
 
 T = TypeVar("T")
@@ -51,14 +51,14 @@ NO_MODE = "none"
 
 
 class NotesSearch(Protocol):
-    """Retrieval as a turn uses it (app.rag.index.NotesIndex in the app)."""
+    """Retrieval as a turn uses it (scaffold_guard.app.rag.index.NotesIndex in the app)."""
 
     def search(self, query: str) -> list[Hit]: ...
 
 
 @dataclass(frozen=True)
 class TurnDeps:
-    """What a turn needs; built once per app (see app.main)."""
+    """What a turn needs; built once per app (see scaffold_guard.app.main)."""
 
     settings: Settings
     index: NotesSearch

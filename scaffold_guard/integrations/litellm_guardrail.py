@@ -40,7 +40,7 @@ from litellm.types.utils import LLMResponseTypes  # pyright: ignore[reportMissin
 from guardrail.model_profiles import AUTO, ProfileChoice, parse_profiles
 from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY, strip_warning
-from integrations.litellm_filter import (
+from scaffold_guard.integrations.litellm_filter import (
     CompletionFilter,
     StreamFilter,
     recovery_request,

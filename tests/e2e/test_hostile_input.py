@@ -25,8 +25,8 @@ are payloads; tool results that are not notes).
    `event:`, CRLF, bare CR, U+2028, U+2029, NEL) in the answer, the thinking, tool calls, a
    note's name, the question, an upstream error and a mid-stream error event. The body the
    page read (a tee of its own fetch) is parsed by the SSE rules and by the page's own
-   parser; every frame must be a documented type with the keys of its `app.frames.Frame`
-   shape, with exactly one terminal frame, last.
+   parser; every frame must be a documented type with the keys of its
+   `scaffold_guard.app.frames.Frame` shape, with exactly one terminal frame, last.
 3. Layout: questions with newlines, CR, ANSI escapes, bidi controls and Unicode line
    separators show as one message, as text, in the conversation's width, with one log line
    for the turn; notes whose names hold control or bidi characters never show, names with
@@ -53,11 +53,11 @@ import yaml
 from playwright.sync_api import Browser, BrowserContext, Dialog, Locator, Page, Request, expect
 from playwright.sync_api import Error as PlaywrightError
 
-from app.errors import UPSTREAM_MESSAGE_CHARS, one_line
-from app.frames import Frame
 from guardrail.json_shapes import is_object
 from mock_llm import build_settings, serve_mock
 from mock_llm.flows.model import EXTRACT_SENTENCES_MAX
+from scaffold_guard.app.errors import UPSTREAM_MESSAGE_CHARS, one_line
+from scaffold_guard.app.frames import Frame
 
 from ..support.hostile_text import HOSTILE_TEXT
 from ..support.log_lines import LOG_LINE, TURN_LINE
@@ -180,8 +180,8 @@ def fits(payload: Payload, source: Source) -> bool:
 
 PER_TURN: dict[Source, int] = {"note": 5, "tool-result": 7}
 """How many payloads one turn carries where the way back to the page is narrow: the app
-retrieves five notes for a question (app/rag/index.py), and the mock's answer quotes ten
-sentences at most (EXTRACT_SENTENCES_MAX), the base note's among them. Every other source
+retrieves five notes for a question (scaffold_guard/app/rag/index.py), and the mock's answer quotes
+ten sentences at most (EXTRACT_SENTENCES_MAX), the base note's among them. Every other source
 carries them all at once, but for the model service's error message, cut to
 UPSTREAM_MESSAGE_CHARS (`batches`)."""
 
@@ -696,7 +696,8 @@ TERMINAL = {"done", "error"}
 
 
 def frame_shapes() -> dict[str, list[tuple[frozenset[str], frozenset[str]]]]:
-    """Each documented frame type's (required keys, all keys), read from `app.frames.Frame`."""
+    """Each documented frame type's (required keys, all keys), read from
+    `scaffold_guard.app.frames.Frame`."""
     shapes: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
     for kind in get_args(Frame):
         hints = get_type_hints(kind, include_extras=True)

@@ -17,9 +17,9 @@ import httpx2
 import openai
 import pytest
 
-from app.config import Settings
 from guard.transport import AsyncGuardTransport
 from mock_llm import build_settings, serve_mock
+from scaffold_guard.app.config import Settings
 
 from ..support.deadlines import DEADLINE_S
 from ..support.servers import TEST_FLOWS, app_settings, serve_app

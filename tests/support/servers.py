@@ -17,10 +17,10 @@ from typing import Any
 
 import uvicorn
 
-from app.config import Settings, load_settings
-from app.main import create_app
 from guard.http.server import GuardSettings
 from guard.http.server import create_app as create_guard
+from scaffold_guard.app.config import Settings, load_settings
+from scaffold_guard.app.main import create_app
 from servekit.in_thread import serve_in_thread
 
 from .deadlines import POLL_S

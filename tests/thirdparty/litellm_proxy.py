@@ -4,10 +4,10 @@
 the isolated venv (tests/thirdparty/venvs.py), all at once (each takes 30-45 s to start on
 a 2-core machine, so they start side by side), each on a free loopback port, and yields
 their URLs once every one answers `/health/liveliness`. Each runs as a person runs it from
-the shipped example (integrations/litellm/config.yaml): the repository on PYTHONPATH so the
-config's `guardrail: integrations.litellm_guardrail.ScaffoldGuardrail` imports, a master
-key (the proxy refuses to start without one), the model cost map read from the copy
-LiteLLM ships (it would fetch it from GitHub), `--host 127.0.0.1` (it listens on 0.0.0.0
+the shipped example (scaffold_guard/integrations/litellm/config.yaml): the repository on PYTHONPATH
+so the config's `guardrail: scaffold_guard.integrations.litellm_guardrail.ScaffoldGuardrail`
+imports, a master key (the proxy refuses to start without one), the model cost map read from the
+copy LiteLLM ships (it would fetch it from GitHub), `--host 127.0.0.1` (it listens on 0.0.0.0
 otherwise). Its output goes to `<name>.log` in `workdir`, unbuffered, for the tests to read.
 
 `shipped_config(model_base_url)` is that example with its model pointed at a URL of the
@@ -42,7 +42,8 @@ machine, more with the machine oversubscribed): a hang guard, not a timing claim
 
 
 def shipped_config(model_base_url: str) -> dict[str, Any]:
-    """integrations/litellm/config.yaml with its one model at `model_base_url` (…/v1)."""
+    """scaffold_guard/integrations/litellm/config.yaml with its one model at `model_base_url`
+    (…/v1)."""
     config: dict[str, Any] = yaml.safe_load(SHIPPED_CONFIG.read_text(encoding="utf-8"))
     config["model_list"][0]["litellm_params"]["api_base"] = model_base_url
     return config

@@ -9,11 +9,11 @@ its page with the built-in `openwebui` profile and the recorded LFM2 leaks as ca
   Open WebUI and the mock, through its OpenAI connection and through its Ollama
   connection: every clause the page can be checked on passes.
 - `filter`: straight to the mock over the Ollama connection, with our Filter Function
-  (integrations/openwebui/scaffold_guard_filter.py) installed through Open WebUI's API and
-  made global: every clause a filter can honour passes; the ones it cannot (a filter cannot
+  (scaffold_guard/integrations/openwebui/scaffold_guard_filter.py) installed through Open WebUI's
+  API and made global: every clause a filter can honour passes; the ones it cannot (a filter cannot
   ask the model again: no recovery request, and an all-markup reply shows the
   malformed-reply copy as the answer, not an error state) are its strict baseline,
-  integrations/openwebui/expected-failures.txt.
+  scaffold_guard/integrations/openwebui/expected-failures.txt.
 
 `run_route` is shared by the third-party test (tests/thirdparty/test_openwebui_kit.py)
 and the report command (scripts/openwebui_report.py).

@@ -1,8 +1,8 @@
 """The LiteLLM guardrail in LiteLLM's own proxy (1.108.7 from PyPI), the official openai SDK
 as the client, the mock as the model server.
 
-Three proxies from the shipped example config (integrations/litellm/config.yaml): one with our
-guardrail as shipped (`profiles` absent: `auto`), with a second alias, `chat`, whose
+Three proxies from the shipped example config (scaffold_guard/integrations/litellm/config.yaml): one
+with our guardrail as shipped (`profiles` absent: `auto`), with a second alias, `chat`, whose
 deployment's model names every family; one with its commented-out option set
 (`profiles: hermes`), and one without the guardrail (the negative control). Through the
 guarded one, every built-in flow whose first answer has no tool call is one turn under
@@ -280,7 +280,7 @@ def test_the_proxy_hands_the_guardrail_every_chunk_not_its_unified_path(tmp_path
     probe = (
         "import litellm\n"
         "from litellm.proxy.utils import ProxyLogging\n"
-        "from integrations.litellm_guardrail import ScaffoldGuardrail\n"
+        "from scaffold_guard.integrations.litellm_guardrail import ScaffoldGuardrail\n"
         "guard = ScaffoldGuardrail(guardrail_name='g', event_hook='post_call', default_on=True)\n"
         "litellm.callbacks = [guard]\n"
         "caps = ProxyLogging.callback_capabilities()\n"

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from guardrail.policy import MALFORMED_REPLY
-from integrations.openwebui import build
 from mock_llm import builtin_flows, serve_mock
+from scaffold_guard.integrations.openwebui import build
 
 from ..support.families import EVERY_FAMILY
 from .openwebui import STARTUP_DEADLINE_S, Connection, open_webui_env

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import TypeAdapter
 
-import app
-from app.rag.index import NotesIndex
 from mock_llm import builtin_flows
 from mock_llm.flows.model import Step, ToolCall
 from mock_llm.play.response_plan import Api, RequestShape, ResponsePlan, Send, plan_response
 from mock_llm.wire import openai as openai_wire
+from scaffold_guard.app.config import BUNDLED_NOTES
+from scaffold_guard.app.rag.index import NotesIndex
 
 META = openai_wire.CompletionMeta(id="chatcmpl-mock7", created=1_700_000_000, model="lfm2-test")
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "when do backups run?"}]
@@ -93,7 +92,7 @@ def meta() -> openai_wire.CompletionMeta:
     return META
 
 
-SAMPLE_NOTES = Path(app.__file__).parent / "sample_notes"
+SAMPLE_NOTES = BUNDLED_NOTES
 
 
 @pytest.fixture(scope="module")

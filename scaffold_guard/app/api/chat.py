@@ -7,7 +7,8 @@ not a credential (the notes chat has no accounts).
 Deliberate choice: a plain Starlette route, not a FastAPI one, because FastAPI's
 dependency solving and body handling cost every turn measurable CPU. `read_chat_request`
 does what a `body: ChatRequest` parameter would (the same 415/422/400 answers, from
-app.api.validation). It is not in the OpenAPI schema; docs/architecture.md describes it.
+scaffold_guard.app.api.validation). It is not in the OpenAPI schema; docs/architecture.md describes
+it.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from starlette.exceptions import HTTPException
 
-from app.api.deps import open_streams, turn_deps
-from app.api.sse import EventStream, encode, encode_all
-from app.api.validation import FASTAPI_PARSE_ERROR, is_json_type
-from app.errors import SERVER_STOPPING, one_line
-from app.turn import new_turn_id, run_turn
+from scaffold_guard.app.api.deps import open_streams, turn_deps
+from scaffold_guard.app.api.sse import EventStream, encode, encode_all
+from scaffold_guard.app.api.validation import FASTAPI_PARSE_ERROR, is_json_type
+from scaffold_guard.app.errors import SERVER_STOPPING, one_line
+from scaffold_guard.app.turn import new_turn_id, run_turn
 
 MAX_MESSAGE_CHARS = 4000
 SESSION_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"

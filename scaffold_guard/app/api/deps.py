@@ -10,10 +10,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.api.sse import OpenStreams
-from app.rag.llm import UpstreamClient
-from app.storage import QueryLog
-from app.turn import TurnDeps
+from scaffold_guard.app.api.sse import OpenStreams
+from scaffold_guard.app.rag.llm import UpstreamClient
+from scaffold_guard.app.storage import QueryLog
+from scaffold_guard.app.turn import TurnDeps
 
 
 async def turn_deps(request: Request) -> TurnDeps:

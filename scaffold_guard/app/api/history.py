@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Query
 
-from app.api.chat import SESSION_PATTERN
-from app.api.deps import QueryLogDep, UpstreamDep
+from scaffold_guard.app.api.chat import SESSION_PATTERN
+from scaffold_guard.app.api.deps import QueryLogDep, UpstreamDep
 
 router = APIRouter()
 

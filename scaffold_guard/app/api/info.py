@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.api.deps import TurnDepsDep
+from scaffold_guard.app.api.deps import TurnDepsDep
 
 router = APIRouter()
 

@@ -25,7 +25,7 @@ from contextlib import aclosing
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from app.frames import Frame
+from scaffold_guard.app.frames import Frame
 
 KEEPALIVE = b": keep-alive\n\n"
 SEND_TIMEOUT_S = 30.0

@@ -21,8 +21,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.errors import one_line
 from guardrail.json_shapes import as_object
+from scaffold_guard.app.errors import one_line
 
 __all__ = ["MAX_ERRORS", "body_parse_error", "is_json_type", "validation_error"]
 

@@ -29,8 +29,16 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
-from app.errors import LLMError, MalformedReplyError
-from app.rag.types import (
+from guardrail.patterns import Registry
+from guardrail.policy import (
+    RoundFilter,
+    needs_recovery,
+    recovery_failed,
+    strip_warning,
+    with_correction,
+)
+from scaffold_guard.app.errors import LLMError, MalformedReplyError
+from scaffold_guard.app.rag.types import (
     AssistantMessage,
     ChatMessage,
     RecoveryNotice,
@@ -41,14 +49,6 @@ from app.rag.types import (
     ToolMessage,
     ToolOutcome,
     ToolSpec,
-)
-from guardrail.patterns import Registry
-from guardrail.policy import (
-    RoundFilter,
-    needs_recovery,
-    recovery_failed,
-    strip_warning,
-    with_correction,
 )
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Alias words: words a note's text means without writing them on their own. Pure.
 
 The notes index stores them per section, in a column of their own weighted like the body
-and never shown (app/rag/index.py). Deliberate choices a reader might want to "fix":
+and never shown (scaffold_guard/app/rag/index.py). Deliberate choices a reader might want to "fix":
 - A word that mixes letters and digits adds its letter runs, so a host `nas01` is found by
   "NAS" (the tokenizer keeps `nas01` whole) and `pve2` by "pve". Questions are not split,
   so "nas01" in a question still matches `nas01` itself.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from app.rag.query import WORD
+from scaffold_guard.app.rag.query import WORD
 
 IP_ALIAS = "ip"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.rag.types import Hit
+from scaffold_guard.app.rag.types import Hit
 
 DEFAULT_GROUNDING_THRESHOLD = 0.55
 """The score the best hit needs for a question to count as grounded in the notes.

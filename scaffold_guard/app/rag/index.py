@@ -1,8 +1,8 @@
 """The notes index: a SQLite FTS5 index of the notes' heading sections, ranked by BM25.
 
-`NotesIndex` keeps one row per section of a markdown note (app/rag/sections.py);
+`NotesIndex` keeps one row per section of a markdown note (scaffold_guard/app/rag/sections.py);
 `refresh()` brings it in line with the folder, touching only what changed; `search()`
-turns free user text into a safe FTS5 query (app/rag/query.py) and returns `Hit`s.
+turns free user text into a safe FTS5 query (scaffold_guard/app/rag/query.py) and returns `Hit`s.
 
 Deliberate choices a reader might want to "fix":
 - The indexed heading is the heading *trail*, weighted above the body; `Hit.heading` is
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from app.rag.aliases import alias_words
-from app.rag.notes_folder import VIRTUAL_ROOT, real_root, walk_notes
-from app.rag.query import or_expression, query_terms, quote_term
-from app.rag.sections import MAX_SECTION_CHARS, Section, split_sections
-from app.rag.types import Hit
+from scaffold_guard.app.rag.aliases import alias_words
+from scaffold_guard.app.rag.notes_folder import VIRTUAL_ROOT, real_root, walk_notes
+from scaffold_guard.app.rag.query import or_expression, query_terms, quote_term
+from scaffold_guard.app.rag.sections import MAX_SECTION_CHARS, Section, split_sections
+from scaffold_guard.app.rag.types import Hit
 
 MAX_FILE_BYTES = 1 << 20  # notes larger than 1 MiB are skipped, not indexed
 DEFAULT_REFRESH_INTERVAL_S = 2.0

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from app.rag.types import Hit
+from scaffold_guard.app.rag.types import Hit
 
 __all__ = [
     "DEFLECT_MODE",

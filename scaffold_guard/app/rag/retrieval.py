@@ -1,16 +1,16 @@
 """Retrieval over the notes folder, under the names it always had: a facade.
 
-The parts live in their own modules: app/rag/sections.py (a note cut into heading
+The parts live in their own modules: scaffold_guard/app/rag/sections.py (a note cut into heading
 sections), aliases.py (the words a section means without writing them), query.py (a
 question as safe search terms), index.py (the SQLite FTS5 index, its refresh and search)
 and grounding.py (the grounding threshold, the notes a turn cites). New code imports from
-those; this module keeps `from app.rag.retrieval import NotesIndex` and the other old
+those; this module keeps `from scaffold_guard.app.rag.retrieval import NotesIndex` and the other old
 imports working.
 """
 
-from app.rag.aliases import IP_ALIAS, alias_words
-from app.rag.grounding import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
-from app.rag.index import (
+from scaffold_guard.app.rag.aliases import IP_ALIAS, alias_words
+from scaffold_guard.app.rag.grounding import DEFAULT_GROUNDING_THRESHOLD, is_grounded, sources
+from scaffold_guard.app.rag.index import (
     ALIAS_WEIGHT,
     BODY_WEIGHT,
     DEFAULT_REFRESH_INTERVAL_S,
@@ -22,14 +22,14 @@ from app.rag.index import (
     SkippedFile,
     require_fts5,
 )
-from app.rag.query import (
+from scaffold_guard.app.rag.query import (
     MAX_QUERY_TERMS,
     MAX_TERM_CHARS,
     STOP_WORDS,
     match_expression,
     query_terms,
 )
-from app.rag.sections import MAX_SECTION_CHARS, Section, split_sections
+from scaffold_guard.app.rag.sections import MAX_SECTION_CHARS, Section, split_sections
 
 __all__ = [
     "ALIAS_WEIGHT",

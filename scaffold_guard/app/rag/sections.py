@@ -8,7 +8,7 @@ Deliberate choices a reader might want to "fix":
   lines, then characters, only if a single paragraph or line is that long).
 - A section's `trail` is its heading after the open parent headings ("Backups /
   Schedule"): the index searches the trail, so a "Schedule" section still matches a
-  question about backups (app/rag/index.py).
+  question about backups (scaffold_guard/app/rag/index.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The agent's document tools, read, grep and list, over the virtual root /homelab/.
 
-`/homelab/` maps onto the notes folder through `app.rag.notes_folder`, shared with the
-index. The model's arguments are untrusted (notes can carry prompt injection): `run()`
+`/homelab/` maps onto the notes folder through `scaffold_guard.app.rag.notes_folder`, shared with
+the index. The model's arguments are untrusted (notes can carry prompt injection): `run()`
 answers every problem with `ToolOutcome(ok=False, ...)` in words the model can act on.
 
 Deliberate choices:
@@ -32,7 +32,8 @@ from pathlib import Path
 
 import regex
 
-from app.rag.notes_folder import (
+from guardrail.json_shapes import is_object
+from scaffold_guard.app.rag.notes_folder import (
     LEADS_OUT,
     VIRTUAL_NAME,
     VIRTUAL_ROOT,
@@ -45,9 +46,8 @@ from app.rag.notes_folder import (
     virtual_path,
     walk_notes,
 )
-from app.rag.pattern_cost import pattern_problem
-from app.rag.types import ToolOutcome, ToolSpec
-from guardrail.json_shapes import is_object
+from scaffold_guard.app.rag.pattern_cost import pattern_problem
+from scaffold_guard.app.rag.types import ToolOutcome, ToolSpec
 
 MAX_READ_CHARS = 20_000
 MAX_LIST_ENTRIES = 200

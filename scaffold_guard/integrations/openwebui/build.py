@@ -1,9 +1,9 @@
 """Generate the pasteable Open WebUI filter function from the guardrail library.
 
-`uv run python -m integrations.openwebui.build` writes integrations/openwebui/
-scaffold_guard_filter.py; `--check` only says whether it is current (a unit test runs the
-same check); `--out PATH` writes elsewhere. The file is assembled, never edited: the
-frontmatter docstring, the guardrail modules the filter uses and the parts of
+`uv run python -m scaffold_guard.integrations.openwebui.build` writes
+scaffold_guard/integrations/openwebui/scaffold_guard_filter.py; `--check` only says whether it is
+current (a unit test runs the same check); `--out PATH` writes elsewhere. The file is assembled,
+never edited: the frontmatter docstring, the guardrail modules the filter uses and the parts of
 guardrail/policy.py it needs, then the template, with `from guardrail...` imports and the
 modules' `__all__` dropped.
 
@@ -38,12 +38,12 @@ import guardrail.registries
 import guardrail.reply_calls
 import guardrail.scaffolding
 import guardrail.shapes
-from integrations.openwebui import filter_template
+from scaffold_guard.integrations.openwebui import filter_template
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 OUT = HERE / "scaffold_guard_filter.py"
-COMMAND = "uv run python -m integrations.openwebui.build"
+COMMAND = "uv run python -m scaffold_guard.integrations.openwebui.build"
 LINE_LENGTH = 100
 OPEN_WEBUI_REWRITES = ("from utils", "from apps", "from main", "from config")
 """What open_webui.utils.plugin.replace_imports rewrites anywhere in a pasted file."""
@@ -110,10 +110,11 @@ def frontmatter(version: str) -> dict[str, str]:
 
 _NOTICE = f"""\
 GENERATED FILE, do not edit by hand: in the scaffold-guard repository,
-`{COMMAND}` writes it. It is the guardrail library's own
-code (the filter's modules of guardrail/ whole, the parts of guardrail/policy.py it uses),
-then the filter class (integrations/openwebui/filter_template.py), because Open WebUI runs
-a function file with its own interpreter, where the library is not installed. A copy-paste
+`{COMMAND}` writes it.
+It is the guardrail library's own code (the filter's modules of guardrail/ whole, the parts of
+guardrail/policy.py it uses), then the filter class
+(scaffold_guard/integrations/openwebui/filter_template.py), because Open WebUI runs a function
+file with its own interpreter, where the library is not installed. A copy-paste
 detector will report this file as a duplicate of guardrail/; it is one, made on purpose,
 and the repository's tests fail when it is stale.
 
@@ -150,9 +151,7 @@ def render() -> str:
         (template, whole, template.body()),
     ]
     _check_no_clash(library, policy, wanted, template)
-    code = "\n\n".join(
-        f"# ---- {source.name}: {what} ----\n\n\n{body}" for source, what, body in parts
-    )
+    code = "\n\n".join(f"# ---- {source.name}: {what}\n\n\n{body}" for source, what, body in parts)
     imports = _imports([*library, policy, template], _names_used(code))
     text = (
         _docstring(frontmatter(_project_version()))
@@ -372,7 +371,8 @@ def _is_string(statement: ast.stmt) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m integrations.openwebui.build", description=(__doc__ or "").split("\n")[0]
+        prog="python -m scaffold_guard.integrations.openwebui.build",
+        description=(__doc__ or "").split("\n")[0],
     )
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT})")
     parser.add_argument(

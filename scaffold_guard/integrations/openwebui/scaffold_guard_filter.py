@@ -7,10 +7,11 @@ description: Strips the raw tool-call markup small local models write into answe
 required_open_webui_version: 0.12.4
 
 GENERATED FILE, do not edit by hand: in the scaffold-guard repository,
-`uv run python -m integrations.openwebui.build` writes it. It is the guardrail library's own
-code (the filter's modules of guardrail/ whole, the parts of guardrail/policy.py it uses),
-then the filter class (integrations/openwebui/filter_template.py), because Open WebUI runs
-a function file with its own interpreter, where the library is not installed. A copy-paste
+`uv run python -m scaffold_guard.integrations.openwebui.build` writes it.
+It is the guardrail library's own code (the filter's modules of guardrail/ whole, the parts of
+guardrail/policy.py it uses), then the filter class
+(scaffold_guard/integrations/openwebui/filter_template.py), because Open WebUI runs a function
+file with its own interpreter, where the library is not installed. A copy-paste
 detector will report this file as a duplicate of guardrail/; it is one, made on purpose,
 and the repository's tests fail when it is stale.
 
@@ -35,7 +36,7 @@ from typing import Any, Literal, Protocol, TypeGuard
 
 from pydantic import BaseModel, Field, field_validator
 
-# ---- guardrail/json_shapes.py: the whole module after its imports ----
+# ---- guardrail/json_shapes.py: the whole module after its imports
 
 
 JSONObject = dict[str, object]
@@ -73,7 +74,7 @@ def string_field(value: object, key: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
-# ---- guardrail/shapes.py: the whole module after its imports ----
+# ---- guardrail/shapes.py: the whole module after its imports
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def compiled(shape: Shape) -> Compiled:
     return Compiled(re.compile(complete(shape)), re.compile(partial(shape)), max_len(shape))
 
 
-# ---- guardrail/patterns.py: the whole module after its imports ----
+# ---- guardrail/patterns.py: the whole module after its imports
 
 
 PatternKind = Literal[
@@ -315,7 +316,7 @@ class Pattern:
 Registry = tuple[Pattern, ...]
 
 
-# ---- guardrail/registries.py: the whole module after its imports ----
+# ---- guardrail/registries.py: the whole module after its imports
 
 
 DEFAULT_REGISTRY: Registry = (
@@ -956,7 +957,7 @@ def registry_with(*profiles: str, base: Registry = DEFAULT_REGISTRY) -> Registry
     return tuple(by_start.values())
 
 
-# ---- guardrail/model_profiles.py: the whole module after its imports ----
+# ---- guardrail/model_profiles.py: the whole module after its imports
 
 
 MarkerClass = Literal["special", "look-alike"]
@@ -1181,7 +1182,7 @@ def parse_profiles(text: str) -> ProfileChoice:
     return ProfileChoice(auto=False, names=words)
 
 
-# ---- guardrail/code_context.py: the whole module after its imports ----
+# ---- guardrail/code_context.py: the whole module after its imports
 
 
 class CodeContext:
@@ -1263,7 +1264,7 @@ def _ticked(tick: int, run: int) -> int:
     return 0 if run == tick else tick
 
 
-# ---- guardrail/json_reply.py: the whole module after its imports ----
+# ---- guardrail/json_reply.py: the whole module after its imports
 
 
 HOLD_LIMIT = 16_384
@@ -1379,7 +1380,7 @@ class ReplyCalls(CharReader):
         return True
 
 
-# ---- guardrail/pythonic_reply.py: the whole module after its imports ----
+# ---- guardrail/pythonic_reply.py: the whole module after its imports
 
 
 State = Literal["start", "name", "in_name", "paren", "args", "after", "done"]
@@ -1501,7 +1502,7 @@ class PythonicCalls(CharReader):
         return True
 
 
-# ---- guardrail/reply_calls.py: the whole module after its imports ----
+# ---- guardrail/reply_calls.py: the whole module after its imports
 
 
 WHOLE_REPLY_KINDS = ("json_reply", "pythonic_reply")
@@ -1557,7 +1558,7 @@ def reader_for(registry: Registry) -> CallReply | None:
     return readers[0] if readers else None
 
 
-# ---- guardrail/harmony.py: the whole module after its imports ----
+# ---- guardrail/harmony.py: the whole module after its imports
 
 
 Route = Literal["answer", "reasoning", "stripped", "closed"]
@@ -1872,7 +1873,7 @@ def _held_from(text: str, pos: int) -> int:
     return len(text)
 
 
-# ---- guardrail/scaffolding.py: the whole module after its imports ----
+# ---- guardrail/scaffolding.py: the whole module after its imports
 
 
 PREVIEW_CHARS = 200
@@ -2579,7 +2580,7 @@ class ScaffoldingFilter:
             self._trailing, self._trailing_first = span, self.stripped_spans == 1
 
 
-# ---- guardrail/policy.py: MALFORMED_REPLY, RoundFilter, needs_recovery and what they use ----
+# ---- guardrail/policy.py: MALFORMED_REPLY, RoundFilter, needs_recovery and what they use
 
 
 MALFORMED_REPLY = "The model returned a malformed reply — please try again."
@@ -2626,7 +2627,7 @@ def needs_recovery(*, stripped_chars: int, visible: bool, tool_calls: int) -> bo
     return stripped_chars > 0 and not visible and tool_calls == 0
 
 
-# ---- integrations/openwebui/filter_template.py: the whole module after its imports ----
+# ---- scaffold_guard/integrations/openwebui/filter_template.py: the whole module after its imports
 
 
 MAX_OPEN_REPLIES = 1024

@@ -14,13 +14,13 @@ real chat front ends split it (Open WebUI posts a completion and receives it ove
   header. 400 without a model or a text, 409 for a client with no open socket.
 - `GET /api/models`, `GET /api/chats/{chat}` (its messages, for a reload), `GET /healthz`.
 
-The guardrail is app.rag's, imported: each model request's answer text goes through a fresh
-`RoundFilter`, thinking never does (G9), a round with no tool calls whose visible text is
+The guardrail is scaffold_guard.app.rag's, imported: each model request's answer text goes through a
+fresh `RoundFilter`, thinking never does (G9), a round with no tool calls whose visible text is
 empty after stripping gets exactly one recovery (`needs_recovery`, `with_correction`, no
 `tools`), and an empty recovery ends the turn with the malformed-reply error. Every other
 request offers the app's own tool, `current_time`; a call to it (or to any tool it never
 offered) is answered and the turn goes on. Stop cancels the turn's task, which closes the
-upstream response (app.rag.llm's `chat_stream` closes it on every exit).
+upstream response (scaffold_guard.app.rag.llm's `chat_stream` closes it on every exit).
 
 After every turn, done, failed or stopped, a title call asks the model for a title with the
 system message TITLE_PROMPT and the user's question (trigger and all) as the user message:
@@ -56,9 +56,12 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from app.errors import LLMError
-from app.rag.llm import LLMConfig, chat_stream, make_client
-from app.rag.types import (
+from guardrail.model_profiles import registry_for
+from guardrail.policy import RoundFilter, needs_recovery, scrub, strip_warning, with_correction
+from guardrail.registries import DEFAULT_REGISTRY
+from scaffold_guard.app.errors import LLMError
+from scaffold_guard.app.rag.llm import LLMConfig, chat_stream, make_client
+from scaffold_guard.app.rag.types import (
     AssistantMessage,
     ChatMessage,
     RoundEnd,
@@ -66,9 +69,6 @@ from app.rag.types import (
     ToolMessage,
     ToolSpec,
 )
-from guardrail.model_profiles import registry_for
-from guardrail.policy import RoundFilter, needs_recovery, scrub, strip_warning, with_correction
-from guardrail.registries import DEFAULT_REGISTRY
 
 STATIC = Path(__file__).parent / "static"
 MODELS = ("lfm2-1.2b", "lfm2-8b-a1b")

@@ -15,8 +15,8 @@ family flows' turns (none where nothing was stripped, one per recovery).
 
 from __future__ import annotations
 
-from app.rag.types import ChatMessage
 from guardrail.policy import CORRECTION_INSTRUCTION
+from scaffold_guard.app.rag.types import ChatMessage
 
 from .base import SYSTEM_PROMPT, BaseTarget
 

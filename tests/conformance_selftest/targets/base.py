@@ -55,10 +55,16 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.rag.types import AssistantMessage, ChatMessage, ToolCall, ToolMessage, ToolSpec
 from guardrail.model_profiles import registry_for
 from guardrail.policy import needs_recovery, strip_warning, with_correction
 from guardrail.scaffolding import ScaffoldingFilter
+from scaffold_guard.app.rag.types import (
+    AssistantMessage,
+    ChatMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+)
 
 from .page import render_page
 

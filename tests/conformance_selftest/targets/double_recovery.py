@@ -16,7 +16,7 @@ requests, not two) and G13 (deepseek-dsml-bars: three requests, not two).
 
 from __future__ import annotations
 
-from app.rag.types import ChatMessage
+from scaffold_guard.app.rag.types import ChatMessage
 
 from .base import BaseTarget, TurnRecord
 

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 
-from app.rag.types import ChatMessage, ToolSpec
+from scaffold_guard.app.rag.types import ChatMessage, ToolSpec
 
 from .base import BaseTarget, Piece, UpstreamError
 

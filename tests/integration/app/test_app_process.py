@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from app.cli import main
-from app.errors import SERVER_STOPPING
+from scaffold_guard.app.cli import main
+from scaffold_guard.app.errors import SERVER_STOPPING
 
+from ...support.deadlines import DEADLINE_S
 from ...support.journal import settled_journal_sync
 from ...support.ports import taken_port
-from ...support.processes import first_lines
+from ...support.processes import child_env, first_lines
 from ..helpers.app_process import MOCK, PAGE, chat_frames, start_demo
 
 
@@ -104,3 +107,18 @@ def test_port_in_use_is_a_clear_error(
     with taken_port() as port:
         assert main(["--port", str(port)]) == 2
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_the_installed_command_runs_the_app_as_its_app_subcommand(tmp_path: Path):
+    """The `scaffold-guard` console script (the project's entry point, installed with it)."""
+    command = Path(sys.executable).with_name("scaffold-guard")
+    done = subprocess.run(
+        [str(command), "app", "--help"],
+        env=child_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: scaffold-guard app ")

@@ -18,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
-from app.errors import MALFORMED_REPLY
 from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
 from mock_llm import builtin_flows
+from scaffold_guard.app.config import Settings
+from scaffold_guard.app.errors import MALFORMED_REPLY
 
 from ...support.deadlines import DEADLINE_S
 from ...support.journal import Entry, settled_journal

@@ -1,8 +1,8 @@
 """Control, bidi and line-break characters never break the app's one-line-per-turn log.
 
-The chat log (`app.turn_log`) is read by tools and by the conformance kit line by line, some
-of them with Python's `str.splitlines`, which also breaks at U+2028, U+2029, U+0085 and a few
-C0 controls. So hostile text is sent through every way it can reach a turn, and after each
+The chat log (`scaffold_guard.app.turn_log`) is read by tools and by the conformance kit line by
+line, some of them with Python's `str.splitlines`, which also breaks at U+2028, U+2029, U+0085 and a
+few C0 controls. So hostile text is sent through every way it can reach a turn, and after each
 turn the whole log is checked: every line is one of the log's own shapes, the file reads the
 same split at LF as split by `str.splitlines`, it holds no control (but LF), bidi or Unicode
 line-break character at all, and the turn has exactly one well-formed `chat turn=` line.

@@ -2,8 +2,8 @@
 
 Each case is one answer of `tests/support/hostile_upstream.py`. A bound the app keeps ends
 the turn with one `error` frame of plain copy, no query-log row and a warning log line
-naming the bound (the app's failure conventions, app.turn); what the app can read (invalid
-UTF-8, a split character, choices other than 0) ends the turn normally. The bounds are made
+naming the bound (the app's failure conventions, scaffold_guard.app.turn); what the app can read
+(invalid UTF-8, a split character, choices other than 0) ends the turn normally. The bounds are made
 small here (`SMALL_BYTES`, `SMALL_CHARS`), so no test moves much more than 16 MiB;
 benchmarks/hostile_clients.py measures the defaults' memory.
 """
@@ -18,8 +18,8 @@ from functools import partial
 import httpx
 import pytest
 
-from app.config import Settings
-from app.rag.llm.errors import MSG_MALFORMED, MSG_TOO_LONG
+from scaffold_guard.app.config import Settings
+from scaffold_guard.app.rag.llm.errors import MSG_MALFORMED, MSG_TOO_LONG
 from servekit.sse import DEFAULT_MAX_LINE_BYTES
 
 from ...support.deadlines import DEADLINE_S

@@ -1,5 +1,5 @@
-"""app.rag.llm (transport, chunks, errors, retry layer) against the real mock LLM served
-in-process (its pure parts: tests/unit/app/test_llm_*.py).
+"""scaffold_guard.app.rag.llm (transport, chunks, errors, retry layer) against the real mock LLM
+served in-process (its pure parts: tests/unit/app/test_llm_*.py).
 
 One mock server per module (the built-in flows plus a few of this file's own, written to a
 temporary flow file); every test plays its flow under its own KEY and reads the mock's
@@ -24,23 +24,30 @@ from typing import Any
 import httpx
 import pytest
 
-from app.errors import UPSTREAM_MESSAGE_CHARS, LLMError
-from app.rag.llm import (
+from mock_llm import build_settings, serve_mock
+from scaffold_guard.app.errors import UPSTREAM_MESSAGE_CHARS, LLMError
+from scaffold_guard.app.rag.llm import (
     LLMConfig,
     UpstreamClient,
     chat_stream,
     chat_stream_retried,
     make_client,
 )
-from app.rag.llm.errors import (
+from scaffold_guard.app.rag.llm.errors import (
     MSG_CUT,
     MSG_ERROR_EVENT,
     MSG_MALFORMED,
     MSG_TIMEOUT,
     MSG_UNREACHABLE,
 )
-from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolCall, ToolSpec
-from mock_llm import build_settings, serve_mock
+from scaffold_guard.app.rag.types import (
+    ChatMessage,
+    RetryNotice,
+    RoundEnd,
+    StreamPiece,
+    ToolCall,
+    ToolSpec,
+)
 
 from ...support.deadlines import DEADLINE_S
 from ...support.journal import settled_journal

@@ -21,10 +21,10 @@ import aiohttp
 import httpx
 import pytest
 
-from app.errors import LLMError
-from app.rag.llm import LLMConfig, UpstreamClient, chat_stream_retried
-from app.rag.llm.errors import MSG_UNREACHABLE
-from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece
+from scaffold_guard.app.errors import LLMError
+from scaffold_guard.app.rag.llm import LLMConfig, UpstreamClient, chat_stream_retried
+from scaffold_guard.app.rag.llm.errors import MSG_UNREACHABLE
+from scaffold_guard.app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece
 from servekit.pool import RequestFailed
 
 from ...support.deadlines import DEADLINE_S

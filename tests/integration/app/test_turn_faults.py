@@ -24,9 +24,9 @@ import httpx
 import pytest
 import yaml
 
-from app.errors import TURN_TIMED_OUT
-from app.rag.llm.errors import MSG_CUT, MSG_MALFORMED
 from mock_llm import build_settings, serve_mock
+from scaffold_guard.app.errors import TURN_TIMED_OUT
+from scaffold_guard.app.rag.llm.errors import MSG_CUT, MSG_MALFORMED
 
 from ...support.deadlines import DEADLINE_S, POLL_S
 from ...support.journal import journal, settled_journal

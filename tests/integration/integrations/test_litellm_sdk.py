@@ -26,8 +26,8 @@ from litellm.llms.custom_httpx.async_client_cleanup import (  # pyright: ignore[
 from litellm.proxy._types import UserAPIKeyAuth
 
 from guardrail.policy import MALFORMED_REPLY
-from integrations.litellm_guardrail import MalformedReplyError, ScaffoldGuardrail
 from mock_llm import Flow
+from scaffold_guard.integrations.litellm_guardrail import MalformedReplyError, ScaffoldGuardrail
 
 from ...support.deadlines import DEADLINE_S
 from ...support.families import hidden_canary

@@ -13,8 +13,8 @@ import httpx
 import pytest
 import uvicorn
 
-from app.main import create_app
 from mock_llm import build_settings, serve_mock
+from scaffold_guard.app.main import create_app
 from servekit.in_thread import serve_in_thread
 
 from ...support.deadlines import DEADLINE_S

@@ -17,8 +17,8 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
-from app.main import FRONTEND, PAGE_POLICY
 from mock_llm.server.app import API_POLICY
+from scaffold_guard.app.main import FRONTEND, PAGE_POLICY
 from servekit.security_headers import security_headers
 
 from ...support.sse import chat_body

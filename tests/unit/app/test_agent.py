@@ -1,4 +1,4 @@
-"""app.rag.agent's round loop, driven by a scripted fake model and a fake tool runner
+"""scaffold_guard.app.rag.agent's round loop, driven by a scripted fake model and a fake tool runner
 (tests/unit/helpers/fakes.py). Every turn is run under a deadline."""
 
 from __future__ import annotations
@@ -11,9 +11,19 @@ from collections.abc import Sequence
 
 import pytest
 
-from app.errors import AppError, LLMError, MalformedReplyError
-from app.rag.agent import TOOL_CRASHED, AgentEvent, AgentRecord, ToolEvent, ToolRunner, run_agent
-from app.rag.types import (
+from guardrail import Registry, registry_for
+from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
+from guardrail.registries import DEFAULT_REGISTRY
+from scaffold_guard.app.errors import AppError, LLMError, MalformedReplyError
+from scaffold_guard.app.rag.agent import (
+    TOOL_CRASHED,
+    AgentEvent,
+    AgentRecord,
+    ToolEvent,
+    ToolRunner,
+    run_agent,
+)
+from scaffold_guard.app.rag.types import (
     ChatMessage,
     RecoveryNotice,
     RetryNotice,
@@ -22,9 +32,6 @@ from app.rag.types import (
     ToolOutcome,
     ToolSpec,
 )
-from guardrail import Registry, registry_for
-from guardrail.policy import CORRECTION_INSTRUCTION, strip_warning
-from guardrail.registries import DEFAULT_REGISTRY
 
 from ..helpers.fakes import SPECS, USER, FakeChat, FakeTools, Item, answer, call, tool_round
 

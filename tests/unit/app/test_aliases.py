@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.rag.aliases import alias_words
+from scaffold_guard.app.rag.aliases import alias_words
 
 
 @pytest.mark.parametrize(

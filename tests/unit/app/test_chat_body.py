@@ -17,8 +17,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api.chat import ChatRequest, read_chat_request
-from app.api.validation import body_parse_error, validation_error
+from scaffold_guard.app.api.chat import ChatRequest, read_chat_request
+from scaffold_guard.app.api.validation import body_parse_error, validation_error
 
 JSON = {"content-type": "application/json"}
 CASES: list[tuple[str, bytes, dict[str, str]]] = [

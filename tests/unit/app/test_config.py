@@ -4,11 +4,17 @@ from pathlib import Path
 
 import pytest
 
-from app.config import BUNDLED_NOTES, SETTINGS, SettingsError, load_settings, settings_table
-from app.main import llm_config
-from app.rag.llm import make_client
 from guardrail.model_profiles import AUTO, ProfileChoice, registry_for
 from guardrail.registries import DEFAULT_REGISTRY, OPT_IN, PROFILES, registry_with
+from scaffold_guard.app.config import (
+    BUNDLED_NOTES,
+    SETTINGS,
+    SettingsError,
+    load_settings,
+    settings_table,
+)
+from scaffold_guard.app.main import llm_config
+from scaffold_guard.app.rag.llm import make_client
 from servekit.pool import POOL_IDLE_S
 
 

@@ -1,4 +1,4 @@
-"""app.data_dir: the data folder checked at start, each failure said in words."""
+"""scaffold_guard.app.data_dir: the data folder checked at start, each failure said in words."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.data_dir import PROBE_BYTES, DataDirError, check_data_dir, problem
+from scaffold_guard.app.data_dir import PROBE_BYTES, DataDirError, check_data_dir, problem
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The embedded demo's default answer (app/demo_flows.yaml) over the app's real prompts.
+"""The embedded demo's default answer (scaffold_guard/app/demo_flows.yaml) over the app's real
+prompts.
 
 The demo's mock quotes what the app sent it: these tests build the app's own system prompt
 from the sample notes (retrieval, then the grounded or deflect prompt) and play the demo's
@@ -12,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from app.cli import DEMO_FLOWS
-from app.config import BUNDLED_NOTES
-from app.rag.grounding import is_grounded
-from app.rag.index import NotesIndex
-from app.rag.prompts import build_deflect_prompt, build_grounded_prompt
 from mock_llm.flows.flow_file import load_flow_file
 from mock_llm.play.response_plan import RequestShape, plan_response
+from scaffold_guard.app.cli import DEMO_FLOWS
+from scaffold_guard.app.config import BUNDLED_NOTES
+from scaffold_guard.app.rag.grounding import is_grounded
+from scaffold_guard.app.rag.index import NotesIndex
+from scaffold_guard.app.rag.prompts import build_deflect_prompt, build_grounded_prompt
 
 from ..conftest import META, sent_body
 

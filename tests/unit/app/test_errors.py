@@ -1,10 +1,10 @@
-"""app.errors.one_line: upstream text made safe to show as one short line."""
+"""scaffold_guard.app.errors.one_line: upstream text made safe to show as one short line."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.errors import UPSTREAM_MESSAGE_CHARS, one_line
+from scaffold_guard.app.errors import UPSTREAM_MESSAGE_CHARS, one_line
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""app.api.sse.EventStream as an ASGI callable, driven with fake receive/send: no sockets.
+"""scaffold_guard.app.api.sse.EventStream as an ASGI callable, driven with fake receive/send: no
+sockets.
 
 Every wait is on an event (a message sent, a generator closed), under DEADLINE_S.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.api.sse import KEEPALIVE, MEDIA_TYPE, EventStream, OpenStreams
+from scaffold_guard.app.api.sse import KEEPALIVE, MEDIA_TYPE, EventStream, OpenStreams
 
 from ...support.deadlines import DEADLINE_S
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.rag.grounding import is_grounded, sources
-from app.rag.index import NotesIndex
-from app.rag.types import Hit
+from scaffold_guard.app.rag.grounding import is_grounded, sources
+from scaffold_guard.app.rag.index import NotesIndex
+from scaffold_guard.app.rag.types import Hit
 
 
 def hit(path: str, score: float) -> Hit:

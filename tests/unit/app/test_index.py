@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.rag import index as index_module
-from app.rag.grounding import sources
-from app.rag.index import NotesIndex, RefreshReport, SkippedFile, require_fts5
-from app.rag.types import Hit
+from scaffold_guard.app.rag import index as index_module
+from scaffold_guard.app.rag.grounding import sources
+from scaffold_guard.app.rag.index import NotesIndex, RefreshReport, SkippedFile, require_fts5
+from scaffold_guard.app.rag.types import Hit
 
 from ..conftest import SAMPLE_NOTES
 from ..helpers.files import NOT_UTF8, refuse_open_of, write

@@ -1,4 +1,5 @@
-"""app.rag.llm.chunks: a stream chunk's parts as the client reads them, and its bounds. Pure."""
+"""scaffold_guard.app.rag.llm.chunks: a stream chunk's parts as the client reads them, and its
+bounds. Pure."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from app.errors import LLMError
-from app.rag.llm.chunks import MAX_TOOL_CALLS, ChunkAccumulator, _reasoning_text
-from app.rag.llm.errors import MSG_TOO_LONG
+from scaffold_guard.app.errors import LLMError
+from scaffold_guard.app.rag.llm.chunks import MAX_TOOL_CALLS, ChunkAccumulator, _reasoning_text
+from scaffold_guard.app.rag.llm.errors import MSG_TOO_LONG
 
 
 @pytest.mark.parametrize(

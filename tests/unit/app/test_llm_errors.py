@@ -1,11 +1,12 @@
-"""app.rag.llm.errors: what a failed request or a broken stream tells the user. Pure."""
+"""scaffold_guard.app.rag.llm.errors: what a failed request or a broken stream tells the user.
+Pure."""
 
 from __future__ import annotations
 
 import aiohttp
 import pytest
 
-from app.rag.llm.errors import (
+from scaffold_guard.app.rag.llm.errors import (
     MSG_CUT,
     MSG_FAILED,
     MSG_MALFORMED,

@@ -1,5 +1,5 @@
-"""app.rag.llm's retry arithmetic: the Retry-After headers read, and the delay before the next
-attempt (the advice honoured up to its cap, else a jittered backoff). Pure."""
+"""scaffold_guard.app.rag.llm's retry arithmetic: the Retry-After headers read, and the delay before
+the next attempt (the advice honoured up to its cap, else a jittered backoff). Pure."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from app.errors import LLMError
-from app.rag.llm import LLMConfig, parse_retry_after, retry_delay
+from scaffold_guard.app.errors import LLMError
+from scaffold_guard.app.rag.llm import LLMConfig, parse_retry_after, retry_delay
 
 MODEL = "lfm2-test"
 

@@ -1,5 +1,5 @@
-"""app.rag.llm.transport's client and settings as made, before any request: timeouts, the
-endpoint, the key and the proxy, and the settings it refuses. No network."""
+"""scaffold_guard.app.rag.llm.transport's client and settings as made, before any request: timeouts,
+the endpoint, the key and the proxy, and the settings it refuses. No network."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.rag.llm import LLMConfig, make_client
+from scaffold_guard.app.rag.llm import LLMConfig, make_client
 
 MODEL = "lfm2-test"
 

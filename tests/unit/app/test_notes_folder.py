@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.rag.grounding import sources
-from app.rag.index import NotesIndex
-from app.rag.notes_folder import (
+from scaffold_guard.app.rag.grounding import sources
+from scaffold_guard.app.rag.index import NotesIndex
+from scaffold_guard.app.rag.notes_folder import (
     FOLDER_UNREADABLE,
     LEADS_OUT,
     NAME_NOT_PLAIN,
@@ -31,8 +31,8 @@ from app.rag.notes_folder import (
     virtual_path,
     walk_notes,
 )
-from app.rag.tools import NotesTools
-from app.rag.types import ToolOutcome
+from scaffold_guard.app.rag.tools import NotesTools
+from scaffold_guard.app.rag.types import ToolOutcome
 
 from ..helpers.fakes import patient_tools
 from ..helpers.files import NOT_UTF8, refuse_open_of, refuse_scandir_of, write

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from app.rag.grounding import sources
-from app.rag.index import NotesIndex, SkippedFile
-from app.rag.tools import MAX_FULL_READ_BYTES, MAX_GREP_FILE_BYTES, NotesTools
+from scaffold_guard.app.rag.grounding import sources
+from scaffold_guard.app.rag.index import NotesIndex, SkippedFile
+from scaffold_guard.app.rag.tools import MAX_FULL_READ_BYTES, MAX_GREP_FILE_BYTES, NotesTools
 
 from ..helpers.fakes import patient_tools
 from ..helpers.files import write

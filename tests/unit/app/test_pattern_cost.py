@@ -1,4 +1,5 @@
-"""app.rag.pattern_cost: a grep pattern's compile cost, judged before it is compiled."""
+"""scaffold_guard.app.rag.pattern_cost: a grep pattern's compile cost, judged before it is
+compiled."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.rag.pattern_cost import MAX_EXPANDED_SIZE, MAX_REPEAT, pattern_problem
+from scaffold_guard.app.rag.pattern_cost import MAX_EXPANDED_SIZE, MAX_REPEAT, pattern_problem
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""app.rag.prompts: the properties the grounded and deflect prompts must keep."""
+"""scaffold_guard.app.rag.prompts: the properties the grounded and deflect prompts must keep."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from app.rag.prompts import (
+from scaffold_guard.app.rag.prompts import (
     CUT_MARK,
     DEFLECT_MODE,
     GROUNDED_SYSTEM_PROMPT,
@@ -17,7 +17,7 @@ from app.rag.prompts import (
     build_grounded_prompt,
     format_excerpts,
 )
-from app.rag.types import Hit
+from scaffold_guard.app.rag.types import Hit
 
 
 def hit(n: int, text: str = "Backups run nightly at 02:00 with restic.", score: float = 1.0) -> Hit:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.rag.index import NotesIndex
-from app.rag.query import MAX_QUERY_TERMS, match_expression, query_terms
+from scaffold_guard.app.rag.index import NotesIndex
+from scaffold_guard.app.rag.query import MAX_QUERY_TERMS, match_expression, query_terms
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.rag.sections import Section, split_sections
+from scaffold_guard.app.rag.sections import Section, split_sections
 
 
 def test_each_heading_starts_a_section_that_runs_to_the_next_heading():

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from app.api.sse import encode
-from app.turn_log import TurnStats, format_turn_line
+from scaffold_guard.app.api.sse import encode
+from scaffold_guard.app.turn_log import TurnStats, format_turn_line
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from app.storage import QueryLog, ToolChip, TurnRow
+from scaffold_guard.app.storage import QueryLog, ToolChip, TurnRow
 
 
 def row(turn_id: str, question: str = "q", created_at: float = 1.0) -> TurnRow:

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import regex
 
-from app.rag.tools import (
+from scaffold_guard.app.rag.tools import (
     GREP_FILE_TIMEOUT_S,
     GREP_TOTAL_TIMEOUT_S,
     MAX_GREP_LINE_CHARS,
     TOOL_SPECS,
     NotesTools,
 )
-from app.rag.types import ToolOutcome
+from scaffold_guard.app.rag.types import ToolOutcome
 
 from ...support.cases import check_each
 from ..helpers.fakes import patient_tools
@@ -464,8 +464,8 @@ def test_list_caps_the_entries_with_a_visible_marker(tmp_path: Path):
 
 
 def test_list_hides_names_with_control_or_bidi_characters(tmp_path: Path):
-    """Such names are not notes (app.rag.notes_folder): a line break would break the page's
-    and the log's lines, a bidi override makes `gpj.\\u202eexe.md` read as `gpj.exe.md`."""
+    """Such names are not notes (scaffold_guard.app.rag.notes_folder): a line break would break the
+    page's and the log's lines, a bidi override makes `gpj.\\u202eexe.md` read as `gpj.exe.md`."""
     write(tmp_path / "evil\nname.md", "x")
     write(tmp_path / "gpj.\u202eexe.md", "x")
     write(tmp_path / "plain.md", "x")

@@ -1,4 +1,5 @@
-"""app.turn.run_turn on a scripted model, fake retrieval and a real query log in tmp_path.
+"""scaffold_guard.app.turn.run_turn on a scripted model, fake retrieval and a real query log in
+tmp_path.
 
 Each test runs one turn under a deadline and checks the frames it yielded, the query-log
 row (or its absence) and the turn's log lines.
@@ -15,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings, load_settings
-from app.errors import MALFORMED_REPLY, LLMError
-from app.frames import Frame
-from app.rag.types import Hit, RoundEnd, StreamPiece, ToolCall
-from app.storage import QueryLog
-from app.turn import NOTES_UNAVAILABLE, UNEXPECTED_ERROR, TurnDeps, run_turn
+from scaffold_guard.app.config import Settings, load_settings
+from scaffold_guard.app.errors import MALFORMED_REPLY, LLMError
+from scaffold_guard.app.frames import Frame
+from scaffold_guard.app.rag.types import Hit, RoundEnd, StreamPiece, ToolCall
+from scaffold_guard.app.storage import QueryLog
+from scaffold_guard.app.turn import NOTES_UNAVAILABLE, UNEXPECTED_ERROR, TurnDeps, run_turn
 from servekit.pool import RequestFailed
 
 from ..helpers.fakes import FakeChat, FakeTools, answer, call, tool_round

@@ -6,7 +6,6 @@ import ast
 
 import pytest
 
-from app.rag.types import ChatMessage
 from guardrail.policy import (
     CORRECTION_INSTRUCTION,
     RoundFilter,
@@ -16,6 +15,7 @@ from guardrail.policy import (
     with_correction,
 )
 from guardrail.registries import DEFAULT_REGISTRY
+from scaffold_guard.app.rag.types import ChatMessage
 
 SPAN = "<|tool_call_start|>[read(path='/homelab/backup-notes.md')]<|tool_call_end|>"
 

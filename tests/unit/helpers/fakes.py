@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from app.rag.tools import NotesTools
-from app.rag.types import (
+from scaffold_guard.app.rag.tools import NotesTools
+from scaffold_guard.app.rag.types import (
     ChatMessage,
     RetryNotice,
     RoundEnd,

@@ -14,7 +14,7 @@ import types
 import uuid
 from typing import Any
 
-from integrations.openwebui import build, filter_template
+from scaffold_guard.integrations.openwebui import build, filter_template
 
 
 def pasted_module() -> types.ModuleType:

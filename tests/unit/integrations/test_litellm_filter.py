@@ -1,4 +1,4 @@
-"""integrations.litellm_filter: what LiteLLM's chunk and completion objects become.
+"""scaffold_guard.integrations.litellm_filter: what LiteLLM's chunk and completion objects become.
 
 Driven with real `litellm` objects (ModelResponseStream, ModelResponse) shaped as LiteLLM's
 proxy hands them to a guardrail. The built-in flows' `expect` blocks are the oracle for the
@@ -18,13 +18,13 @@ from litellm import ModelResponseStream
 from guardrail.model_profiles import registry_for
 from guardrail.policy import CORRECTION_INSTRUCTION, scrub
 from guardrail.registries import DEFAULT_REGISTRY
-from integrations.litellm_filter import (
+from mock_llm import builtin_flows
+from scaffold_guard.integrations.litellm_filter import (
     CompletionFilter,
     StreamFilter,
     recovery_request,
     single_choice,
 )
-from mock_llm import builtin_flows
 
 from ...support.families import EVERY_FAMILY, hidden_canary
 from ...support.litellm_chunks import (

@@ -1,4 +1,5 @@
-"""integrations.litellm_guardrail: the hooks LiteLLM's proxy calls, driven in-process.
+"""scaffold_guard.integrations.litellm_guardrail: the hooks LiteLLM's proxy calls, driven
+in-process.
 
 The hooks get real `litellm` chunks and completions; the one recovery is caught at its
 seam (`litellm.acompletion`, or the running proxy's router), so each test states what was
@@ -24,7 +25,7 @@ from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.guardrails import GuardrailEventHooks  # pyright: ignore[reportMissingTypeStubs]
 
 from guardrail.policy import CORRECTION_INSTRUCTION, MALFORMED_REPLY, strip_warning
-from integrations.litellm_guardrail import (
+from scaffold_guard.integrations.litellm_guardrail import (
     LOG,
     PROXY_SERVER,
     MalformedReplyError,

@@ -1,4 +1,5 @@
-"""integrations/openwebui/build.py: the pasteable file is the library's code, and current."""
+"""scaffold_guard/integrations/openwebui/build.py: the pasteable file is the library's code, and
+current."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import guardrail.policy
 import guardrail.registries
-from integrations.openwebui import build, filter_template
+from scaffold_guard.integrations.openwebui import build, filter_template
 
 from ...support.deadlines import DEADLINE_S
 from ..helpers.openwebui_driver import pasted_module
@@ -187,9 +188,9 @@ def test_a_text_without_a_leading_docstring_has_no_frontmatter():
 
 
 def test_the_command_line_checks_the_committed_file():
-    """`python -m integrations.openwebui.build --check`, as a person runs it."""
+    """`python -m scaffold_guard.integrations.openwebui.build --check`, as a person runs it."""
     done = subprocess.run(
-        [sys.executable, "-m", "integrations.openwebui.build", "--check"],
+        [sys.executable, "-m", "scaffold_guard.integrations.openwebui.build", "--check"],
         capture_output=True,
         text=True,
         timeout=DEADLINE_S,

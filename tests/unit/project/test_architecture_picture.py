@@ -21,7 +21,7 @@ from .test_dependency_rule import OURS, ROOT, files, imported_packages
 
 DOC = ROOT / "docs" / "architecture.md"
 MARK = "<!-- import-picture -->"
-EDGE = re.compile(r"^(\w+) +──► +(.+?)\s*$")
+EDGE = re.compile(r"^([\w.]+) +──► +(.+?)\s*$")
 """A line of the picture: a package at the start of the line, its arrow, its imports. Lines
 that start with a space are notes for the reader."""
 

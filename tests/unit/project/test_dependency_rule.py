@@ -1,7 +1,7 @@
 """The dependency rule between the packages, read from every import statement of every file
 (function-level and `TYPE_CHECKING` imports included):
 
-    guardrail  <-  servekit  <-  mock_llm, app, guard
+    guardrail  <-  servekit  <-  mock_llm, scaffold_guard.app, guard
 
 - guardrail, the contract, imports nothing of ours;
 - servekit, what every server shares, imports guardrail at most;
@@ -26,35 +26,62 @@ from ...support.cases import check_each
 
 ROOT = Path(__file__).resolve().parents[3]
 OURS = frozenset(
-    {"app", "conformance", "guard", "guardrail", "integrations", "mock_llm", "servekit"}
+    {
+        "conformance",
+        "guard",
+        "guardrail",
+        "mock_llm",
+        "scaffold_guard",
+        "scaffold_guard.app",
+        "scaffold_guard.integrations",
+        "servekit",
+    }
 )
-DEMO_WIRING = frozenset({"app/cli.py"})
+"""Our packages as the rule sees them: the top-level ones, and the two that ship inside
+`scaffold_guard` (the notes app and the integrations), each its own (the checkout's `app/`
+is `python -m app`'s alias for scaffold_guard.app, not a package of its own)."""
+DEMO_WIRING = frozenset({"scaffold_guard/app/cli.py"})
 """The app's modules that may import mock_llm: the embedded demo starts the mock."""
 
 ALLOWED = {
     "guardrail": frozenset(),
     "servekit": frozenset({"guardrail"}),
     "guard": frozenset({"guardrail", "servekit"}),
-    "app": frozenset({"guardrail", "servekit"}),
+    "scaffold_guard.app": frozenset({"guardrail", "servekit"}),
     "mock_llm": frozenset({"guardrail", "servekit"}),
 }
 """Which of our other packages each package may import."""
 
 
+def package_of(module: str) -> str | None:
+    """The package of ours that the dotted `module` belongs to (the most specific), if any."""
+    for package in sorted(OURS, key=len, reverse=True):
+        if module == package or module.startswith(package + "."):
+            return package
+    return None
+
+
 def imported_packages(path: Path, package: str) -> set[str]:
-    """Our other top-level packages that `package`'s file `path` imports (a relative import
-    is of its own package)."""
-    found: set[str] = set()
+    """Our other packages that `package`'s file `path` imports (a relative import is of its
+    own package)."""
+    found: set[str | None] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(package_of(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            found.add(package if node.level else (node.module or "").split(".")[0])
-    return (found & OURS) - {package}
+            found.add(package if node.level else package_of(node.module or ""))
+    return {name for name in found if name is not None} - {package}
 
 
 def files(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+    """The files of `package` (dotted: a package of ours or a sub-package of one), without
+    those of another package of ours inside it."""
+    mine = package_of(package)
+    return sorted(
+        path
+        for path in ROOT.joinpath(*package.split(".")).rglob("*.py")
+        if package_of(".".join(path.relative_to(ROOT).with_suffix("").parts)) == mine
+    )
 
 
 def named(paths: list[Path]) -> list[tuple[str, Path]]:
@@ -65,7 +92,7 @@ def named(paths: list[Path]) -> list[tuple[str, Path]]:
 def test_each_package_imports_only_what_the_rule_allows():
     def within_the_rule(path: Path) -> None:
         name = str(path.relative_to(ROOT))
-        package = path.relative_to(ROOT).parts[0]
+        package = package_of(".".join(path.relative_to(ROOT).with_suffix("").parts)) or ""
         allowed = ALLOWED[package] | ({"mock_llm"} if name in DEMO_WIRING else set())
         assert imported_packages(path, package) - allowed == set()
 
@@ -74,7 +101,9 @@ def test_each_package_imports_only_what_the_rule_allows():
 
 
 def test_the_demo_wiring_is_where_the_app_embeds_the_mock():
-    assert all("mock_llm" in imported_packages(ROOT / name, "app") for name in DEMO_WIRING)
+    assert all(
+        "mock_llm" in imported_packages(ROOT / name, "scaffold_guard.app") for name in DEMO_WIRING
+    )
 
 
 def test_the_reader_sees_every_kind_of_import(tmp_path: Path):
@@ -86,10 +115,17 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path):
         "if TYPE_CHECKING:\n    from conformance import plugin\n"
         "def f():\n    from mock_llm.client import MockClient\n"
         "from . import turn\n"
-        "import servekit as kit, json\n",
+        "import servekit as kit, json\n"
+        "from scaffold_guard.integrations import litellm_guardrail\n",
         encoding="utf-8",
     )
-    assert imported_packages(probe, "app") == {"guard", "conformance", "mock_llm", "servekit"}
+    assert imported_packages(probe, "scaffold_guard.app") == {
+        "guard",
+        "conformance",
+        "mock_llm",
+        "servekit",
+        "scaffold_guard.integrations",
+    }
 
 
 MOCK_LAYERS = {
@@ -141,7 +177,7 @@ def test_each_mock_sub_package_imports_only_the_layers_below_it():
         layer = path.parent.name
         assert mock_subpackages(path) - {layer} - MOCK_LAYERS[layer] == set()
 
-    paths = [path for layer in sorted(MOCK_LAYERS) for path in files(f"mock_llm/{layer}")]
+    paths = [path for layer in sorted(MOCK_LAYERS) for path in files(f"mock_llm.{layer}")]
     assert check_each(named(paths), below_it) == len(paths) > 0
 
 

@@ -36,7 +36,7 @@ def loaded_after(statement: str, packages: tuple[str, ...] = ("mock_llm", "yaml"
 
 
 @pytest.mark.parametrize(
-    "statement", ["import guard.http.server", "import guard.cli", "import app.main"]
+    "statement", ["import guard.http.server", "import guard.cli", "import scaffold_guard.app.main"]
 )
 def test_the_guard_proxy_and_the_app_load_nothing_of_the_mock(statement: str):
     assert loaded_after(statement) == []

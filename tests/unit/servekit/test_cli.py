@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main as app_main
 from mock_llm.cli import main, parse_args
+from scaffold_guard.app.cli import main as app_main
 from servekit.listen import exposure_warning, is_loopback
 
 from ...support.ports import taken_port

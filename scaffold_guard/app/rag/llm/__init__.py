@@ -5,17 +5,18 @@
 the tool calls materialized; `chat_stream_retried` wraps it in the only retry loop there
 is. Every failure is an `LLMError` whose `message` is plain copy safe to show a user.
 
-- `app.rag.llm.transport`: the model server as the app reaches it (`LLMConfig`,
+- `scaffold_guard.app.rag.llm.transport`: the model server as the app reaches it (`LLMConfig`,
   `UpstreamClient`, `chat_stream`): the request, its pooled connection, its deadline;
-- `app.rag.llm.chunks`: one stream's chunks read into pieces and a round's end (pure);
-- `app.rag.llm.errors`: a failure as an `LLMError` with its copy (pure);
-- `app.rag.llm.retry`: which failures are retried, after how long (`retry_delay`), and the
-  loop (`chat_stream_retried`).
+- `scaffold_guard.app.rag.llm.chunks`: one stream's chunks read into pieces and a round's end
+  (pure);
+- `scaffold_guard.app.rag.llm.errors`: a failure as an `LLMError` with its copy (pure);
+- `scaffold_guard.app.rag.llm.retry`: which failures are retried, after how long
+  (`retry_delay`), and the loop (`chat_stream_retried`).
 """
 
-from app.rag.llm.errors import parse_retry_after
-from app.rag.llm.retry import chat_stream_retried, retry_delay
-from app.rag.llm.transport import LLMConfig, UpstreamClient, chat_stream, make_client
+from scaffold_guard.app.rag.llm.errors import parse_retry_after
+from scaffold_guard.app.rag.llm.retry import chat_stream_retried, retry_delay
+from scaffold_guard.app.rag.llm.transport import LLMConfig, UpstreamClient, chat_stream, make_client
 
 __all__ = [
     "LLMConfig",

@@ -26,10 +26,15 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from app.errors import LLMError
-from app.rag.llm.errors import MSG_CUT, MSG_ERROR_EVENT, MSG_MALFORMED, reply_too_long
-from app.rag.types import RoundEnd, StreamPiece, ToolCall
 from guardrail.json_shapes import JSONObject, is_object
+from scaffold_guard.app.errors import LLMError
+from scaffold_guard.app.rag.llm.errors import (
+    MSG_CUT,
+    MSG_ERROR_EVENT,
+    MSG_MALFORMED,
+    reply_too_long,
+)
+from scaffold_guard.app.rag.types import RoundEnd, StreamPiece, ToolCall
 from servekit.openai_chunks import choices_of, delta_of, reasoning_texts, tool_call_items
 from servekit.sse import SseEvent
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 
 import aiohttp
 
-from app.errors import LLMError, one_line
 from guardrail.json_shapes import is_object
+from scaffold_guard.app.errors import LLMError, one_line
 from servekit.sse import LineTooLong
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})

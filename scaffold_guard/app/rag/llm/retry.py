@@ -18,10 +18,10 @@ import random
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 
-from app.errors import LLMError
-from app.rag.llm.errors import timeout_error
-from app.rag.llm.transport import LLMConfig, UpstreamClient, chat_stream
-from app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolSpec
+from scaffold_guard.app.errors import LLMError
+from scaffold_guard.app.rag.llm.errors import timeout_error
+from scaffold_guard.app.rag.llm.transport import LLMConfig, UpstreamClient, chat_stream
+from scaffold_guard.app.rag.types import ChatMessage, RetryNotice, RoundEnd, StreamPiece, ToolSpec
 
 MAX_BACKOFF_EXPONENT = 30
 """Caps 2**n in the backoff so a large attempt number can never overflow."""

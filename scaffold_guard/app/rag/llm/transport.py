@@ -2,14 +2,14 @@
 
 `chat_stream` makes one streaming request, reads it with `servekit.sse.SseDecoder` (a line
 over 8 MiB is a malformed reply), and turns its chunks into `StreamPiece`s and one
-`RoundEnd` (`app.rag.llm.chunks`).
+`RoundEnd` (`scaffold_guard.app.rag.llm.chunks`).
 
 A hostile model server is met with bounds, each an LLMError the turn shows as its error
 frame (docs/reliability.md, "A hostile model server"): a body (decoded: aiohttp inflates
 gzip and deflate in bounded steps) past `max_reply_bytes` (`MAX_REPLY_BYTES`), so a gzip
 bomb or a stream of comments ends, not only its text; a reply's text past
-`max_reply_chars` (`app.rag.llm.chunks.MAX_REPLY_CHARS`); a line past 8 MiB. Invalid UTF-8
-reads as U+FFFD, as the SDK reads it; a character split across reads is joined first.
+`max_reply_chars` (`scaffold_guard.app.rag.llm.chunks.MAX_REPLY_CHARS`); a line past 8 MiB. Invalid
+UTF-8 reads as U+FFFD, as the SDK reads it; a character split across reads is joined first.
 
 Deliberate choices:
 - Plain aiohttp, neither the openai SDK nor httpx: under load their per-chunk models and
@@ -35,8 +35,8 @@ import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from app.rag.llm.chunks import MAX_REPLY_CHARS, ChunkAccumulator, merged
-from app.rag.llm.errors import (
+from scaffold_guard.app.rag.llm.chunks import MAX_REPLY_CHARS, ChunkAccumulator, merged
+from scaffold_guard.app.rag.llm.errors import (
     REQUEST_ERRORS,
     STREAM_ERRORS,
     reply_too_long,
@@ -44,7 +44,7 @@ from app.rag.llm.errors import (
     status_error,
     stream_error,
 )
-from app.rag.types import ChatMessage, RoundEnd, StreamPiece, ToolSpec
+from scaffold_guard.app.rag.types import ChatMessage, RoundEnd, StreamPiece, ToolSpec
 from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
 from servekit.sse import SseDecoder
 

@@ -1,0 +1,3 @@
+from scaffold_guard.app.cli import main
+
+raise SystemExit(main(prog="python -m app"))

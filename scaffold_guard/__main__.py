@@ -1,0 +1,3 @@
+from scaffold_guard.cli import main
+
+raise SystemExit(main())
