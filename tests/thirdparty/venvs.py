@@ -11,8 +11,8 @@ Deliberate choices:
 - pip, not uv, installs into these venvs: the machine image keeps a CPU build of torch on
   disk where pip finds it (`pip install torch==2.13.0`), and Open WebUI pulls torch in;
   uv would download a CUDA build of several GB.
-- The project itself (its `guardrail`, `integrations` and `guard` packages) is never
-  installed there: a test puts the repository on the child's PYTHONPATH when the
+- The project itself (its `guardrail`, `scaffold_guard.integrations` and `guard` packages) is
+  never installed there: a test puts the repository on the child's PYTHONPATH when the
   third-party program must import one of our adapters, as a user's install would.
 """
 
