@@ -31,7 +31,7 @@ from ..support.ports import free_port
 from .venvs import LITELLM
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED_CONFIG = REPO / "integrations" / "litellm" / "config.yaml"
+SHIPPED_CONFIG = REPO / "scaffold_guard" / "integrations" / "litellm" / "config.yaml"
 MASTER_KEY = "sk-scaffold-guard-test"
 RUN_SERVER = "import sys; from litellm import run_server; sys.exit(run_server())"
 """What the venv's `litellm` script runs, run by the venv's own python: a venv built in one

@@ -44,8 +44,8 @@ CLEAN_CLAUSES = {"G1", "G7", "G9", "G11", "G15"}
 families'), raw thinking, Stop."""
 NOT_OPEN_WEBUIS = {"G10", "G12", "G14"}
 """No per-turn log the kit can read, and no document tools of ours: these skip."""
-FILTER_FILE = ROOT / "integrations" / "openwebui" / "scaffold_guard_filter.py"
-FILTER_BASELINE = ROOT / "integrations" / "openwebui" / "expected-failures.txt"
+FILTER_FILE = ROOT / "scaffold_guard" / "integrations" / "openwebui" / "scaffold_guard_filter.py"
+FILTER_BASELINE = ROOT / "scaffold_guard" / "integrations" / "openwebui" / "expected-failures.txt"
 
 
 def run_route(route: str, out: Path) -> KitRun:
