@@ -24,39 +24,54 @@ from pathlib import Path
 
 from ..conformance_selftest.kit_runs import ROOT
 from ..support.ports import free_port
-from .venvs import IsolatedVenv
+from .venvs import GRADIO, STREAMLIT, IsolatedVenv
 
 PAGES = Path(__file__).resolve().parent / "pages"
 STARTUP_DEADLINE_S = 120.0
 """A hang guard for a page's server to answer its health check, not a timing claim."""
-OPENAI_PIN = "openai==3.63.0"
-
-STREAMLIT = IsolatedVenv("streamlit-1.67.0", (("streamlit==1.67.0", OPENAI_PIN),))
 
 
 @dataclass(frozen=True)
 class FrameworkPage:
-    """A page, the venv it runs in, how its framework serves it and where it says it is up."""
+    """A page, the venv it runs in, how its framework serves it (PORT in its environment)
+    and where it says it is up."""
 
     name: str
     venv: IsolatedVenv
+    command: tuple[str, ...]
+    """The command line after the venv's bin/ folder: its first word is a script there."""
     health: str
 
     @property
     def profile(self) -> Path:
         return PAGES / f"{self.name}.toml"
 
-    def command(self, venv: IsolatedVenv, port: int) -> list[str]:
-        if self.name == "streamlit":
-            return [
-                str(venv.bin("streamlit")), "run", str(PAGES / "streamlit_chat.py"),
-                "--server.headless", "true", "--server.address", "127.0.0.1",
-                "--server.port", str(port), "--browser.gatherUsageStats", "false",
-            ]  # fmt: skip
-        raise ValueError(self.name)
+    @property
+    def expected_failures(self) -> Path | None:
+        """The kit's baseline of what the page as its tutorial writes it cannot pass."""
+        path = PAGES / f"{self.name}-expected-failures.txt"
+        return path if path.is_file() else None
 
 
-PAGE_APPS = {"streamlit": FrameworkPage("streamlit", STREAMLIT, "/_stcore/health")}
+PAGE_APPS = {
+    page.name: page
+    for page in (
+        FrameworkPage(
+            "streamlit",
+            STREAMLIT,
+            ("streamlit", "run", str(PAGES / "streamlit_chat.py"), "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", "{port}",
+             "--browser.gatherUsageStats", "false"),
+            "/_stcore/health",
+        ),
+        FrameworkPage(
+            "gradio",
+            GRADIO,
+            ("python", str(PAGES / "gradio_chat.py")),
+            "/",
+        ),
+    )
+}  # fmt: skip
 
 
 @functools.cache
@@ -91,12 +106,11 @@ def serve_page(page: FrameworkPage, model_url: str, logs: Path) -> Generator[str
     port = free_port()
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{page.name}.log"
-    env = {"PATH": f"{venv.home / 'bin'}:/usr/bin:/bin", "HOME": str(logs),
-           "SG_MODEL_URL": model_url}  # fmt: skip
+    env = {"PATH": f"{venv.home / 'bin'}:/usr/bin:/bin", "HOME": str(logs), "PORT": str(port),
+           "SG_MODEL_URL": model_url, "GRADIO_ANALYTICS_ENABLED": "False"}  # fmt: skip
+    command = [str(venv.bin(page.command[0])), *(w.format(port=port) for w in page.command[1:])]
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            page.command(venv, port), cwd=logs, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+        process = subprocess.Popen(command, cwd=logs, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_healthy(f"{url}{page.health}", process, log_path)

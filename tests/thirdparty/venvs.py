@@ -1,7 +1,8 @@
 """Third-party apps in virtual environments of their own, cached outside the repository.
 
-Open WebUI and LiteLLM's proxy are real programs a user runs in front of a model; the
-third-party suite (tests/thirdparty) starts them against the mock and the guard. They are
+Open WebUI and LiteLLM's proxy are real programs a user runs in front of a model, Streamlit
+and Gradio the frameworks a user writes a chat page with; the third-party suite
+(tests/thirdparty) starts them against the mock and the guard. They are
 never dependencies of this project: each is installed, pinned, into its own venv under
 `$XDG_CACHE_HOME/scaffold-guard-thirdparty/<name>` on first use (minutes, once per machine)
 and reused after that; the folder holds a stamp of what was asked for, so a changed pin
@@ -84,9 +85,16 @@ LITELLM_VERSION = "1.108.7"
 """From 1.108.8 the proxy needs a `litellm-proxy` package the registry here does not have."""
 LITELLM = IsolatedVenv(f"litellm-{LITELLM_VERSION}", ((f"litellm[proxy]=={LITELLM_VERSION}",),))
 
+OPENAI_PIN = "openai==3.63.0"
+"""The OpenAI SDK the framework pages stream with (tests/thirdparty/framework_pages.py)."""
+STREAMLIT = IsolatedVenv("streamlit-1.67.0", (("streamlit==1.67.0", OPENAI_PIN),))
+GRADIO = IsolatedVenv("gradio-6.31.0", (("gradio==6.31.0", OPENAI_PIN),))
+
 BY_NAME: dict[str, IsolatedVenv | LlamaServerBuild] = {
     "open-webui": OPEN_WEBUI,
     "litellm": LITELLM,
+    "streamlit": STREAMLIT,
+    "gradio": GRADIO,
     "llama-server": LLAMA_SERVER,  # a build, not a venv: tests/thirdparty/llama_build.py
 }
 
