@@ -14,9 +14,6 @@ from __future__ import annotations
 import functools
 import subprocess
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +21,7 @@ from pathlib import Path
 
 from ..conformance_selftest.kit_runs import ROOT
 from ..support.ports import free_port
+from .health import stop, wait_healthy
 from .venvs import GRADIO, STREAMLIT, IsolatedVenv
 
 PAGES = Path(__file__).resolve().parent / "pages"
@@ -113,29 +111,8 @@ def serve_page(page: FrameworkPage, model_url: str, logs: Path) -> Generator[str
         process = subprocess.Popen(command, cwd=logs, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
-            _wait_healthy(f"{url}{page.health}", process, log_path)
+            wait_healthy(f"{url}{page.health}", process, log_path,
+                         deadline_s=STARTUP_DEADLINE_S, what=f"{page.name}'s server")  # fmt: skip
             yield url
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_DEADLINE_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log.read_text(encoding="utf-8", errors="replace")[-4000:]
-            raise RuntimeError(f"the page's server exited with {process.returncode}:\n{tail}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    tail = log.read_text(encoding="utf-8", errors="replace")[-4000:]
-    raise RuntimeError(f"{url} did not answer in {STARTUP_DEADLINE_S:g} s:\n{tail}")
+            stop(process)

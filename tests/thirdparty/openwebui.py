@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Generator
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..support.ports import free_port
+from .health import stop, wait_healthy
 from .venvs import OPEN_WEBUI
 
 STARTUP_DEADLINE_S = 300.0
@@ -101,33 +101,12 @@ def serve_open_webui(connection: Connection, data_dir: Path) -> Generator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process, data_dir / "open-webui.log")
+        wait_healthy(f"{url}/health", process, data_dir / "open-webui.log",
+                     deadline_s=STARTUP_DEADLINE_S, what="Open WebUI")  # fmt: skip
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         log.close()
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_DEADLINE_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log.read_text(encoding="utf-8", errors="replace")[-4000:]
-            raise RuntimeError(f"Open WebUI exited with {process.returncode}:\n{tail}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    tail = log.read_text(encoding="utf-8", errors="replace")[-4000:]
-    raise RuntimeError(f"Open WebUI did not answer /health in {STARTUP_DEADLINE_S:g} s:\n{tail}")
 
 
 def _api(url: str, path: str, body: object, token: str | None = None) -> Any:
