@@ -68,7 +68,10 @@ serve() {
 uv venv --quiet --python 3.11 "$work/bare"
 uv pip install --quiet --python "$work/bare/bin/python" "$wheel"
 "$work/bare/bin/python" wheel_smoke.py bare
-"$work/bare/bin/scaffold-guard" --help | grep -q "guard .*\[proxy\]"
+# Into a file, not a pipe: grep -q leaves at its first match, and the command, still writing,
+# would die of the closed pipe (a failure that depends on timing).
+"$work/bare/bin/scaffold-guard" --help >"$work/help.txt"
+grep -q "guard .*\[proxy\]" "$work/help.txt"
 if "$work/bare/bin/scaffold-guard" guard --help 2>"$work/needs.txt"; then
     echo "check_wheel: a bare install ran the proxy without its extra" >&2
     exit 1
