@@ -39,7 +39,7 @@ import pytest
 from conformance.oracle.clauses import BY_ID, LOOKALIKE_FLOWS, SPECIAL_FLOWS
 from mock_llm.flows.catalog import builtin_flows
 
-from ..support.processes import UNUSED_DEV_PLUGINS, child_env, plugins_off
+from ..support.processes import child_env, plugins_off
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT_DEADLINE_S = 600.0
@@ -124,7 +124,7 @@ def kit_command(*args: str) -> list[str]:
     """The kit's command line, with G11's load-proof slack (STOP_SLACK)."""
     command = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q", *STOP_SLACK]
     command += ["-p", "no:cacheprovider", "-p", "no:randomly"]
-    command += plugins_off((*UNUSED_DEV_PLUGINS, "xdist"))
+    command += plugins_off("xdist")
     return [*command, *args]
 
 

@@ -29,9 +29,9 @@ kit install has none of them). Loading them is most of a short run's start (0.46
 them again each time (it restores sys.modules after every inner run)."""
 
 
-def plugins_off(names: tuple[str, ...] = UNUSED_DEV_PLUGINS) -> list[str]:
-    """pytest arguments that leave the plugins `names` unloaded."""
-    return [arg for name in names for arg in ("-p", f"no:{name}")]
+def plugins_off(*also: str) -> list[str]:
+    """pytest arguments that leave UNUSED_DEV_PLUGINS, and the plugins `also`, unloaded."""
+    return [arg for name in (*UNUSED_DEV_PLUGINS, *also) for arg in ("-p", f"no:{name}")]
 
 
 def child_env(home: Path, **extra: str) -> dict[str, str]:

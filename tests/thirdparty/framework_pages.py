@@ -31,8 +31,8 @@ STARTUP_DEADLINE_S = 120.0
 
 @dataclass(frozen=True)
 class FrameworkPage:
-    """A page, the venv it runs in, how its framework serves it (PORT in its environment)
-    and where it says it is up."""
+    """A page, the venv it runs in, how its framework serves it (`{port}` in its command is
+    the port) and where it says it is up."""
 
     name: str
     venv: IsolatedVenv
@@ -65,7 +65,7 @@ PAGE_APPS = {
         FrameworkPage(
             "gradio",
             GRADIO,
-            ("python", str(PAGES / "gradio_chat.py")),
+            ("python", str(PAGES / "gradio_chat.py"), "{port}"),
             "/",
         ),
     )
@@ -104,7 +104,7 @@ def serve_page(page: FrameworkPage, model_url: str, logs: Path) -> Generator[str
     port = free_port()
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{page.name}.log"
-    env = {"PATH": f"{venv.home / 'bin'}:/usr/bin:/bin", "HOME": str(logs), "PORT": str(port),
+    env = {"PATH": f"{venv.home / 'bin'}:/usr/bin:/bin", "HOME": str(logs),
            "SG_MODEL_URL": model_url, "GRADIO_ANALYTICS_ENABLED": "False"}  # fmt: skip
     command = [str(venv.bin(page.command[0])), *(w.format(port=port) for w in page.command[1:])]
     with log_path.open("w", encoding="utf-8") as log:

@@ -18,7 +18,7 @@ import pytest
 
 from ...support.deadlines import DEADLINE_S
 from ...support.ports import refusing_port
-from ...support.processes import UNUSED_DEV_PLUGINS, child_env, plugins_off
+from ...support.processes import child_env, plugins_off
 
 RUN_DEADLINE_S = 10 * DEADLINE_S  # a hang guard for a whole child pytest, not a timing claim
 USAGE_ERROR = 4
@@ -28,7 +28,7 @@ PREFLIGHT_FAILED = 3
 def run_kit(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
-         *plugins_off((*UNUSED_DEV_PLUGINS, "xdist")), *args],
+         *plugins_off("xdist"), *args],
         cwd=tmp_path,
         env=child_env(tmp_path, **env),
         capture_output=True,

@@ -1,11 +1,12 @@
 """A chat page as Gradio's guide "Creating A Chatbot Fast" writes it for an OpenAI-compatible
 server (a `gr.ChatInterface` whose function streams the SDK's `delta.content`), with the one
 line that puts the guard in: the OpenAI client's `http_client`. SG_MODEL_URL is the model
-server's base URL (the mock's), PORT the port to serve on. Run by
+server's base URL (the mock's); the port to serve on is its argument. Run by
 tests/thirdparty/framework_pages.py in a venv of its own, the built wheel installed as a user
 installs it."""
 
 import os
+import sys
 
 import gradio as gr
 import httpx
@@ -43,4 +44,4 @@ def predict(message, history):
 demo = gr.ChatInterface(predict)
 
 if __name__ == "__main__":
-    demo.launch(server_name="127.0.0.1", server_port=int(os.environ["PORT"]))
+    demo.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]))

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from guardrail.registries import PROFILES
-from scaffold_guard import cli
 from scaffold_guard.cli import PARTS, main
 
 
@@ -100,6 +99,6 @@ def test_a_module_of_ours_that_is_missing_is_a_bug_not_an_extra(
     def without_our_own(name: str, *args: Any) -> Any:
         raise ModuleNotFoundError("No module named 'guard.http'", name="guard.http")
 
-    monkeypatch.setattr(cli.importlib, "import_module", without_our_own)
+    monkeypatch.setattr(importlib, "import_module", without_our_own)
     with pytest.raises(ModuleNotFoundError):
         main(["guard", "--help"])
