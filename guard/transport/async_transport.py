@@ -109,8 +109,9 @@ class AsyncGuardTransport(AsyncBase):
         """A whole body (None when the upstream cut it or it is past the bound)."""
         parts: list[bytes] = []
         size = 0
+        pieces = raw_body(response)
         try:
-            async for piece in raw_body(response):
+            async for piece in pieces:
                 size += len(piece)
                 if size > self._max_answer_bytes:
                     return None
@@ -118,7 +119,7 @@ class AsyncGuardTransport(AsyncBase):
         except call.http.errors:
             return None
         finally:
-            await response.aclose()
+            await close_body(response, pieces)
         return b"".join(parts)
 
     async def _whole(self, call: TransportCall, first: httpx.Response) -> httpx.Response:
@@ -205,8 +206,7 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
                 elif isinstance(effect, Settle):
                     self._call.log(stream=True)
                 else:
-                    await pieces.aclose()
-                    await self._response.aclose()
+                    await close_body(self._response, pieces)
                     opened = await self._transport.recovery_stream(self._call, effect.body)
                     if isinstance(opened, Refused):
                         reply = opened
@@ -214,12 +214,10 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
                         self._response, pieces, reply = opened, raw_body(opened), Opened()
         finally:
             self._flow.close()
-            await pieces.aclose()  # closed here, not by the garbage collector at any time
-            await self._response.aclose()
+            await close_body(self._response, pieces)
             self._call.log(stream=True)
 
 
-@functools.cache
 async def raw_body(response: httpx.Response) -> AsyncGenerator[bytes]:
     """The answer's bytes as they arrive; or, from a wrapped transport that read the body
     before it returned the response (httpx.MockTransport does), that body whole.
@@ -232,6 +230,22 @@ async def raw_body(response: httpx.Response) -> AsyncGenerator[bytes]:
         yield piece
 
 
+async def close_body(response: httpx.Response, pieces: AsyncGenerator[bytes]) -> None:
+    """Close an upstream answer read through `raw_body`, here and now, the response first.
+
+    httpx's and httpcore's own generators under `pieces` are dropped, not closed, when it is
+    closed before the body's end (an SDK stops at `[DONE]`), and a dropped generator that
+    awaits while it closes breaks the task it is collected in (where the event loop's thread
+    has no async generator hooks, as in a Chainlit page's handler). With the response closed
+    first, their closing finds the connection closed and awaits nothing.
+
+    Regression: closed the other way round, the openai SDK's close after `[DONE]` raised
+    "Attempted to exit a cancel scope that isn't the current task's current cancel scope"."""
+    await response.aclose()
+    await pieces.aclose()
+
+
+@functools.cache
 def _stream_class(http: Http) -> type[AsyncGuardedStream]:
     """AsyncGuardedStream as a stream of `http`'s library."""
     made = type("AsyncGuardedStream", bases(AsyncGuardedStream, http.async_stream), {})

@@ -107,8 +107,9 @@ class GuardTransport(SyncBase):
         """A whole body (None when the upstream cut it or it is past the bound)."""
         parts: list[bytes] = []
         size = 0
+        pieces = raw_body(response)
         try:
-            for piece in raw_body(response):
+            for piece in pieces:
                 size += len(piece)
                 if size > self._max_answer_bytes:
                     return None
@@ -116,7 +117,7 @@ class GuardTransport(SyncBase):
         except call.http.errors:
             return None
         finally:
-            response.close()
+            close_body(response, pieces)
         return b"".join(parts)
 
     def _whole(self, call: TransportCall, first: httpx.Response) -> httpx.Response:
@@ -203,8 +204,7 @@ class GuardedStream(httpx.SyncByteStream):
                 elif isinstance(effect, Settle):
                     self._call.log(stream=True)
                 else:
-                    pieces.close()
-                    self._response.close()
+                    close_body(self._response, pieces)
                     opened = self._transport.recovery_stream(self._call, effect.body)
                     if isinstance(opened, Refused):
                         reply = opened
@@ -212,12 +212,10 @@ class GuardedStream(httpx.SyncByteStream):
                         self._response, pieces, reply = opened, raw_body(opened), Opened()
         finally:
             self._flow.close()
-            pieces.close()  # closed here, not by the garbage collector at any time
-            self._response.close()
+            close_body(self._response, pieces)
             self._call.log(stream=True)
 
 
-@functools.cache
 def raw_body(response: httpx.Response) -> Generator[bytes]:
     """The answer's bytes as they arrive; or, from a wrapped transport that read the body
     before it returned the response (httpx.MockTransport does), that body whole.
@@ -230,6 +228,22 @@ def raw_body(response: httpx.Response) -> Generator[bytes]:
         yield piece
 
 
+def close_body(response: httpx.Response, pieces: Generator[bytes]) -> None:
+    """Close an upstream answer read through `raw_body`, here and now, the response first.
+
+    httpx's and httpcore's own generators under `pieces` are dropped, not closed, when it is
+    closed before the body's end (an SDK stops at `[DONE]`), and a dropped generator that
+    awaits while it closes breaks the task it is collected in (where the event loop's thread
+    has no async generator hooks, as in a Chainlit page's handler). With the response closed
+    first, their closing finds the connection closed and awaits nothing.
+
+    Regression: closed the other way round, the openai SDK's close after `[DONE]` raised
+    "Attempted to exit a cancel scope that isn't the current task's current cancel scope"."""
+    response.close()
+    pieces.close()
+
+
+@functools.cache
 def _stream_class(http: Http) -> type[GuardedStream]:
     """GuardedStream as a stream of `http`'s library."""
     made = type("GuardedStream", bases(GuardedStream, http.sync_stream), {})

@@ -10,7 +10,9 @@ upstream it cannot reach.
 
 from __future__ import annotations
 
+import gc
 import logging
+import sys
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -229,3 +231,65 @@ def test_a_wrapped_mock_transport_whose_body_is_already_read_is_guarded(stream: 
     assert reply.status_code == 200, reply.text
     assert "Backups run nightly." in reply.text
     assert "tool_call" not in reply.text
+
+
+@pytest.fixture
+def no_asyncgen_hooks() -> Iterator[list[str]]:
+    """The event loop's thread with no async generator hooks, as Chainlit runs a page's
+    handler: an async generator dropped before its end is then closed at once, in the task
+    that dropped it, and anything it awaits while closing breaks that task. Yields what the
+    interpreter reported as ignored meanwhile (sys.unraisablehook)."""
+    hooks, unraisable_hook = sys.get_asyncgen_hooks(), sys.unraisablehook
+    ignored: list[str] = []
+    sys.unraisablehook = lambda report: ignored.append(f"{report.exc_value!r} in {report.object}")
+    try:
+        yield ignored
+    finally:
+        sys.set_asyncgen_hooks(*hooks)
+        sys.unraisablehook = unraisable_hook
+
+
+async def test_a_stream_the_sdk_stops_at_done_closes_with_no_generator_left_to_the_collector(
+    mock_url: str, key: str, no_asyncgen_hooks: list[str]
+):
+    """Regression: the SDK stops reading at `[DONE]` and closes the response inside an anyio
+    cancel scope; the transport closed its upstream reads before the upstream response, so
+    httpx's and httpcore's own generators, dropped mid-body, awaited the connection's close
+    while being collected, and the SDK raised "Attempted to exit a cancel scope that isn't the
+    current task's current cancel scope" into a Chainlit page's turn."""
+    sys.set_asyncgen_hooks(None, None)
+    async with openai.AsyncOpenAI(
+        base_url=f"{mock_url}/v1",
+        api_key="k",
+        max_retries=0,
+        timeout=DEADLINE_S,
+        http_client=httpx2.AsyncClient(transport=AsyncGuardTransport()),
+    ) as client:
+        for _ in range(2):  # the second on the connection the first gave back
+            stream = await client.chat.completions.create(
+                model="lfm2-1.2b", messages=ask("scaffold-split", key), stream=True
+            )
+            text = "".join([part.choices[0].delta.content or "" async for part in stream])
+            assert text == shown_for("scaffold-split")
+    assert no_asyncgen_hooks == []
+
+
+def test_the_transport_keeps_no_upstream_response_once_a_call_is_answered(mock_url: str, key: str):
+    """Regression: a cache meant for the stream classes sat on the body reader, which then
+    kept every upstream response (its connection's buffers too) for the process's life."""
+    with openai.OpenAI(
+        base_url=f"{mock_url}/v1",
+        api_key="k",
+        max_retries=0,
+        timeout=DEADLINE_S,
+        http_client=httpx2.Client(transport=GuardTransport()),
+    ) as client:
+        for stream in (True, False) * 10:
+            reply = client.chat.completions.create(
+                model="lfm2-1.2b", messages=ask("clean", key), stream=stream
+            )
+            if stream:
+                "".join(part.choices[0].delta.content or "" for part in reply)
+        gc.collect()
+        alive = [o for o in gc.get_objects() if isinstance(o, httpx.Response | httpx2.Response)]
+    assert len(alive) <= 2, f"{len(alive)} responses still held after 20 calls"
