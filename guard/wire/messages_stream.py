@@ -26,8 +26,9 @@ Deliberate choices:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
+from guard.wire.hold import Hold
 from guard.wire.messages_api import error_event, is_tool_use, shows_nothing, text_of
 from guard.wire.reply import Reply
 from guard.wire.responses_api import event_bytes, raw_event, typed
@@ -58,7 +59,8 @@ class _Block:
     index: int | None = None  # the client's, once its start went out
     filter: RoundFilter | None = None  # its text's filter while the text streams
     filters: list[RoundFilter] = field(default_factory=list[RoundFilter])
-    held: list[_Pending] | None = None  # a text block's events until it shows text
+    held: Hold[_Pending] = field(default_factory=Hold[_Pending])
+    """A text block's events, until it shows text."""
 
 
 @dataclass
@@ -148,7 +150,7 @@ class MessagesStreamGuard(Reply):
             self.tool_calls = self.tool_calls or is_tool_use(announced)
             self._send(out, block, _Pending(event, parsed, False))
             return
-        block.held = []
+        block.held.begin()
         shown = self._filter(block).feed(text)
         self._think(out, self._filter(block))
         if shown != text and is_object(announced):  # a text block is an object
@@ -176,9 +178,9 @@ class MessagesStreamGuard(Reply):
         """An event of no block (a ping, an error, the message's own): in its place among a
         held block's events, or out now (an error first lets out what was held)."""
         self.ended = kind in ("message_stop", "error")
-        holding = [b for b in self._blocks.values() if b.held is not None]
+        holding = [b for b in self._blocks.values() if b.held.holding]
         if holding and not self.ended:
-            cast(list[_Pending], holding[-1].held).append(_Pending(event, parsed, False, True))
+            holding[-1].held.keep(_Pending(event, parsed, False, True))
             return
         self._release_all(out)
         self._end_thinking(out)
@@ -213,9 +215,8 @@ class MessagesStreamGuard(Reply):
             fields = {"type": "text_delta", "text": tail}
             delta = {"type": "content_block_delta", "index": block.key, "delta": fields}
             self._add(out, block, _Pending(None, delta, True))
-        if block.held is not None and shows_nothing(block.filters):
-            held, block.held = block.held, None  # dropped: none of its own events go out
-            for pending in held:
+        if block.held.holding and shows_nothing(block.filters):
+            for pending in block.held.end():  # dropped: none of its own events go out
                 if pending.foreign:
                     self._write(out, block, pending)
             return
@@ -223,7 +224,7 @@ class MessagesStreamGuard(Reply):
 
     def _close_all(self, out: list[bytes]) -> None:
         for block in list(self._blocks.values()):
-            if block.filter is not None or block.held is not None:
+            if block.filter is not None or block.held.holding:
                 self._close(out, block)
 
     def _add(self, out: list[bytes], block: _Block, pending: _Pending) -> None:
@@ -237,14 +238,11 @@ class MessagesStreamGuard(Reply):
             self._release(out, block)
 
     def _release(self, out: list[bytes], block: _Block) -> None:
-        held, block.held = block.held, None
-        for pending in held or ():
+        for pending in block.held.end():
             self._write(out, block, pending)
 
     def _send(self, out: list[bytes], block: _Block, pending: _Pending) -> None:
-        if block.held is not None:
-            block.held.append(pending)
-        else:
+        if not block.held.keep(pending):
             self._write(out, block, pending)
 
     def _write(self, out: list[bytes], block: _Block, pending: _Pending) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from guard.wire.hold import Hold
 from guard.wire.reply import Reply
 from guard.wire.responses_api import (
     event_bytes,
@@ -89,7 +90,7 @@ class ResponsesStreamGuard(Reply):
     _item_indexes: dict[str, int] = field(default_factory=dict[str, int])
     _sent_items: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
     _earlier_items: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
-    _held: list[_Held] | None = None  # None: nothing is held
+    _held: Hold[_Held] = field(default_factory=Hold[_Held])
     _held_indexes: set[int] = field(default_factory=set[int])
     _shift: int | None = 0  # upstream number -> client number; None: set by the next event
     _last_assigned: int = -1
@@ -207,7 +208,7 @@ class ResponsesStreamGuard(Reply):
             if item_id is not None and index is not None:
                 self._item_indexes[item_id] = index
             if index is not None and self._may_hold():
-                self._held = [] if self._held is None else self._held
+                self._held.begin()
                 self._held_indexes.add(index)
         elif is_object(item) and is_tool_call(item):
             self.tool_calls = True
@@ -434,13 +435,12 @@ class ResponsesStreamGuard(Reply):
     def _gate(self, out: list[bytes], index: int | None) -> None:
         """End the hold unless this event belongs to a held message item and the reply may
         still need the recovery."""
-        if self._held is not None and (index not in self._held_indexes or not self._may_hold()):
+        if self._held.holding and (index not in self._held_indexes or not self._may_hold()):
             self._release(out)
 
     def _release(self, out: list[bytes]) -> None:
-        held, self._held = self._held, None
         self._held_indexes.clear()
-        for one in held or ():
+        for one in self._held.end():
             out.append(one.data)
             self._sent(one.number, one.index, one.item)
 
@@ -448,7 +448,7 @@ class ResponsesStreamGuard(Reply):
         """The reply gets the recovery: what was held is dropped, and numbering goes on
         from the last event the client got."""
         self.recovering = True
-        self._held = None
+        self._held.end()
         self._held_indexes.clear()
         self._last_assigned = self._last_sent
 
@@ -526,8 +526,7 @@ class ResponsesStreamGuard(Reply):
         )
 
     def _put(self, out: list[bytes], one: _Held) -> None:
-        if self._held is not None:
-            self._held.append(one)
+        if self._held.keep(one):
             return
         out.append(one.data)
         self._sent(one.number, one.index, one.item)
