@@ -23,7 +23,7 @@ step "environment" uv sync --frozen
 step "chromium" scripts/ensure_chromium.sh
 step "build tools (cmake, ninja, g++)" scripts/ensure_build_tools.sh
 step "third-party installs (cached)" uv run --frozen python -m tests.thirdparty.venvs \
-    open-webui litellm llama-server streamlit gradio
+    open-webui litellm llama-server streamlit gradio chainlit
 # One process: the Open WebUI fixtures start the program once per module, and Playwright's
 # sync API (the kit runs) wants the test thread's event loop to itself.
 step "third-party suites (chromium)" uv run --frozen pytest tests/thirdparty -n 0 \

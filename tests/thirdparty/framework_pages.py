@@ -22,7 +22,7 @@ from pathlib import Path
 from ..conformance_selftest.kit_runs import ROOT
 from ..support.ports import free_port
 from .health import stop, wait_healthy
-from .venvs import GRADIO, STREAMLIT, IsolatedVenv
+from .venvs import CHAINLIT, GRADIO, STREAMLIT, IsolatedVenv
 
 PAGES = Path(__file__).resolve().parent / "pages"
 STARTUP_DEADLINE_S = 120.0
@@ -66,6 +66,13 @@ PAGE_APPS = {
             "gradio",
             GRADIO,
             ("python", str(PAGES / "gradio_chat.py"), "{port}"),
+            "/",
+        ),
+        FrameworkPage(
+            "chainlit",
+            CHAINLIT,
+            ("chainlit", "run", str(PAGES / "chainlit_chat.py"), "--headless",
+             "--host", "127.0.0.1", "--port", "{port}"),
             "/",
         ),
     )

@@ -89,12 +89,14 @@ OPENAI_PIN = "openai==3.63.0"
 """The OpenAI SDK the framework pages stream with (tests/thirdparty/framework_pages.py)."""
 STREAMLIT = IsolatedVenv("streamlit-1.67.0", (("streamlit==1.67.0", OPENAI_PIN),))
 GRADIO = IsolatedVenv("gradio-6.31.0", (("gradio==6.31.0", OPENAI_PIN),))
+CHAINLIT = IsolatedVenv("chainlit-2.12.0", (("chainlit==2.12.0", OPENAI_PIN),))
 
 BY_NAME: dict[str, IsolatedVenv | LlamaServerBuild] = {
     "open-webui": OPEN_WEBUI,
     "litellm": LITELLM,
     "streamlit": STREAMLIT,
     "gradio": GRADIO,
+    "chainlit": CHAINLIT,
     "llama-server": LLAMA_SERVER,  # a build, not a venv: tests/thirdparty/llama_build.py
 }
 
