@@ -13,7 +13,8 @@ def test_an_item_goes_out_at_once_when_nothing_is_held():
 def test_what_comes_while_holding_is_given_back_in_order_and_the_hold_ends():
     hold = Hold[str]()
     hold.begin()
-    assert hold.keep("added") and hold.keep("part") and hold.keep("ping")
+    for item in ("added", "part", "ping"):
+        assert hold.keep(item)
     assert hold.end() == ["added", "part", "ping"]
     assert not hold.holding
     assert not hold.keep("delta")
