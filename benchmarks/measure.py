@@ -30,6 +30,21 @@ def group_cpu_seconds(pgid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def group_rss(pgid: int) -> int:
+    """Resident memory (VmRSS) of the live processes in one process group, in bytes."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat[stat.rfind(")") + 2 :].split()[2]) == pgid:
+                total += memory(int(entry.name)).get("VmRSS", 0)
+        except (OSError, ValueError):
+            continue
+    return total
+
+
 def percentile(sorted_values: Sequence[float], pct: float) -> float:
     """Nearest-rank percentile of an ascending sequence (0.0 when empty)."""
     if not sorted_values:

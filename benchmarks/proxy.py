@@ -6,8 +6,10 @@ run as subprocesses on loopback; benchmarks/turns.py's light client plays the sa
 against each, alternated round by round in one run: time to first content one at a time,
 the throughput of N concurrent streams (streams/s and chunks/s, medians of the rounds)
 with each server's CPU, and paced streams' reads (a proxy that buffered would deliver
-fewer, later reads). A missed target (docs/benchmarks.md) prints FAIL and exits 1; so does
-a LiteLLM venv that cannot be built.
+fewer, later reads). Then what one chunk costs against the floor, nginx passing the same
+streams on (benchmarks/chunk_cost.py: CPU and latency per chunk, memory per open stream).
+A missed target (docs/benchmarks.md) prints FAIL and exits 1; so does a LiteLLM venv or an
+nginx that cannot be had.
 
     uv run python benchmarks/proxy.py
 """
@@ -24,7 +26,16 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from chunk_cost import (
+    LONG_FLOW,
+    cpu_rounds,
+    latency_rounds,
+    memory_per_stream,
+    stamping_spec,
+)
+from chunk_cost import lines as cost_lines
 from litellm_server import AUTHORIZATION, LiteLLMUnavailable, litellm_spec, litellm_venv_python
+from nginx_server import NginxUnavailable, nginx_binary, nginx_spec
 from servers import RunningServer, guard_spec, mock_llm_spec, serving
 from turns import CONTENT, Keys, Turn, chat_streams, measured, ms, ttfds, write_paced_flows
 from verdicts import report, verdict
@@ -85,11 +96,14 @@ async def run(args: argparse.Namespace) -> list[str]:
     keys = Keys()
     try:
         litellm_python = litellm_venv_python()
-    except LiteLLMUnavailable as exc:
-        return [verdict(False, f"{exc}: no LiteLLM to compare with")]
+        nginx = nginx_binary()
+    except (LiteLLMUnavailable, NginxUnavailable) as exc:
+        return [verdict(False, f"{exc}: nothing to compare with")]
     with tempfile.TemporaryDirectory(prefix="sg-proxy-") as tmp:
         folder = Path(tmp)
-        flows = write_paced_flows(folder)
+        flows = write_paced_flows(folder, LONG_FLOW)
+        if args.cost_only:
+            return await against_nginx(args, keys, nginx, folder, flows)
         async with (
             serving(lambda port: mock_llm_spec(flows, port), folder) as mock,
             serving(
@@ -103,7 +117,38 @@ async def run(args: argparse.Namespace) -> list[str]:
                 folder,
             ) as proxy2,
         ):
-            return await measure(args, keys, mock, proxy, proxy2, litellm)
+            lines = await measure(args, keys, mock, proxy, proxy2, litellm)
+        return [*lines, "", *await against_nginx(args, keys, nginx, folder, flows)]
+
+
+async def against_nginx(
+    args: argparse.Namespace, keys: Keys, nginx: Path, folder: Path, flows: Path
+) -> list[str]:
+    """What a chunk costs through the guard and through nginx (benchmarks/chunk_cost.py),
+    with only the servers each measurement needs running."""
+    async with (
+        serving(lambda port: mock_llm_spec(flows, port), folder) as mock,
+        serving(lambda port: nginx_spec(nginx, mock, folder, port), folder) as mock_nginx,
+        serving(lambda port: guard_spec(mock, port), folder) as mock_guard,
+    ):
+        costs = await cpu_rounds(
+            {"mock": mock, "nginx": mock_nginx, "guard": mock_guard},
+            keys, args.streams, args.rounds,
+        )  # fmt: skip
+    async with (
+        serving(stamping_spec, folder) as stamper,
+        serving(lambda port: nginx_spec(nginx, stamper, folder, port), folder) as stamp_nginx,
+        serving(lambda port: guard_spec(stamper, port), folder) as stamp_guard,
+    ):
+        paced = await latency_rounds(
+            {"straight": stamper, "nginx": stamp_nginx, "guard": stamp_guard},
+            args.streams, args.rounds,
+        )  # fmt: skip
+        memory = {
+            "nginx": await memory_per_stream(stamp_nginx),
+            "guard": await memory_per_stream(stamp_guard),
+        }
+    return cost_lines(costs, paced, memory, args.streams, args.rounds)
 
 
 async def measure(
@@ -227,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=200, help="concurrent streams (200)")
     parser.add_argument("--rounds", type=int, default=5, help="concurrent rounds each (5)")
     parser.add_argument("--out", type=Path, help="also write the table to this file")
+    parser.add_argument(
+        "--cost-only", action="store_true", help="only what a chunk costs against nginx"
+    )
     args = parser.parse_args(argv)
     return report(asyncio.run(run(args)), args.out)
 

@@ -118,9 +118,10 @@ def post_request(port: int, path: str, body: dict[str, Any], headers: str = "") 
     return head.encode() + data
 
 
-async def stream_one(port: int, request: bytes, marker: bytes) -> Turn:
+async def stream_one(port: int, request: bytes, marker: bytes, turn: Turn | None = None) -> Turn:
+    """One request's `Turn` (`turn`: the one to fill, for a caller that watches it fill)."""
     loop = asyncio.get_running_loop()
-    turn = Turn()
+    turn = Turn() if turn is None else turn
     done: asyncio.Future[None] = loop.create_future()
     try:
         await loop.create_connection(
@@ -194,8 +195,12 @@ async def chat_streams(
     return await asyncio.gather(*(stream_one(server.port, r, CONTENT) for r in requests))
 
 
-def write_paced_flows(folder: Path) -> Path:
-    """A flows file holding PACED_FLOW, for the mock to serve next to its built-in flows."""
+def write_paced_flows(folder: Path, *more: dict[str, Any]) -> Path:
+    """A flows file holding PACED_FLOW (and the `more` flows), for the mock to serve next to
+    its built-in flows."""
     flows = folder / "paced_flows.yaml"
-    flows.write_text(yaml.safe_dump({"flows": PACED_FLOW}), encoding="utf-8")
+    every: dict[str, Any] = {**PACED_FLOW}
+    for flow in more:
+        every.update(flow)
+    flows.write_text(yaml.safe_dump({"flows": every}), encoding="utf-8")
     return flows
