@@ -27,7 +27,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,6 +38,7 @@ from guardrail.patterns import Registry
 from guardrail.policy import MALFORMED_REPLY
 from servekit.json_codec import dumps, parse_object, utf8_repaired
 from servekit.ndjson import NdjsonLines
+from servekit.openai_chunks import DONE_EVENT
 from servekit.sse import DEFAULT_MAX_LINE_BYTES, SseDecoder
 
 T = TypeVar("T")
@@ -198,13 +199,10 @@ def _round(
             if fault is None:
                 data = piece if isinstance(piece, bytes) else b""
                 try:
-                    units: list[Unit] = []
                     if frames is not None:
-                        units += frames.feed(data) if data else frames.finish()
+                        out += _sse_read(frames, data, round_, limits.max_line_bytes)
                     elif lines is not None:
-                        units += lines.feed(data) if data else lines.finish()
-                    for unit in units:
-                        out += round_.take(unit)
+                        out += _taken(lines.feed(data) if data else lines.finish(), round_)
                 except BOUNDS_BROKEN as exc:
                     fault = fault_message(exc)
             if fault is not None:
@@ -234,6 +232,48 @@ def _round(
         return False
     finally:
         count()
+
+
+def _sse_read(frames: SseDecoder, data: bytes, round_: StreamRound, limit: int) -> list[bytes]:
+    """What the client gets for one read of an event stream (b"": its end): its events
+    decoded and taken one by one, but its run of whole events goes out as its bytes when
+    the round passes it (StreamRound.passes: decoding it could change nothing). The run is
+    what lies between the end of the event a read before left unfinished and the start of
+    the one this read leaves unfinished, `[DONE]` left off (reads seldom end between
+    events under load, and a stream's last read carries its end); while the round cannot
+    yet pass anything (a reply that has shown nothing, a span open), the run's events are
+    taken one at a time until it can."""
+    if not data:
+        return _taken(frames.finish(), round_)
+    if frames.idle:
+        start = 0
+    else:
+        first_end = data.find(b"\n\n")
+        start = -1 if first_end < 0 else first_end + 2
+    end = data.rfind(b"\n\n") + 2
+    if b"\r" in data or start < 0 or end <= start:
+        return _taken(frames.feed(data), round_)
+    out = _taken(frames.feed(data[:start]), round_) if start else []
+    run, rest = data[start:end], data[end:]
+    if run.endswith(DONE_EVENT):
+        run, rest = run[: -len(DONE_EVENT)], DONE_EVENT + rest
+    while run:
+        if round_.passes(run, limit):  # the decoder is idle here: the run starts afresh
+            out.append(run)
+            run = b""
+        elif round_.passing_decided:  # no event read now can make it pass: read them all
+            break
+        else:
+            first_end = run.find(b"\n\n") + 2
+            out += _taken(frames.feed(run[:first_end]), round_)
+            run = run[first_end:]
+    if run or rest:
+        out += _taken(frames.feed(run + rest), round_)
+    return out
+
+
+def _taken(units: Sequence[Unit], round_: StreamRound) -> list[bytes]:
+    return [data for unit in units for data in round_.take(unit)]
 
 
 def _settled(tally: Tally) -> Generator[Effect, Reply, None]:

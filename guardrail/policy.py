@@ -62,6 +62,16 @@ class RoundFilter:
             self.visible = True
         return shown
 
+    @property
+    def quiet_char(self) -> str | None:
+        """ScaffoldingFilter.quiet_char: text without it goes through unchanged."""
+        return self._filter.quiet_char
+
+    @property
+    def may_turn_quiet(self) -> bool:
+        """ScaffoldingFilter.may_turn_quiet."""
+        return self._filter.may_turn_quiet
+
     def take_reasoning(self) -> str:
         """Reasoning the filter routed out of the answer text since the last call (gpt-oss's
         `analysis` channel written into content); '' when there is none."""

@@ -74,6 +74,11 @@ class LineBuffer:
             self._check(max(map(len, complete.split(b"\n"))))
         return complete
 
+    @property
+    def holding(self) -> bool:
+        """Part of an unfinished line is held."""
+        return bool(self._pending)
+
     def rest(self) -> bytes | None:
         """The unfinished line, taken out (None when no piece of one is held)."""
         if not self._pending:
@@ -122,6 +127,11 @@ class SseDecoder:
             raise LineTooLong(f"an event-stream event is longer than {self._max_event_bytes} bytes")
         return events
 
+    @property
+    def idle(self) -> bool:
+        """Nothing of an unfinished line or event is held: the next piece starts afresh."""
+        return not (self._after_cr or self._has_field or self._data or self._lines.holding)
+
     def finish(self) -> list[SseEvent]:
         """The event the body ended in the middle of, if it has any field (the SDK yields it)."""
         line = self._lines.rest()
@@ -150,6 +160,33 @@ class SseDecoder:
             return None
         self._has_field = True
         return None
+
+
+def data_events(piece: bytes, max_event_bytes: int) -> int:
+    """How many whole events `piece` is when it is nothing else: each one `data: ` line
+    (LF-ended, then the blank line), valid UTF-8, none `[DONE]`, none past the bound; 0 when
+    it is anything more (another field, a comment, CR line ends, a part of an event). Such a
+    piece, fed to an idle SseDecoder, gives exactly its events, each `data` the line after
+    `data: `; so `b"data: " + data + b"\n\n"` again, event by event, is `piece` itself.
+    Byte counts and searches only: this runs on every read of a clean stream."""
+    events = piece.count(b"\n\n")
+    if (
+        not events
+        or len(piece) > max_event_bytes
+        or not piece.endswith(b"\n\n")
+        or not piece.startswith(b"data: ")
+        or piece.count(b"\n") != 2 * events  # no line but the data lines, no third LF
+        or piece.count(b"\n\ndata: ") != events - 1
+        or b"\r" in piece
+        or b"data: [DONE]" in piece
+    ):
+        return 0
+    if not piece.isascii():
+        try:
+            piece.decode()
+        except UnicodeDecodeError:
+            return 0
+    return events
 
 
 def json_event(value: object) -> bytes:

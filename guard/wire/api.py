@@ -52,6 +52,18 @@ class StreamRound(Protocol):
         """The stream said its own end (chat's `[DONE]`): nothing after it is read."""
         ...
 
+    def passes(self, piece: bytes, max_event_bytes: int, /) -> bool:
+        """Whether a read that starts afresh (no unfinished line or event before it) goes
+        out as its bytes, undecoded: what `take` would give for its units, unit by unit,
+        with nothing changed that later output depends on."""
+        ...
+
+    @property
+    def passing_decided(self) -> bool:
+        """Whether no unit read from now on can make `passes` say yes where it says no now
+        (then a run it refuses is decoded whole, not unit by unit)."""
+        ...
+
     def take(self, unit: Unit, /) -> list[bytes]:
         """What the client gets for one framed unit of the upstream stream."""
         ...

@@ -13,10 +13,16 @@ Deliberate choices:
 - A recovery stream takes the first one's id, time and model and loses its role, so the
   client sees one completion; `malformed` says whether it stayed empty (G3).
 - A chunk the guard writes is compact JSON; the rest are the upstream's own bytes.
+- `passes` lets a whole read of clean chunks through as its bytes, undecoded (issue 43: a
+  Python proxy's cost per chunk is mostly the decoding), only where decoding it could not
+  change a byte or a decision: the one choice has shown text, nothing is held or open, and
+  the read holds neither its filter's quiet character (raw or as a JSON escape) nor another
+  choice, tool calls or `[DONE]`. Anything else is decoded, chunk by chunk, as before.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +30,10 @@ from guard.wire.reply import Reply
 from guardrail.policy import RoundFilter
 from servekit.json_codec import parse_object
 from servekit.openai_chunks import DONE_EVENT, add_reasoning, choices_of, delta_of
-from servekit.sse import json_event
+from servekit.sse import data_events, json_event
+
+NOT_CHOICE_ZERO = re.compile(rb'"index"\s*+:\s*+(?!0[^0-9])')
+"""An `index` other than 0 (another choice, or a tool call's): the read is decoded."""
 
 
 def sse(data: str) -> bytes:
@@ -76,7 +85,49 @@ class StreamGuard(Reply):
             out.append(DONE_EVENT)
         return out
 
+    def passes(self, piece: bytes, max_event_bytes: int) -> bool:
+        """Whether `piece`, a read starting afresh (an idle SseDecoder), would come out of
+        `chunk` event by event exactly as it is, with nothing of the guard's state changed
+        that any later output depends on: then it goes out undecoded (the module
+        docstring)."""
+        quiet = self._quiet_char()
+        if quiet is None:
+            return False
+        code = ord(quiet)
+        return (
+            quiet.encode() not in piece
+            and f"\\u{code:04x}".encode() not in piece
+            and f"\\u{code:04X}".encode() not in piece
+            and b'"tool_calls"' not in piece
+            and NOT_CHOICE_ZERO.search(piece) is None
+            and data_events(piece, max_event_bytes) > 0
+        )
+
+    @property
+    def passing_decided(self) -> bool:
+        """Whether no chunk read from now on can make `passes` say yes where it says no now:
+        the recovery's stream, a recovering reply, several choices, a filter that is quiet
+        already or never will be (one that has shown nothing yet, or holds something, may
+        turn quiet). Only what a read costs depends on it, never what the client gets."""
+        if self.follows is not None or self.recovering or len(self.by_choice) > 1:
+            return True
+        filter_ = self.by_choice.get(0)
+        if filter_ is None or not filter_.visible:
+            return False
+        return self._quiet_char() is not None or not filter_.may_turn_quiet
+
     # --- inside ---------------------------------------------------------------------------
+
+    def _quiet_char(self) -> str | None:
+        """The one choice's filter's quiet character (RoundFilter.quiet_char), when it may
+        pass reads: a first reply's one choice that has shown text."""
+        if self.follows is not None or self.recovering or len(self.by_choice) != 1:
+            return None
+        filter_ = self.by_choice.get(0)
+        if filter_ is None or not filter_.visible:
+            return None  # the reply may still need the recovery: every chunk is read
+        quiet = filter_.quiet_char
+        return quiet if quiet is not None and ord(quiet) <= 0xFFFF else None
 
     def _filter(self, choices: list[dict[str, Any]]) -> bool:
         """Filter each choice's content in place (a finishing choice also gets what its

@@ -64,6 +64,13 @@ class ChatRound(_Tallied[StreamGuard]):
     def settled(self) -> bool:
         return self.done and not self.guard.recovering
 
+    def passes(self, piece: bytes, max_event_bytes: int) -> bool:
+        return not self.done and self.guard.passes(piece, max_event_bytes)
+
+    @property
+    def passing_decided(self) -> bool:
+        return self.done or self.guard.passing_decided
+
     def take(self, unit: Unit) -> list[bytes]:
         if not isinstance(unit, SseEvent) or self.done:
             return []
@@ -105,6 +112,12 @@ class EventRound(_Tallied["EventGuard"]):
     def settled(self) -> bool:
         return self.guard.ended and not self.guard.recovering
 
+    def passes(self, piece: bytes, max_event_bytes: int) -> bool:
+        del piece, max_event_bytes
+        return False  # every event is read (typed events are renumbered, held, ...)
+
+    passing_decided = True
+
     def take(self, unit: Unit) -> list[bytes]:
         return self.guard.event(unit) if isinstance(unit, SseEvent) else []
 
@@ -129,6 +142,12 @@ class NdjsonRound(_Tallied[OllamaStreamGuard]):
     @property
     def settled(self) -> bool:
         return self.guard.finished and not self.guard.recovering
+
+    def passes(self, piece: bytes, max_event_bytes: int) -> bool:
+        del piece, max_event_bytes
+        return False  # every line is read
+
+    passing_decided = True
 
     def take(self, unit: Unit) -> list[bytes]:
         return self.guard.line(unit) if isinstance(unit, bytes) else []

@@ -2128,6 +2128,21 @@ class ScaffoldingFilter:
         held = self._reply.text if self._reply is not None else self._held
         return held + self._harmony.held if self._harmony is not None else held
 
+    @property
+    def quiet_char(self) -> str | None:
+        """The one character whose absence from a chunk makes feed() return the chunk as it
+        is, with nothing read or changed (nothing held, open or being read, one opener's
+        first character); None when no such character says it now. What lets a caller
+        pass text on without feeding it, as the guard proxy passes a clean read's bytes."""
+        return self._fast or None
+
+    @property
+    def may_turn_quiet(self) -> bool:
+        """Whether quiet_char can name a character once nothing is held or open: the
+        openers read now share one first character, and no code fence is read."""
+        single = self._matcher.first_char if self._fences is None and not self._track else None
+        return single is not None and (self._harmony is None or single == "<")
+
     def take_reasoning(self) -> str:
         """The reasoning routed out of the answer text since the last call (harmony's
         `analysis` channel), never filtered (G9); '' when there is none."""
@@ -2606,6 +2621,16 @@ class RoundFilter:
         if not self.visible and shown and not shown.isspace():
             self.visible = True
         return shown
+
+    @property
+    def quiet_char(self) -> str | None:
+        """ScaffoldingFilter.quiet_char: text without it goes through unchanged."""
+        return self._filter.quiet_char
+
+    @property
+    def may_turn_quiet(self) -> bool:
+        """ScaffoldingFilter.may_turn_quiet."""
+        return self._filter.may_turn_quiet
 
     def take_reasoning(self) -> str:
         """Reasoning the filter routed out of the answer text since the last call (gpt-oss's

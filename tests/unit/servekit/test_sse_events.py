@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from servekit.sse import LineTooLong, SseDecoder, SseEvent
+from servekit.sse import LineTooLong, SseDecoder, SseEvent, data_events
 
 
 def decode(body: bytes, cuts: list[int] | None = None, limit: int = 1 << 20) -> list[SseEvent]:
@@ -123,3 +123,59 @@ def test_many_short_events_never_add_up_to_the_limit() -> None:
 def test_a_character_cut_between_two_pieces_arrives_whole(cut: int) -> None:
     body = "data: né€😀\n\n".encode()
     assert decode(body, [cut]) == [SseEvent(None, "né€😀")]
+
+
+# --- data_events: a piece that is nothing but whole data lines -----------------------------
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        b'data: {"a":1}\n\n',
+        b'data: {"a":1}\n\ndata: {"b":"\xc3\xa9t\xc3\xa9"}\n\n',
+        b"data: not json, still one line\n\n",
+    ],
+    ids=["one", "two, one of them UTF-8", "not json"],
+)
+def test_a_piece_of_whole_data_lines_decodes_back_to_itself(piece: bytes) -> None:
+    count = data_events(piece, 1 << 20)
+    events = decode(piece)
+    assert count == len(events)
+    assert b"".join(b"data: " + e.data.encode() + b"\n\n" for e in events) == piece
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        b"",
+        b'data: {"a":1}\n',  # the event's blank line not yet here
+        b'data: {"a":1}\n\ndata: {"b"',  # a part of the next event
+        b'data:{"a":1}\n\n',  # no space: decodes to the same data, written back otherwise
+        b'data: {"a":1}\r\n\r\n',
+        b'event: x\ndata: {"a":1}\n\n',
+        b'id: 7\ndata: {"a":1}\n\n',
+        b'data: {"a":1}\ndata: {"b":2}\n\n',  # two data lines of one event
+        b': keep-alive\n\ndata: {"a":1}\n\n',
+        b'data: {"a":1}\n\n\ndata: {"b":2}\n\n',  # a stray line end
+        b'data: {"a":1}\n\ndata: [DONE]\n\n',
+        b'data: {"a":"\xff"}\n\n',  # not UTF-8: the decoder would replace it
+        b'data: {"a":"' + b"x" * 64 + b'"}\n\n',  # past the bound below
+    ],
+    ids=[
+        "empty",
+        "unfinished event",
+        "a part of the next",
+        "no space",
+        "crlf",
+        "event field",
+        "id field",
+        "two data lines",
+        "comment",
+        "stray line end",
+        "done",
+        "not utf-8",
+        "past the bound",
+    ],
+)
+def test_a_piece_that_is_anything_more_is_not_counted(piece: bytes) -> None:
+    assert data_events(piece, 64) == 0
