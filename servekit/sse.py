@@ -169,18 +169,16 @@ def data_events(piece: bytes, max_event_bytes: int) -> int:
     piece, fed to an idle SseDecoder, gives exactly its events, each `data` the line after
     `data: `; so `b"data: " + data + b"\n\n"` again, event by event, is `piece` itself.
     Byte counts and searches only: this runs on every read of a clean stream."""
-    events = piece.count(b"\n\n")
     if (
-        not events
-        or len(piece) > max_event_bytes
-        or not piece.endswith(b"\n\n")
+        len(piece) > max_event_bytes
         or not piece.startswith(b"data: ")
-        or piece.count(b"\n") != 2 * events  # no line but the data lines, no third LF
-        or piece.count(b"\n\ndata: ") != events - 1
+        or not piece.endswith(b"\n\n")
         or b"\r" in piece
-        or b"data: [DONE]" in piece
     ):
         return 0
+    events = piece.count(b"\n\ndata: ") + 1  # each event's end, but the last's, then data
+    if piece.count(b"\n") != 2 * events or b"data: [DONE]" in piece:
+        return 0  # a line that is not a data line, a stray line end; or the stream's end
     if not piece.isascii():
         try:
             piece.decode()

@@ -22,6 +22,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,11 +94,8 @@ class StreamGuard(Reply):
         quiet = self._quiet_char()
         if quiet is None:
             return False
-        code = ord(quiet)
         return (
-            quiet.encode() not in piece
-            and f"\\u{code:04x}".encode() not in piece
-            and f"\\u{code:04X}".encode() not in piece
+            all(telltale not in piece for telltale in _telltales(quiet))
             and b'"tool_calls"' not in piece
             and NOT_CHOICE_ZERO.search(piece) is None
             and data_events(piece, max_event_bytes) > 0
@@ -179,6 +177,15 @@ class StreamGuard(Reply):
                 "choices": [{"index": index, "delta": delta, "finish_reason": None}],
             }
         )
+
+
+@functools.cache
+def _telltales(quiet: str) -> tuple[bytes, ...]:
+    """What a read holds when `quiet` may be in its text: the character, and its JSON
+    escape's start (`\\u003` for `<`: any of U+0030-U+003F; both cases of a hex letter)."""
+    digits = f"{ord(quiet):04x}"[:-1]
+    escapes = [f"\\u{digits}".encode(), f"\\u{digits.upper()}".encode()]
+    return tuple(dict.fromkeys([quiet.encode(), *escapes]))
 
 
 def _drop_role(choices: list[dict[str, Any]]) -> bool:
