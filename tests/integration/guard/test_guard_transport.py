@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -274,22 +275,35 @@ async def test_a_stream_the_sdk_stops_at_done_closes_with_no_generator_left_to_t
     assert no_asyncgen_hooks == []
 
 
-def test_the_transport_keeps_no_upstream_response_once_a_call_is_answered(mock_url: str, key: str):
+class Remembering(httpx.BaseTransport):
+    """A wrapped transport that remembers, weakly, every response it gave."""
+
+    def __init__(self) -> None:
+        self.inner, self.given = httpx.HTTPTransport(), list[weakref.ref[httpx.Response]]()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        self.given.append(weakref.ref(response))
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_the_transport_keeps_no_upstream_response_once_a_call_is_answered(
+    mock_url: str, key: str, stream: bool
+):
     """Regression: a cache meant for the stream classes sat on the body reader, which then
     kept every upstream response (its connection's buffers too) for the process's life."""
-    with openai.OpenAI(
-        base_url=f"{mock_url}/v1",
-        api_key="k",
-        max_retries=0,
-        timeout=DEADLINE_S,
-        http_client=httpx2.Client(transport=GuardTransport()),
-    ) as client:
-        for stream in (True, False) * 10:
-            reply = client.chat.completions.create(
-                model="lfm2-1.2b", messages=ask("clean", key), stream=stream
-            )
-            if stream:
-                "".join(part.choices[0].delta.content or "" for part in reply)
+    remembering = Remembering()
+    body = {"model": "lfm2-1.2b", "messages": ask("clean", key), "stream": stream}
+    with httpx.Client(transport=GuardTransport(remembering), timeout=DEADLINE_S) as client:
+        for _ in range(3):
+            answer = client.post(f"{mock_url}/v1/chat/completions", json=body)
+            assert answer.status_code == 200
+            del answer
         gc.collect()
-        alive = [o for o in gc.get_objects() if isinstance(o, httpx.Response | httpx2.Response)]
-    assert len(alive) <= 2, f"{len(alive)} responses still held after 20 calls"
+        alive = [ref for ref in remembering.given if ref() is not None]
+    assert len(remembering.given) == 3
+    assert alive == []

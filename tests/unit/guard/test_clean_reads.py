@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guard.relay import Tally, streamed
+from guard.relay import Fault, Tally, streamed
 from guard.wire.apis import CHAT_COMPLETIONS
 from guard.wire.chat_stream import StreamGuard
 from guard.wire.rounds import ChatRound
@@ -127,7 +127,7 @@ def test_a_read_that_begins_and_ends_inside_events_passes_the_whole_events_betwe
     stream = first + more + CLEAN + more + b"data: [DONE]\n\n"
     assert len(more) > 10
     cut_1, cut_2 = len(first) + 10, len(first + more + CLEAN) + 10
-    reads = [stream[:cut_1], stream[cut_1:cut_2], stream[cut_2:]]
+    reads: list[bytes | Fault] = [stream[:cut_1], stream[cut_1:cut_2], stream[cut_2:]]
     out, _, _ = drive(streamed(CHAT_COMPLETIONS, DEFAULT_REGISTRY, BODY, Tally()), reads, [])
     assert shown(out) == stream
     done = b"data: [DONE]\n\n"
