@@ -15,8 +15,10 @@ import logging
 import re
 import time
 import uuid
+from typing import Protocol
 
 from guard.relay import Tally
+from guard.wire.api import Api
 from guardrail.policy import strip_warning
 
 REQUEST_ID = "X-Request-Id"
@@ -52,33 +54,45 @@ def call_line(
     )
 
 
-def log_call(
-    logger: logging.Logger,
-    route: str,
-    tally: Tally,
-    *,
-    status: int,
-    cause: str,
-    stream: bool,
-    started: float,
-    profiles: str,
-    request_id: str,
-) -> None:
-    """A guarded request's lines on `logger`: a warning for each reply that had markup (its
-    round, count and first span), then its `call_line` (INFO); `started` is when the request
-    came (`time.perf_counter()`)."""
+class LoggedCall(Protocol):
+    """What a guarded call keeps for its log line, as the proxy's (guard.http.upstream.
+    GuardedCall) and the transports' (guard.transport.call.TransportCall) keep it."""
+
+    api: Api
+    tally: Tally
+    status: int
+    cause: str  # the log fields of an upstream request that failed, if one did
+    started: float  # when the request came (`time.perf_counter()`)
+    logged: bool
+
+    @property
+    def request_id(self) -> str: ...
+
+    def profiles_said(self) -> str:
+        """`profiles=`'s value: the setting, or under auto the families the model matched."""
+        ...
+
+
+def log_once(call: LoggedCall, logger: logging.Logger, *, stream: bool) -> None:
+    """A guarded request's lines on `logger`, once (a second call writes nothing): a warning
+    for each reply that had markup (its round, count and first span), then its `call_line`
+    (INFO)."""
+    if call.logged:
+        return
+    call.logged = True
+    tally = call.tally
     for round_number, stripped, span in tally.spans:
         logger.warning(strip_warning(stripped, round_number, span))
     logger.info(
         call_line(
-            route,
-            status=status,
-            cause=cause,
+            call.api.name,
+            status=call.status,
+            cause=call.cause,
             stream=stream,
             retries=tally.recoveries,
-            total_ms=round((time.perf_counter() - started) * 1000),
+            total_ms=round((time.perf_counter() - call.started) * 1000),
             stripped=tally.stripped,
-            profiles=profiles,
-            request_id=request_id,
+            profiles=call.profiles_said(),
+            request_id=call.request_id,
         )
     )

@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from guard import relay
-from guard.call_log import REQUEST_ID, log_call, request_id
+from guard.call_log import REQUEST_ID, log_once, request_id
 from guard.relay import (
     Emit,
     Fault,
@@ -174,20 +174,10 @@ class GuardedCall:
         (`status=0 error=... reused=...` when the first did); X is the setting, or under
         auto the families the request's model matched (ProfileChoice.describe); ID the
         `X-Request-Id` its upstream requests carried."""
-        if self.logged:
-            return
-        self.logged = True
-        log_call(
-            log,
-            self.api.name,
-            self.tally,
-            status=self.status,
-            cause=self.cause,
-            stream=stream,
-            started=self.started,
-            profiles=self.settings.profiles.describe(self.model),
-            request_id=self.request_id,
-        )
+        log_once(self, log, stream=stream)
+
+    def profiles_said(self) -> str:
+        return self.settings.profiles.describe(self.model)
 
     # --- the flow every route follows -------------------------------------------------------
 

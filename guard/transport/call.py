@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from guard.call_log import REQUEST_ID, log_call, request_id
+from guard.call_log import REQUEST_ID, log_once, request_id
 from guard.relay import Answer, Refused, Reply, Tally, Whole
 from guard.transport.libraries import Http, http_for
 from guard.wire.api import Api
@@ -139,20 +139,14 @@ class TransportCall:
 
     def log(self, *, stream: bool) -> None:
         """The request's log line (and its strip warnings), written once."""
-        if self.logged:
-            return
-        self.logged = True
-        log_call(
-            log,
-            self.api.name,
-            self.tally,
-            status=self.status,
-            cause=self.cause,
-            stream=stream,
-            started=self.started,
-            profiles=self.profiles.describe(self.body.get("model")),
-            request_id=self.headers[REQUEST_ID],
-        )
+        log_once(self, log, stream=stream)
+
+    @property
+    def request_id(self) -> str:
+        return self.headers[REQUEST_ID]
+
+    def profiles_said(self) -> str:
+        return self.profiles.describe(self.body.get("model"))
 
 
 def guarded(request: httpx.Request, profiles: ProfileChoice) -> TransportCall | None:
