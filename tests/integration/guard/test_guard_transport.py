@@ -194,15 +194,20 @@ def test_what_the_guard_does_not_guard_passes_through_untouched(mock_url: str):
         )
 
 
+def guarded_async_openai(base_url: str) -> openai.AsyncOpenAI:
+    """The async OpenAI client with the one line: its httpx2 client over the transport."""
+    return openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key="k",
+        max_retries=0,
+        timeout=DEADLINE_S,
+        http_client=httpx2.AsyncClient(transport=AsyncGuardTransport()),
+    )
+
+
 async def test_an_upstream_it_cannot_reach_is_a_502_in_the_apis_own_shape():
     with refusing_port() as port:
-        async with openai.AsyncOpenAI(
-            base_url=f"http://127.0.0.1:{port}/v1",
-            api_key="k",
-            max_retries=0,
-            timeout=DEADLINE_S,
-            http_client=httpx2.AsyncClient(transport=AsyncGuardTransport()),
-        ) as client:
+        async with guarded_async_openai(f"http://127.0.0.1:{port}/v1") as client:
             with pytest.raises(openai.InternalServerError, match="could not be reached") as caught:
                 await client.chat.completions.create(model="m", messages=ask("clean", "k"))
     assert caught.value.status_code == 502
@@ -259,13 +264,7 @@ async def test_a_stream_the_sdk_stops_at_done_closes_with_no_generator_left_to_t
     while being collected, and the SDK raised "Attempted to exit a cancel scope that isn't the
     current task's current cancel scope" into a Chainlit page's turn."""
     sys.set_asyncgen_hooks(None, None)
-    async with openai.AsyncOpenAI(
-        base_url=f"{mock_url}/v1",
-        api_key="k",
-        max_retries=0,
-        timeout=DEADLINE_S,
-        http_client=httpx2.AsyncClient(transport=AsyncGuardTransport()),
-    ) as client:
+    async with guarded_async_openai(f"{mock_url}/v1") as client:
         for _ in range(2):  # the second on the connection the first gave back
             stream = await client.chat.completions.create(
                 model="lfm2-1.2b", messages=ask("scaffold-split", key), stream=True
