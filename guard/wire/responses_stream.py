@@ -70,6 +70,17 @@ class _Part:
         return "".join(self.shown)
 
 
+@dataclass
+class _Incoming:
+    """One upstream event as the guard reads it: as it came, parsed, its output index as the
+    client sees it, and whether the guard changed it (then it goes out re-encoded)."""
+
+    event: SseEvent
+    parsed: dict[str, Any]
+    index: int | None
+    changed: bool
+
+
 @dataclass(frozen=True)
 class _Held:
     data: bytes
@@ -125,27 +136,27 @@ class ResponsesStreamGuard(Reply):
             out.append(raw_event(event.event, event.data))
             return out
         parsed, kind = read
-        index, changed = self._move_index(parsed)
+        one = _Incoming(event, parsed, *self._move_index(parsed))
         if kind in OPENING:
-            self._opening(out, event, parsed, kind, changed)
+            self._opening(out, one, kind)
         elif kind == "response.output_item.added":
-            self._item_added(out, event, parsed, index, changed)
+            self._item_added(out, one)
         elif kind == DELTA:
-            self._delta(out, event, parsed, index, changed)
+            self._delta(out, one)
         elif kind == "response.output_text.done":
-            self._text_done(out, event, parsed, index, changed)
+            self._text_done(out, one)
         elif kind == "response.content_part.done":
-            self._part_done(out, event, parsed, index, changed)
+            self._part_done(out, one)
         elif kind == "response.output_item.done":
-            self._item_done(out, event, parsed, index, changed)
+            self._item_done(out, one)
         elif kind in COMPLETION:
-            self._completion(out, event, parsed, changed)
+            self._completion(out, one)
         else:
             if kind in FAULTS:
                 self.faulted = True
                 self.ended = self.ended or kind == "response.failed"
-                changed = self._take_identity(parsed.get("response")) or changed
-            self._forward(out, event, parsed, changed, index)
+                one.changed = self._take_identity(parsed.get("response")) or one.changed
+            self._forward(out, one)
         return out
 
     def end(self) -> list[bytes] | None:
@@ -183,26 +194,18 @@ class ResponsesStreamGuard(Reply):
 
     # --- one kind of event each -----------------------------------------------------------
 
-    def _opening(
-        self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], kind: str, changed: bool
-    ) -> None:
+    def _opening(self, out: list[bytes], one: _Incoming, kind: str) -> None:
         if self.follows is not None:  # the client has the first stream's
-            self._drop(parsed)
+            self._drop(one.parsed)
             return
-        response = parsed.get("response")
+        response = one.parsed.get("response")
         if kind == "response.created" and self.base is None and is_object(response):
             self.base = dict(response)
-        self._forward(out, event, parsed, changed, None)
+        one.index = None  # the response's own event: of no output item
+        self._forward(out, one)
 
-    def _item_added(
-        self,
-        out: list[bytes],
-        event: SseEvent,
-        parsed: dict[str, Any],
-        index: int | None,
-        changed: bool,
-    ) -> None:
-        item = parsed.get("item")
+    def _item_added(self, out: list[bytes], one: _Incoming) -> None:
+        index, item = one.index, one.parsed.get("item")
         if is_message(item):
             item_id = string_field(item, "id")
             if item_id is not None and index is not None:
@@ -212,19 +215,13 @@ class ResponsesStreamGuard(Reply):
                 self._held_indexes.add(index)
         elif is_object(item) and is_tool_call(item):
             self.tool_calls = True
-        self._forward(out, event, parsed, changed, index)
+        self._forward(out, one)
 
-    def _delta(
-        self,
-        out: list[bytes],
-        event: SseEvent,
-        parsed: dict[str, Any],
-        index: int | None,
-        changed: bool,
-    ) -> None:
+    def _delta(self, out: list[bytes], one: _Incoming) -> None:
+        parsed, index = one.parsed, one.index
         delta = parsed.get("delta")
         if not isinstance(delta, str):
-            self._forward(out, event, parsed, changed, index)
+            self._forward(out, one)
             return
         part = self._open_part(_key(index, parsed), parsed.get("item_id"))
         assert part.filter is not None
@@ -234,46 +231,28 @@ class ResponsesStreamGuard(Reply):
             part.shown.append(shown)
         self._gate(out, index)
         if shown == delta:
-            self._send(out, event, parsed, changed, index)
+            self._send(out, one)
         elif not shown:
             self._drop(parsed)
         else:
             parsed["delta"] = shown
-            self._send(out, event, parsed, True, index)
+            one.changed = True
+            self._send(out, one)
 
-    def _text_done(
-        self,
-        out: list[bytes],
-        event: SseEvent,
-        parsed: dict[str, Any],
-        index: int | None,
-        changed: bool,
-    ) -> None:
-        changed = self._close_text(out, _key(index, parsed), parsed, index) or changed
-        self._send(out, event, parsed, changed, index)
+    def _text_done(self, out: list[bytes], one: _Incoming) -> None:
+        key = _key(one.index, one.parsed)
+        one.changed = self._close_text(out, key, one.parsed, one.index) or one.changed
+        self._send(out, one)
 
-    def _part_done(
-        self,
-        out: list[bytes],
-        event: SseEvent,
-        parsed: dict[str, Any],
-        index: int | None,
-        changed: bool,
-    ) -> None:
-        part = parsed.get("part")
+    def _part_done(self, out: list[bytes], one: _Incoming) -> None:
+        part = one.parsed.get("part")
         if is_object(part) and part.get("type") == "output_text":
-            changed = self._close_text(out, _key(index, parsed), part, index) or changed
-        self._forward(out, event, parsed, changed, index)
+            key = _key(one.index, one.parsed)
+            one.changed = self._close_text(out, key, part, one.index) or one.changed
+        self._forward(out, one)
 
-    def _item_done(
-        self,
-        out: list[bytes],
-        event: SseEvent,
-        parsed: dict[str, Any],
-        index: int | None,
-        changed: bool,
-    ) -> None:
-        item = parsed.get("item")
+    def _item_done(self, out: list[bytes], one: _Incoming) -> None:
+        index, item = one.index, one.parsed.get("item")
         finished: dict[str, Any] | None = None
         if is_object(item):
             finished = item
@@ -281,28 +260,27 @@ class ResponsesStreamGuard(Reply):
                 self.tool_calls = True
             for content_index, part, _ in text_parts(finished):
                 key = (_index(index), content_index)
-                changed = self._close_text(out, key, part, index) or changed
-        self._forward(out, event, parsed, changed, index, finished)
+                one.changed = self._close_text(out, key, part, index) or one.changed
+        self._forward(out, one, finished)
         if finished is not None and index is not None and self._thoughts.get(index):
             self._reasoning_item(out, index, finished)
 
-    def _completion(
-        self, out: list[bytes], event: SseEvent, parsed: dict[str, Any], changed: bool
-    ) -> None:
+    def _completion(self, out: list[bytes], one: _Incoming) -> None:
         self._close_all(out)
-        response = parsed.get("response")
+        response = one.parsed.get("response")
         if is_object(response):
-            changed = self._final(response) or changed
+            one.changed = self._final(response) or one.changed
         if self.wants_recovery and not self.faulted:
             self._recover()
             return
         self._release(out)
         if self.malformed:
-            self._drop(parsed)
+            self._drop(one.parsed)
             out.extend(self._failure(MALFORMED_REPLY, "malformed_reply"))
             return
         self.ended = True
-        self._send(out, event, parsed, changed, None)
+        one.index = None  # the response's own event: of no output item
+        self._send(out, one)
 
     # --- the final texts ------------------------------------------------------------------
 
@@ -484,34 +462,24 @@ class ResponsesStreamGuard(Reply):
         return self._last_assigned
 
     def _forward(
-        self,
-        out: list[bytes],
-        event: SseEvent,
-        parsed: dict[str, Any],
-        changed: bool,
-        index: int | None,
-        item: dict[str, Any] | None = None,
+        self, out: list[bytes], one: _Incoming, item: dict[str, Any] | None = None
     ) -> None:
         """Send an upstream event, after what was held when the event ends the hold."""
-        self._gate(out, index)
-        self._send(out, event, parsed, changed, index, item)
+        self._gate(out, one.index)
+        self._send(out, one, item)
 
-    def _send(
-        self,
-        out: list[bytes],
-        event: SseEvent,
-        parsed: dict[str, Any],
-        changed: bool,
-        index: int | None,
-        item: dict[str, Any] | None = None,
-    ) -> None:
+    def _send(self, out: list[bytes], one: _Incoming, item: dict[str, Any] | None = None) -> None:
+        """An upstream event to the client (or held): its bytes as they came unless the guard
+        changed it or its number (`item`: an output_item.done's item, once it goes out)."""
+        parsed = one.parsed
         upstream = parsed.get("sequence_number")
         number = self._number(upstream)
         if number is not None and number != upstream:
             parsed["sequence_number"] = number
-            changed = True
-        data = event_bytes(parsed) if changed else raw_event(event.event, event.data)
-        self._put(out, _Held(data, number, index, item))
+            one.changed = True
+        event = one.event
+        data = event_bytes(parsed) if one.changed else raw_event(event.event, event.data)
+        self._put(out, _Held(data, number, one.index, item))
 
     def _write(
         self,
