@@ -30,7 +30,13 @@ from guard.relay import (
     streamed,
     whole,
 )
-from guard.transport.call import MAX_ANSWER_BYTES, TransportCall, guarded, profile_choice
+from guard.transport.call import (
+    MAX_ANSWER_BYTES,
+    MAX_REST_BYTES,
+    TransportCall,
+    guarded,
+    profile_choice,
+)
 from guard.transport.libraries import AsyncBase, Http, bases, http_for
 from guard.wire.faults import CUT_OFF, UNREACHABLE
 from guardrail.model_profiles import AUTO, ProfileChoice
@@ -153,9 +159,17 @@ class AsyncGuardTransport(AsyncBase):
 
 
 class AsyncGuardedStream(httpx.AsyncByteStream):
-    """The client's stream: the flow's output, its upstream reads and recovery done here.
-    It is read once (an SDK that drains a body it read gets nothing more); `head` reads its
-    first bytes ahead, for an API whose stream may open with an error (`Api.first_error`)."""
+    """The client's stream: the flow's output, its upstream reads and recovery done here;
+    `head` reads its first bytes ahead, for an API whose stream may open with an error
+    (`Api.first_error`). Iterated again (the openai SDK stops at `[DONE]`, then drains the
+    stream for a tenth of a second before it closes it), it goes on where it stopped, and
+    once the flow has said everything it reads the upstream body to its end (at most
+    MAX_REST_BYTES more), as the SDK reads a body it was given straight: the connection can
+    then go back to the pool. Closed, it closes the upstream at once, wherever it was.
+
+    Regression: read once, the SDK's drain got nothing, the upstream body was closed before
+    its end, and every streamed request of an async SDK opened a new connection (a TCP, or
+    TLS, handshake each) where the SDK alone kept one."""
 
     def __init__(
         self, transport: AsyncGuardTransport, call: TransportCall, first: httpx.Response
@@ -164,7 +178,6 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
         self._flow = streamed(call.api, call.registry, call.body, call.tally)
         self._out = self._run()
         self._head: bytes | None = None
-        self._taken = False
 
     async def head(self) -> bytes:
         """The stream's first bytes (b"": it had none), read ahead."""
@@ -172,13 +185,11 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
         return self._head
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        if self._taken:
-            return
-        self._taken = True
-        if self._head is not None:
-            if not self._head:
-                return
-            yield self._head
+        head, self._head = self._head, None
+        if head:
+            yield head
+        elif head is not None:
+            return  # the stream had nothing at all
         async for data in self._out:
             yield data
 
@@ -194,6 +205,7 @@ class AsyncGuardedStream(httpx.AsyncByteStream):
             while True:
                 effect, _ = step(self._flow, reply)
                 if effect is None:
+                    await read_rest(pieces, self._call.http.errors)
                     return
                 reply = None
                 if isinstance(effect, Emit):
@@ -228,6 +240,20 @@ async def raw_body(response: httpx.Response) -> AsyncGenerator[bytes]:
         return
     async for piece in response.aiter_raw():
         yield piece
+
+
+async def read_rest(pieces: AsyncGenerator[bytes], errors: tuple[type[Exception], ...]) -> None:
+    """Read what is left of an upstream body the flow has no more use for (a chat stream's
+    end after `[DONE]`), to its end or MAX_REST_BYTES, so its connection can be reused; a
+    failure to read it is no failure of the answer."""
+    size = 0
+    try:
+        async for piece in pieces:
+            size += len(piece)
+            if size > MAX_REST_BYTES:
+                return
+    except errors:
+        return
 
 
 async def close_body(response: httpx.Response, pieces: AsyncGenerator[bytes]) -> None:

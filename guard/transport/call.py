@@ -31,6 +31,9 @@ log = logging.getLogger("guard.transport")
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The most of a whole answer read (a model's answer is kilobytes): past it, a 502."""
+MAX_REST_BYTES = 64 * 1024
+"""The most read of what follows a chat stream's `[DONE]` (its body's end is a few bytes),
+for the connection's sake; past it, the connection is closed instead."""
 IDENTITY_CODINGS = ("", "identity")
 DROPPED_HEADERS = ("content-length", "content-encoding", "transfer-encoding")
 """The upstream's headers a guarded answer goes without: its body is the guard's."""

@@ -10,6 +10,7 @@ upstream it cannot reach.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -28,6 +29,7 @@ from guard.transport import AsyncGuardTransport, GuardTransport
 from guardrail.policy import MALFORMED_REPLY
 
 from ...support.deadlines import DEADLINE_S
+from ...support.journal import settled_journal
 from ...support.log_lines import stripped_in_log
 from ...support.ports import refusing_port
 from ..helpers.played_flows import FLOWS, SAMPLED, shown_for
@@ -306,3 +308,38 @@ def test_the_transport_keeps_no_upstream_response_once_a_call_is_answered(
         alive = [ref for ref in remembering.given if ref() is not None]
     assert len(remembering.given) == 3
     assert alive == []
+
+
+async def test_an_async_sdks_streams_share_one_upstream_connection_as_they_do_straight(
+    mock_url: str, key: str, caplog: pytest.LogCaptureFixture
+):
+    """Regression: the guarded stream was read once, so the openai SDK's drain after `[DONE]`
+    got nothing and the upstream body was closed before its end: every streamed request
+    opened a new connection, where the SDK alone keeps one."""
+    caplog.set_level(logging.DEBUG, logger="httpcore2.connection")
+    async with guarded_async_openai(f"{mock_url}/v1") as client:
+        for n in range(3):
+            stream = await client.chat.completions.create(
+                model="lfm2-1.2b", messages=ask("clean", f"{key}-{n}"), stream=True
+            )
+            text = "".join([part.choices[0].delta.content or "" async for part in stream])
+            assert text == shown_for("clean")
+    opened = [r for r in caplog.records if "connect_tcp.started" in r.getMessage()]
+    assert len(opened) == 1
+
+
+async def test_an_async_sdk_stream_stopped_mid_answer_closes_the_upstream_at_once(
+    mock_url: str, key: str, http: httpx.AsyncClient
+):
+    """A stream goes on where it stopped only when iterated again: one the client closes
+    mid-answer (Stop, G11) closes the upstream's then, the model silent for 30 s next."""
+    async with asyncio.timeout(DEADLINE_S), guarded_async_openai(f"{mock_url}/v1") as client:
+        stream = await client.chat.completions.create(
+            model="lfm2-1.2b", messages=ask("stall", key), stream=True
+        )
+        async for part in stream:
+            if part.choices and part.choices[0].delta.content:
+                break  # the first words are here
+        await stream.close()
+    [entry] = await settled_journal(http, key)
+    assert entry.outcome == "client_disconnected"
