@@ -31,7 +31,16 @@ from collections.abc import Sequence
 
 from measure import group_rss, percentile
 from servers import REPO_ROOT, RunningServer, ServerSpec
-from turns import Keys, Turn, chat_streams, measured, post_request, stream_one
+from turns import (
+    Keys,
+    Turn,
+    chat_streams,
+    data_chunks,
+    failed,
+    measured,
+    post_request,
+    stream_one,
+)
 from verdicts import verdict
 
 CLEAN_TEXT = (
@@ -83,14 +92,6 @@ def chunk_latencies_ms(turns: Sequence[Turn]) -> list[float]:
             read_ns = read_at * 1e9
             latencies.extend((read_ns - int(ns)) / 1e6 for ns in STAMP.findall(piece))
     return sorted(latencies)
-
-
-def data_chunks(turns: Sequence[Turn]) -> int:
-    return sum(b"".join(turn.body).count(b"data: {") for turn in turns)
-
-
-def failed(turns: Sequence[Turn]) -> int:
-    return sum(1 for t in turns if t.error or t.status != 200)
 
 
 @dataclasses.dataclass

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def group_stats(pgid: int) -> list[list[str]]:
-    """`/proc/PID/stat` fields (after the command name) of the live members of a group."""
-    members: list[list[str]] = []
+def group_members(pgid: int) -> dict[int, list[str]]:
+    """The live members of a process group: each pid's `/proc/PID/stat` fields (after the
+    command name)."""
+    members: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -20,8 +21,13 @@ def group_stats(pgid: int) -> list[list[str]]:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
         if int(fields[2]) == pgid:
-            members.append(fields)
+            members[int(entry.name)] = fields
     return members
+
+
+def group_stats(pgid: int) -> list[list[str]]:
+    """`/proc/PID/stat` fields (after the command name) of the live members of a group."""
+    return list(group_members(pgid).values())
 
 
 def group_cpu_seconds(pgid: int) -> float:
@@ -33,15 +39,11 @@ def group_cpu_seconds(pgid: int) -> float:
 def group_rss(pgid: int) -> int:
     """Resident memory (VmRSS) of the live processes in one process group, in bytes."""
     total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in group_members(pgid):
         try:
-            stat = (entry / "stat").read_text()
-            if int(stat[stat.rfind(")") + 2 :].split()[2]) == pgid:
-                total += memory(int(entry.name)).get("VmRSS", 0)
-        except (OSError, ValueError):
-            continue
+            total += memory(pid).get("VmRSS", 0)
+        except OSError:
+            continue  # it exited meanwhile
     return total
 
 

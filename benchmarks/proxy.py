@@ -37,7 +37,18 @@ from chunk_cost import lines as cost_lines
 from litellm_server import AUTHORIZATION, LiteLLMUnavailable, litellm_spec, litellm_venv_python
 from nginx_server import NginxUnavailable, nginx_binary, nginx_spec
 from servers import RunningServer, guard_spec, mock_llm_spec, serving
-from turns import CONTENT, Keys, Turn, chat_streams, measured, ms, ttfds, write_paced_flows
+from turns import (
+    CONTENT,
+    Keys,
+    Turn,
+    chat_streams,
+    data_chunks,
+    failed,
+    measured,
+    ms,
+    ttfds,
+    write_paced_flows,
+)
 from verdicts import report, verdict
 
 ADDED_TTFT_TARGET_MS = 5.0
@@ -58,11 +69,6 @@ def text_reads(turn: Turn) -> list[float]:
         for at, piece in zip(turn.reads, turn.body, strict=True)
         if CONTENT in piece and b'"content":""' not in piece
     ]
-
-
-def chunks(turns: Sequence[Turn]) -> int:
-    """The chunks the turns' streams delivered (`data:` events with JSON, after the clock)."""
-    return sum(b"".join(turn.body).count(b"data: {") for turn in turns)
 
 
 @dataclasses.dataclass
@@ -87,7 +93,7 @@ class Loaded:
             f"| {name} | {statistics.median(self.streams_s):.0f} |"
             f" {statistics.median(self.chunks_s):.0f} | {ratio:.2f} |"
             f" {ms(ttfds(self.turns), 50):.0f} / {ms(ttfds(self.turns), 99):.0f} |"
-            f" {cpu_ms:.2f} | {sum(1 for t in self.turns if t.error or t.status != 200)}"
+            f" {cpu_ms:.2f} | {failed(self.turns)}"
             f" of {streams} x {len(self.streams_s)} |"
         )
 
@@ -174,7 +180,7 @@ async def measure(
             done = await measured(server, load)
             loaded[name].turns += done.turns
             loaded[name].streams_s.append(len(done.turns) / done.wall_s)
-            loaded[name].chunks_s.append(chunks(done.turns) / done.wall_s)
+            loaded[name].chunks_s.append(data_chunks(done.turns) / done.wall_s)
             loaded[name].cpu_s += done.server_cpu_s
             loaded[name].client_cpu_s += done.client_cpu_s
     paced: dict[str, list[Turn]] = {"mock": [], "proxy": []}
@@ -190,9 +196,8 @@ def lines(
     loaded: dict[str, Loaded],
     paced: dict[str, list[Turn]],
 ) -> list[str]:
-    failed = [t for turns in low.values() for t in turns if t.error or t.status != 200]
-    failed += [t for name in ("mock", "proxy", "proxy x2") for t in loaded[name].turns
-               if t.error or t.status != 200]  # fmt: skip
+    ours = [*low.values(), *(loaded[name].turns for name in ("mock", "proxy", "proxy x2"))]
+    unanswered = sum(failed(turns) for turns in ours)
     low_p50 = {name: ms(ttfds(turns), 50) for name, turns in low.items()}
     added = low_p50["proxy"] - low_p50["mock"]
     counts = {
@@ -203,7 +208,7 @@ def lines(
         for name, turns in paced.items()
     }
     rate = {name: statistics.median(load.chunks_s) for name, load in loaded.items()}
-    lost = sum(1 for t in loaded["litellm"].turns if t.error or t.status != 200)
+    lost = failed(loaded["litellm"].turns)
     best = max(rate["proxy"], rate["proxy x2"])
     n = args.streams
     cores = os.cpu_count() or 1
@@ -239,7 +244,7 @@ def lines(
         f" reach {cores} / (2 x {least_ms:.2f} ms) = {cores / (2 * least_ms / 1000):.0f} streams/s,"
         f" {min(ceiling, 1.0):.2f}x the mock's.",
         "",
-        verdict(not failed, f"every stream answered 200 ({len(failed)} did not)"),
+        verdict(not unanswered, f"every stream answered 200 ({unanswered} did not)"),
         verdict(
             added <= ADDED_TTFT_TARGET_MS,
             f"the proxy adds {added:.2f} ms to the p50 time to first content"

@@ -165,6 +165,16 @@ async def measured(server: RunningServer, run: Awaitable[list[Turn]]) -> Round:
     )
 
 
+def data_chunks(turns: Sequence[Turn]) -> int:
+    """The chunks the turns' streams delivered (`data:` events with JSON, after the clock)."""
+    return sum(b"".join(turn.body).count(b"data: {") for turn in turns)
+
+
+def failed(turns: Sequence[Turn]) -> int:
+    """The turns that did not answer 200 and end."""
+    return sum(1 for t in turns if t.error or t.status != 200)
+
+
 def ms(values: Sequence[float], pct: float) -> float:
     return percentile(sorted(values), pct)
 
