@@ -254,21 +254,21 @@ def _sse_read(frames: SseDecoder, data: bytes, round_: StreamRound, limit: int) 
     if b"\r" in data or start < 0 or end <= start:
         return _taken(frames.feed(data), round_)
     out = _taken(frames.feed(data[:start]), round_) if start else []
-    run, rest = data[start:end], data[end:]
-    if run.endswith(DONE_EVENT):
-        run, rest = run[: -len(DONE_EVENT)], DONE_EVENT + rest
-    while run:
+    if data.startswith(DONE_EVENT, end - len(DONE_EVENT)):
+        end -= len(DONE_EVENT)
+    while start < end:
+        run = data[start:end]
         if round_.passes(run, limit):  # the decoder is idle here: the run starts afresh
             out.append(run)
-            run = b""
+            start = end
         elif round_.passing_decided:  # no event read now can make it pass: read them all
             break
         else:
-            first_end = run.find(b"\n\n") + 2
-            out += _taken(frames.feed(run[:first_end]), round_)
-            run = run[first_end:]
-    if run or rest:
-        out += _taken(frames.feed(run + rest), round_)
+            first_end = data.find(b"\n\n", start) + 2
+            out += _taken(frames.feed(data[start:first_end]), round_)
+            start = first_end
+    if start < len(data):
+        out += _taken(frames.feed(data[start:]), round_)
     return out
 
 

@@ -112,7 +112,7 @@ class StreamGuard(Reply):
         filter_ = self.by_choice.get(0)
         if filter_ is None or not filter_.visible:
             return False
-        return self._quiet_char() is not None or not filter_.may_turn_quiet
+        return filter_.quiet_char is not None or not filter_.may_turn_quiet
 
     # --- inside ---------------------------------------------------------------------------
 
