@@ -12,12 +12,14 @@ Usage: uv run python scripts/wheel_contents.py DIST/scaffold_guard-*.whl
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BARE_REQUIREMENTS = {"httpx", "orjson"}
@@ -26,10 +28,16 @@ transport needs httpx and orjson; the proxy, the mock, the app and the kit are e
 CONSOLE_SCRIPT = "scaffold-guard = scaffold_guard.cli:main"
 
 
+@functools.cache
+def wheel_target() -> dict[str, Any]:
+    """pyproject.toml's `[tool.hatch.build.targets.wheel]`."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return config["tool"]["hatch"]["build"]["targets"]["wheel"]
+
+
 def expected_files() -> set[str]:
     """Every file the wheel should hold, as its path inside the wheel."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    wheel = config["tool"]["hatch"]["build"]["targets"]["wheel"]
+    wheel = wheel_target()
     places: dict[str, str] = {package: package for package in wheel["packages"]}
     places.update(wheel.get("force-include", {}))
     found: set[str] = set()
@@ -43,8 +51,7 @@ def expected_files() -> set[str]:
 
 
 def shipped_packages() -> set[str]:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return set(config["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"])
+    return set(wheel_target()["packages"])
 
 
 def bare_requirements(metadata: str) -> set[str]:
