@@ -34,7 +34,7 @@ from measure import memory, reset_peak
 from servers import RunningServer, module_spec, serving
 from verdicts import report, verdict
 
-from guard.http.upstream import MAX_ANSWER_BYTES
+from guard.settings import MAX_ANSWER_BYTES
 from guard.wire.reply import MAX_TEXTS
 from servekit.sse import DEFAULT_MAX_LINE_BYTES
 from tests.support.guarded_wires import CHAT, MESSAGES, OLLAMA, RESPONSES, WIRES, Wire

@@ -15,45 +15,39 @@ Deliberate choices:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
-
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing import TYPE_CHECKING
 
 from servekit.allowed_hosts import HostPolicy
 from servekit.refusal import send_refusal
-from servekit.request_body import BodyRefused, check_declared_length, read_body
+from servekit.request_body import BodyRefused, read_body
+from servekit.request_head import (
+    DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_MAX_TARGET_BYTES,
+    LOCAL_ONLY,
+    HeadLimits,
+    HeadRefused,
+    check_head,
+)
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_TARGET_BYTES",
+    "LOCAL_ONLY",
     "RequestLimits",
 ]
 
-DEFAULT_MAX_HEADER_BYTES = 32 * 1024
-DEFAULT_MAX_TARGET_BYTES = 8 * 1024
 DEFAULT_BODY_TIMEOUT_S = 10.0
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """The largest request body of a server that names no limit of its own."""
 
-LOCAL_ONLY = HostPolicy()
-"""Loopback names and IP addresses only: a server given no names of its own."""
-
-_HOST = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?")
-"""RFC 3986's host (an IP literal in brackets, an IPv4 address or a registered name) and
-an optional port."""
-
 ErrorBody = Callable[[int, str], bytes]
 """The JSON body of a refusal, from its status and message."""
-
-
-@dataclass(frozen=True)
-class _Refusal(Exception):
-    status: int
-    message: str
 
 
 class RequestLimits:
@@ -71,8 +65,7 @@ class RequestLimits:
         self.app = app
         self.hosts = hosts
         self.error_body = error_body
-        self.max_header_bytes = max_header_bytes
-        self.max_target_bytes = max_target_bytes
+        self.limits = HeadLimits(max_header_bytes, max_target_bytes, max_body_bytes, hosts)
         self.max_body_bytes = max_body_bytes
         self.body_timeout_s = body_timeout_s
 
@@ -81,46 +74,20 @@ class RequestLimits:
             await self.app(scope, receive, send)
             return
         try:
-            self._check_headers(scope)
+            path: bytes = scope.get("raw_path") or scope.get("path", "").encode()
+            target = path + b"?" + query if (query := scope.get("query_string", b"")) else path
+            check_head(self.limits, scope.get("http_version", ""), target, scope["headers"])
             if self.max_body_bytes is None and self.body_timeout_s is None:
                 await self.app(scope, receive, send)
                 return
             body, rest = await read_body(receive, self.max_body_bytes, self.body_timeout_s)
-        except (_Refusal, BodyRefused) as refusal:
+        except (HeadRefused, BodyRefused) as refusal:
             await self._refuse(send, refusal.status, refusal.message)
             return
         await self.app(scope, _replay(body, rest, receive), send)
 
-    def _check_headers(self, scope: Scope) -> None:
-        headers: list[tuple[bytes, bytes]] = scope["headers"]
-        if sum(len(name) + len(value) for name, value in headers) > self.max_header_bytes:
-            raise _Refusal(431, f"The request headers are over {self.max_header_bytes} bytes.")
-        path: bytes = scope.get("raw_path") or scope.get("path", "").encode()
-        if len(path) + len(scope.get("query_string", b"")) > self.max_target_bytes:
-            raise _Refusal(
-                414, f"The request target (path and query) is over {self.max_target_bytes} bytes."
-            )
-        _check_host(scope.get("http_version", ""), headers, self.hosts)
-        declared = next((value for name, value in headers if name == b"content-length"), b"")
-        check_declared_length(declared, self.max_body_bytes)
-
     async def _refuse(self, send: Send, status: int, message: str) -> None:
         await send_refusal(send, status, self.error_body(status, message), close=True)
-
-
-def _check_host(http_version: str, headers: list[tuple[bytes, bytes]], policy: HostPolicy) -> None:
-    hosts = [value for name, value in headers if name == b"host"]
-    if len(hosts) > 1:
-        raise _Refusal(400, "The request has more than one Host header.")
-    if not hosts:
-        if http_version == "1.1":
-            raise _Refusal(400, "The request has no Host header; HTTP/1.1 requires one.")
-        return
-    if _HOST.fullmatch(hosts[0]) is None:
-        raise _Refusal(400, "The Host header is not a host name or address with an optional port.")
-    host = hosts[0].decode("latin-1")
-    if not policy.allows(host):
-        raise _Refusal(421, policy.refusal(host))
 
 
 def _replay(body: bytes, rest: Message | None, receive: Receive) -> Receive:

@@ -27,11 +27,10 @@ from types import SimpleNamespace
 import aiohttp
 from yarl import URL
 
+from servekit.keep_alive import POOL_IDLE_S
+
 __all__ = ["POOL_IDLE_S", "REQUEST_ERRORS", "Pool", "RequestFailed", "stale"]
 
-POOL_IDLE_S = 1.5
-"""How long an idle pooled connection is kept for reuse: shorter than uvicorn's 5 s,
-gunicorn's 2 s and Node's 5 s keep-alive."""
 
 REQUEST_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 """What sending a request and reading its response head can raise (aiohttp's timeouts are

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from starlette.types import Send
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import Send
 
 __all__ = ["send_refusal"]
 

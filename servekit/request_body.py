@@ -14,8 +14,12 @@ before any Starlette request exists, and the recorder is a bare ASGI app.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
-from starlette.types import Message, Receive
+from servekit.request_head import body_too_large
+
+if TYPE_CHECKING:
+    from starlette.types import Message, Receive
 
 __all__ = ["BodyRefused", "BodyTimeout", "BodyTooLarge", "check_declared_length", "read_body"]
 
@@ -34,7 +38,7 @@ class BodyTooLarge(BodyRefused):
     status = 413
 
     def __init__(self, max_bytes: int) -> None:
-        super().__init__(f"The request body is larger than {max_bytes} bytes.")
+        super().__init__(body_too_large(max_bytes))
 
 
 class BodyTimeout(BodyRefused):

@@ -25,10 +25,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from guard.http.upstream import (
-    GuardSettings,
     UpstreamSession,
     guarded,
 )
+from guard.settings import GuardSettings
 from guard.wire.apis import MESSAGES
 from guard.wire.responses_api import event_bytes
 

@@ -25,12 +25,12 @@ from starlette.routing import Route
 
 from guard.http.upstream import (
     METHODS,
-    GuardSettings,
     UpstreamSession,
     guarded,
     pass_on,
     unreachable,
 )
+from guard.settings import GuardSettings
 from guard.wire.apis import OLLAMA_CHAT, OLLAMA_GENERATE
 
 __all__ = ["ollama_routes"]

@@ -22,10 +22,10 @@ from starlette.routing import Route
 
 from guard.http.openai_http import KEEPALIVE
 from guard.http.upstream import (
-    GuardSettings,
     UpstreamSession,
     guarded,
 )
+from guard.settings import GuardSettings
 from guard.wire.apis import RESPONSES
 
 __all__ = ["responses_routes"]

@@ -38,20 +38,14 @@ from guard.http.openai_http import (
     openai_pass_on,
 )
 from guard.http.responses_route import responses_routes
-from guard.http.upstream import (
-    METHODS,
-    GuardSettings,
-    UpstreamSession,
-    guarded,
-)
+from guard.http.upstream import METHODS, UpstreamSession, guarded
+from guard.settings import MAX_BODY_BYTES, GuardSettings
 from guard.wire.apis import CHAT_COMPLETIONS
 from guard.wire.openai_errors import error_json
 from servekit.limits import RequestLimits
 
 __all__ = ["MAX_BODY_BYTES", "GuardSettings", "create_app"]
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
-"""The largest request body (a long conversation with images as data URLs fits)."""
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 
 

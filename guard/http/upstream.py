@@ -37,7 +37,6 @@ import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -61,16 +60,12 @@ from guard.relay import (
     Whole,
     step,
 )
+from guard.settings import GuardSettings
 from guard.wire.api import Api
 from guard.wire.faults import BOUNDS_BROKEN, CUT_OFF, UNREACHABLE
-from guardrail.model_profiles import AUTO, ProfileChoice
-from guardrail.patterns import Registry
-from servekit.allowed_hosts import HostPolicy
 from servekit.hop_by_hop import end_to_end
 from servekit.json_codec import parse_object
-from servekit.limits import LOCAL_ONLY
-from servekit.pool import POOL_IDLE_S, Pool, RequestFailed
-from servekit.sse import DEFAULT_MAX_LINE_BYTES
+from servekit.pool import Pool, RequestFailed
 from servekit.streamed import StreamedResponse
 
 log = logging.getLogger("guard")
@@ -79,31 +74,12 @@ UPSTREAM_ERRORS = (RequestFailed, aiohttp.ClientError, OSError, TimeoutError)
 STREAM_FAULTS = (*UPSTREAM_ERRORS, *BOUNDS_BROKEN)
 """What ends a stream early: a cut, or a bound broken (`fault_message` says which)."""
 IDENTITY_CODINGS = ("", "identity")
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-"""The most of a whole (not streamed) upstream answer the proxy reads: a model's answer is
-kilobytes, and a larger body is a fault answered with a 502, never held whole in memory."""
 MAX_ERROR_BODY_BYTES = 64 * 1024
 """The most of an upstream refusal read for its message."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 OWN_HEADERS = ("host", "content-length", "accept-encoding", "date", "server")
 """Headers the proxy drops besides the hop-by-hop ones (servekit.hop_by_hop): its HTTP client
 and its server write their own, and Accept-Encoding is set per request (`upstream_headers`)."""
-
-
-@dataclass(frozen=True)
-class GuardSettings:
-    upstream: str  # the model server's base URL, e.g. http://127.0.0.1:8080 (no /v1)
-    profiles: ProfileChoice = AUTO  # `auto`: the registry follows each request's model name
-    connect_timeout_s: float = 10.0
-    keepalive_s: float = 15.0  # a `: keep-alive` comment after this long without a byte
-    pool_idle_s: float = POOL_IDLE_S  # how long an idle upstream connection is kept for reuse
-    max_answer_bytes: int = MAX_ANSWER_BYTES  # a whole answer past it is a 502
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a stream's line or event past it ends it
-    hosts: HostPolicy = LOCAL_ONLY  # the Host names the proxy answers to (DNS rebinding)
-
-    def registry_for(self, body: dict[str, Any]) -> Registry:
-        """What the guardrail strips from the answer to `body` (its `model` under auto)."""
-        return self.profiles.registry(body.get("model"))
 
 
 class UpstreamSession:

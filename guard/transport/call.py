@@ -29,8 +29,6 @@ from servekit.json_codec import parse_object
 
 log = logging.getLogger("guard.transport")
 
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-"""The most of a whole answer read (a model's answer is kilobytes): past it, a 502."""
 MAX_REST_BYTES = 64 * 1024
 """The most read of what follows a chat stream's `[DONE]` (its body's end is a few bytes),
 for the connection's sake; past it, the connection is closed instead."""

@@ -30,8 +30,8 @@ from guard.relay import (
     streamed,
     whole,
 )
+from guard.settings import MAX_ANSWER_BYTES
 from guard.transport.call import (
-    MAX_ANSWER_BYTES,
     MAX_REST_BYTES,
     TransportCall,
     guarded,
