@@ -17,21 +17,34 @@ to disagree.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
+import socket
 import sys
 from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import uvicorn
-from starlette.types import ASGIApp
-
-from guard.http.server import GuardSettings, create_app
+from guard.settings import GuardSettings
 from guardrail.model_profiles import parse_profiles
 from guardrail.registries import PROFILES
 from servekit.allowed_hosts import HostPolicy
+from servekit.keep_alive import CLIENT_KEEPALIVE_S, POOL_IDLE_S
 from servekit.listen import add_listen_options, listen, socket_url
-from servekit.pool import POOL_IDLE_S
 from servekit.workers import serve_workers
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp
+
+SERVERS = ("auto", "uvicorn", "asyncio")
+FULL_STACK = ("uvicorn", "starlette", "aiohttp")
+"""What the `uvicorn` server needs: the `proxy` extra."""
+BARE_NOTE = (
+    "guard: served by asyncio and h11, as a bare install has them;"
+    " pip install 'scaffold-guard[proxy]' serves it with uvicorn"
+)
 
 
 def parse_args(
@@ -74,6 +87,14 @@ def parse_args(
         " requests, so any worker takes any request (docs/proxy.md)",
     )
     parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="auto",
+        help="uvicorn: the full proxy (the `proxy` extra: uvicorn, Starlette, aiohttp);"
+        " asyncio: the bare install's server (asyncio and h11 in front of the in-process"
+        " transport, docs/proxy.md); auto: uvicorn when the extra is installed (auto)",
+    )
+    parser.add_argument(
         "--profiles",
         default="auto",
         help="markup stripped besides LFM2's: auto (by each request's model name), none,"
@@ -96,15 +117,9 @@ def upstream_root(url: str, *, ollama: bool = False) -> str | None:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-CLIENT_KEEPALIVE_S = 75.0
-"""How long the proxy keeps a client's idle connection open (nginx's default). uvicorn's own
-5 s is shorter than the pools of the clients in front of it (aiohttp's 15 s: Open WebUI;
-the openai SDK's httpx 5 s): a client that reuses a connection the proxy is closing at that
-moment loses its request, the race the proxy's own upstream pool retries. The client's
-pool lets go first."""
-
-
 def server_config(app: ASGIApp) -> uvicorn.Config:
+    import uvicorn
+
     return uvicorn.Config(
         app,
         log_level="warning",
@@ -134,6 +149,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m guard") ->
         if not seconds > 0:
             print(f"guard: {option} must be more than 0", file=sys.stderr)
             return 2
+    if args.server == "uvicorn" and not full_stack_installed():
+        print(
+            "guard: --server uvicorn needs the proxy extra: pip install 'scaffold-guard[proxy]'",
+            file=sys.stderr,
+        )
+        return 2
     if args.workers < 1:
         print("guard: --workers must be 1 or more", file=sys.stderr)
         return 2
@@ -153,9 +174,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m guard") ->
     else:
         print(f"guard: proxy on {socket_url(sock)}/v1 for {root}", flush=True)
 
-    def serve() -> None:
-        uvicorn.Server(server_config(create_app(settings))).run(sockets=[sock])
-
+    if args.server == "auto" and not full_stack_installed():
+        print(BARE_NOTE, file=sys.stderr, flush=True)
+    serve = chosen_server(args.server, sock, settings)
     try:
         if args.workers == 1:
             serve()
@@ -163,3 +184,25 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m guard") ->
         return serve_workers(args.workers, serve)
     finally:
         sock.close()
+
+
+def full_stack_installed() -> bool:
+    """Whether the `proxy` extra's packages are importable."""
+    return all(importlib.util.find_spec(name) is not None for name in FULL_STACK)
+
+
+def chosen_server(name: str, sock: socket.socket, settings: GuardSettings) -> partial[None]:
+    """What serves the socket: `name`, or for auto the full proxy when it is installed."""
+    if name == "asyncio" or (name == "auto" and not full_stack_installed()):
+        from guard.bare.server import serve_forever
+
+        return partial(serve_forever, sock, settings)
+    return partial(_serve_uvicorn, sock, settings)
+
+
+def _serve_uvicorn(sock: socket.socket, settings: GuardSettings) -> None:
+    import uvicorn
+
+    from guard.http.server import create_app
+
+    uvicorn.Server(server_config(create_app(settings))).run(sockets=[sock])

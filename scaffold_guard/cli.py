@@ -12,8 +12,10 @@ Each subcommand takes exactly its entry's options (`scaffold-guard guard --help`
 `python -m guard --help`, with the profiles it knows), and each part's code is imported only
 when it is chosen: a bare `pip install scaffold-guard` (the filter and the transport) answers
 `--help` and, for a part whose extra is missing, one line naming the extra and the command that
-installs it, rather than a traceback. The extras are named in pyproject.toml; `uvx` takes them
-in the package's name: `uvx 'scaffold-guard[proxy]' guard --upstream URL`.
+installs it, rather than a traceback. The guard needs no extra (a bare install serves it with
+asyncio and h11, guard/bare; the `proxy` extra with uvicorn), so `uvx scaffold-guard guard
+--upstream URL` runs it. The extras are named in pyproject.toml; `uvx` takes them in the
+package's name: `uvx 'scaffold-guard[mock]' mock`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ EXIT_USAGE = 2
 
 @dataclass(frozen=True)
 class Part:
-    """A subcommand: where its `main(argv, *, prog)` is, and the extra its imports need."""
+    """A subcommand: where its `main(argv, *, prog)` is, and the extra its imports need
+    ('' for none: a bare install runs it)."""
 
     name: str
     module: str
@@ -44,8 +47,9 @@ class Part:
 
 
 PARTS = (
-    Part("guard", "guard.cli", "main", "proxy",
-         "the guard proxy in front of a model server (python -m guard)"),
+    Part("guard", "guard.cli", "main", "",
+         "the guard proxy in front of a model server (python -m guard; served by uvicorn"
+         " with the proxy extra, by asyncio and h11 without it)"),
     Part("mock", "mock_llm.cli", "main", "mock",
          "the mock LLM server, driven by [[mock:FLOW#KEY]] triggers (python -m mock_llm)"),
     Part("record", "mock_llm.cli", "record_main", "mock",
@@ -67,14 +71,18 @@ def version() -> str:
 
 def overview() -> str:
     width = max(len(part.name) for part in PARTS)
-    rows = [f"  {part.name:<{width}}  {part.summary} [{part.extra}]" for part in PARTS]
+    rows = [
+        f"  {part.name:<{width}}  {part.summary}" + (f" [{part.extra}]" if part.extra else "")
+        for part in PARTS
+    ]
     return "\n".join(
         [
             "usage: scaffold-guard {" + ",".join(BY_NAME) + "} [options]",
             "",
             "Keep tool-call markup out of chat answers, and test that an app does.",
             "",
-            "subcommands (each needs the extra in brackets: pip install 'scaffold-guard[EXTRA]'):",
+            "subcommands (one with an extra in brackets needs it:"
+            " pip install 'scaffold-guard[EXTRA]'):",
             *rows,
             "",
             "scaffold-guard SUBCOMMAND --help lists its every option. Without a subcommand, a",
@@ -86,7 +94,7 @@ def overview() -> str:
 def missing_extra(part: Part, error: ModuleNotFoundError) -> str | None:
     """The line that names `part`'s extra, when `error` is a third-party module it lacks."""
     missing = (error.name or "").split(".")[0]
-    if not missing or missing in OWN_PACKAGES:
+    if not missing or missing in OWN_PACKAGES or not part.extra:
         return None
     return (
         f"scaffold-guard {part.name} needs the {part.extra!r} extra ({missing} is not installed):"

@@ -8,8 +8,9 @@
 # 1. a bare install (`pip install scaffold-guard`): the filter and the transport work, no
 #    server framework came with it, `scaffold-guard --help` lists every part, and a part
 #    whose extra is missing says which one (scripts/wheel_smoke.py bare);
-# 2. `uvx 'scaffold-guard[proxy]' guard --upstream URL` from the wheel: the proxy uvx starts
-#    in a tool environment of its own guards a leak of the mock's;
+# 2. `uvx scaffold-guard guard --upstream URL` from the wheel, no extra: the proxy uvx starts
+#    in a tool environment of its own (served by asyncio and h11, guard/bare) guards a leak
+#    of the mock's;
 # 3. every extra (`scaffold-guard[all]`): `scaffold-guard mock` and `scaffold-guard guard`
 #    served, the transport and the proxy each strip a leak the mock sends straight
 #    (wheel_smoke.py served), then `scaffold-guard kit run` against the reference app it
@@ -71,22 +72,24 @@ uv pip install --quiet --python "$work/bare/bin/python" "$wheel"
 # Into a file, not a pipe: grep -q leaves at its first match, and the command, still writing,
 # would die of the closed pipe (a failure that depends on timing).
 "$work/bare/bin/scaffold-guard" --help >"$work/help.txt"
-grep -q "guard .*\[proxy\]" "$work/help.txt"
-if "$work/bare/bin/scaffold-guard" guard --help 2>"$work/needs.txt"; then
-    echo "check_wheel: a bare install ran the proxy without its extra" >&2
+grep -q "^  guard " "$work/help.txt"
+grep -q "mock .*\[mock\]" "$work/help.txt"
+if "$work/bare/bin/scaffold-guard" mock --help 2>"$work/needs.txt"; then
+    echo "check_wheel: a bare install ran the mock without its extra" >&2
     exit 1
 fi
-grep -q "needs the 'proxy' extra" "$work/needs.txt"
+grep -q "needs the 'mock' extra" "$work/needs.txt"
 
 # 3 (first its venv and its mock, which step 2 uses too).
 uv venv --quiet --python 3.11 "$work/venv"
 uv pip install --quiet --python "$work/venv/bin/python" "$wheel[all]"
 mock_url=$(serve mock "$work/mock.log" "$work/venv/bin/scaffold-guard" mock --port 0)
 
-# 2. uvx, from the wheel, in a tool environment of its own.
+# 2. uvx, from the wheel with no extra, in a tool environment of its own.
 uvx_url=$(UV_TOOL_DIR="$work/tools" serve "uvx guard" "$work/uvx.log" \
-    uvx --quiet --from "$wheel[proxy]" scaffold-guard guard --upstream "$mock_url/v1" --port 0)
-"$work/venv/bin/python" wheel_smoke.py served "$mock_url" "$uvx_url"
+    uvx --quiet --from "$wheel" scaffold-guard guard --upstream "$mock_url/v1" --port 0)
+grep -q "served by asyncio and h11" "$work/uvx.log"
+"$work/bare/bin/python" wheel_smoke.py served "$mock_url" "$uvx_url"
 
 # 3. Every extra: the mock and the proxy served by the command, then the kit.
 guard_url=$(serve guard "$work/guard.log" \

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-BARE_REQUIREMENTS = {"httpx", "orjson"}
+BARE_REQUIREMENTS = {"h11", "httpx", "orjson"}
 """What `pip install scaffold-guard` alone brings: the filter is the standard library, the
-transport needs httpx and orjson; the proxy, the mock, the app and the kit are extras."""
+transport needs httpx and orjson, the bare install's proxy server h11 (httpx's own); the
+full proxy server, the mock, the app and the kit are extras."""
 CONSOLE_SCRIPT = "scaffold-guard = scaffold_guard.cli:main"
 
 

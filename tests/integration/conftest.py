@@ -22,7 +22,7 @@ from mock_llm import build_settings, serve_mock
 from scaffold_guard.app.config import Settings
 
 from ..support.deadlines import DEADLINE_S
-from ..support.servers import TEST_FLOWS, app_settings, serve_app
+from ..support.servers import TEST_FLOWS, app_settings, serve_app, serve_bare_guard
 
 
 @pytest.fixture(scope="session")
@@ -57,9 +57,10 @@ async def http(mock_url: str) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-GUARD_WAYS = ["proxy", "transport"]
-"""The two ways a client gets the guard: the proxy in front of the model server, or the
-guard in-process, as its HTTP client's transport (guard.transport)."""
+GUARD_WAYS = ["proxy", "transport", "bare"]
+"""The ways a client gets the guard: the proxy in front of the model server, the guard
+in-process, as its HTTP client's transport (guard.transport), or the proxy a bare install
+serves (guard/bare: the transport behind asyncio and h11)."""
 
 
 def sdk_for(url: str, api_key: str = "test-key", *, guarded: bool = False) -> openai.AsyncOpenAI:
@@ -82,10 +83,21 @@ def claude_for(url: str, *, guarded: bool = False) -> anthropic.AsyncAnthropic:
 
 def guard_url(request: pytest.FixtureRequest, mock_url: str) -> tuple[str, bool]:
     """Where a client on a guard route goes, and whether it carries the guard in-process:
-    the module's proxy, or the mock itself with the transport (`request.param`)."""
+    the module's proxy (whose fixture also adds the module's flows to the mock), the
+    mock itself with the transport, or the bare install's proxy (`request.param`)."""
+    proxy: str = request.getfixturevalue("proxy_url")
     if request.param == "transport":
         return mock_url, True
-    return request.getfixturevalue("proxy_url"), False
+    if request.param == "bare":
+        return request.getfixturevalue("bare_url"), False
+    return proxy, False
+
+
+@pytest.fixture(scope="module")
+def bare_url(mock_url: str) -> Iterator[str]:
+    """The bare install's guard proxy (guard/bare) in front of the module's mock."""
+    with serve_bare_guard(mock_url) as url:
+        yield url
 
 
 @pytest.fixture

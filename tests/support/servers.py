@@ -7,6 +7,7 @@ stream of many megabytes).
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import socketserver
 import threading
@@ -17,13 +18,15 @@ from typing import Any
 
 import uvicorn
 
+from guard.bare.server import serve as bare_serve
 from guard.http.server import GuardSettings
 from guard.http.server import create_app as create_guard
 from scaffold_guard.app.config import Settings, load_settings
 from scaffold_guard.app.main import create_app
 from servekit.in_thread import serve_in_thread
+from servekit.listen import bind_socket, socket_url
 
-from .deadlines import POLL_S
+from .deadlines import DEADLINE_S, POLL_S
 
 TEST_FLOWS = Path(__file__).parents[1] / "fixtures" / "flows.yaml"
 
@@ -150,3 +153,22 @@ def writing_upstream(answer: Callable[[bytes], Iterable[bytes]]) -> Generator[st
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def serve_bare_guard(upstream: str, **settings: Any) -> Generator[str]:
+    """The guard proxy's bare-install server (guard/bare) in front of `upstream`, on its
+    own event loop in a background thread (`settings`: as serve_guard's)."""
+    sock = bind_socket("127.0.0.1", 0)
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    served = bare_serve(sock, GuardSettings(upstream=upstream, **settings), stop)
+    thread = threading.Thread(target=loop.run_until_complete, args=(served,), daemon=True)
+    thread.start()
+    try:
+        yield socket_url(sock)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=DEADLINE_S)
+        loop.close()
+        sock.close()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 from pathlib import Path
 
 import httpx
 import pytest
 
+from guard import cli
 from guard.cli import CLIENT_KEEPALIVE_S, main, server_config, upstream_root
 from guard.http.server import GuardSettings, create_app
 
@@ -21,12 +23,15 @@ AIOHTTP_IDLE_S = 15.0
 STARTED = re.compile(r"guard: proxy on (http://127\.0\.0\.1:\d+)/v1 for (\S+)")
 
 
-def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(tmp_path: Path, mock_url: str):
-    with guard_process(tmp_path, "--upstream", f"{mock_url}/v1") as guard:
+@pytest.mark.parametrize("server", ["uvicorn", "asyncio"])
+def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(
+    tmp_path: Path, mock_url: str, server: str
+):
+    with guard_process(tmp_path, "--upstream", f"{mock_url}/v1", "--server", server) as guard:
         started = STARTED.match(guard.line)
         assert started
         assert started.group(2) == mock_url  # the root: the client's /v1 path is kept
-        message = "When do backups run? [[mock:scaffold-recover#guard-cli]]"
+        message = "When do backups run? [[mock:scaffold-recover#guard-cli-" + server + "]]"
         reply = httpx.post(
             f"{started.group(1)}/v1/chat/completions",
             json={"model": "m", "messages": [{"role": "user", "content": message}]},
@@ -35,7 +40,7 @@ def test_the_proxy_serves_a_guarded_answer_and_stops_cleanly(tmp_path: Path, moc
         assert reply.json()["choices"][0]["message"]["content"].startswith("Backups run nightly")
     assert guard.process.returncode in (0, -signal.SIGTERM), guard.stderr
     assert "Traceback" not in guard.stderr
-    assert "guard: chat status=200 stream=false retries=1" in guard.stderr
+    assert re.search(r"guard: chat status=200 stream=false retries=1 .*request_id=", guard.stderr)
     assert "agent: stripped 97 chars of tool-scaffolding in round 1" in guard.stderr
 
 
@@ -88,3 +93,18 @@ def test_the_proxy_keeps_a_clients_idle_connection_longer_than_common_client_poo
     assert config.timeout_keep_alive == CLIENT_KEEPALIVE_S
     assert httpx_idle is not None
     assert config.timeout_keep_alive > max(httpx_idle, AIOHTTP_IDLE_S)
+
+
+def test_a_bare_install_is_served_by_the_asyncio_server(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(cli, "full_stack_installed", lambda: False)
+    with socket.socket() as sock:
+        serve = cli.chosen_server("auto", sock, GuardSettings(upstream="http://127.0.0.1:9"))
+    assert serve.func.__module__ == "guard.bare.server"
+
+
+def test_the_uvicorn_server_without_the_proxy_extra_is_refused_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setattr(cli, "full_stack_installed", lambda: False)
+    assert main(["--upstream", "http://127.0.0.1:9/v1", "--server", "uvicorn", "--port", "0"]) == 2
+    assert "pip install 'scaffold-guard[proxy]'" in capsys.readouterr().err

@@ -15,7 +15,8 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
@@ -28,7 +29,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from guard.http.server import GuardSettings, create_app
 from guardrail.policy import MALFORMED_REPLY
 from mock_llm import Flow
 from servekit.in_thread import serve_in_thread
@@ -38,7 +38,7 @@ from ...support.families import hidden_canary
 from ...support.journal import settled_journal
 from ...support.log_lines import stripped_in_log
 from ...support.ports import refusing_port
-from ...support.servers import serve_guard
+from ...support.servers import serve_bare_guard, serve_guard
 from ...support.sse import lines_to_first_comment
 from ..conftest import GUARD_WAYS, guard_url, sdk_for
 from ..helpers.pass_through import assert_passed_on_as_is
@@ -59,6 +59,23 @@ IDS = re.compile(rb'"id":"[^"]*"|"created":\d+')
 def proxy_url(mock_url: str) -> Iterator[str]:
     with serve_guard(mock_url) as url:
         yield url
+
+
+SERVERS = {"proxy": serve_guard, "bare": serve_bare_guard}
+"""The guard proxy's two servers: the full one (uvicorn, Starlette, aiohttp) and the bare
+install's (guard/bare: asyncio and h11 in front of the in-process transport)."""
+
+
+@pytest.fixture(params=list(SERVERS))
+def serving(request: pytest.FixtureRequest) -> Callable[..., AbstractContextManager[str]]:
+    """Serves a guard proxy in front of an upstream, each server in turn."""
+    return SERVERS[request.param]
+
+
+@pytest.fixture(params=list(SERVERS))
+def any_proxy(request: pytest.FixtureRequest) -> str:
+    """The module's guard proxy, each server in turn."""
+    return request.getfixturevalue("proxy_url" if request.param == "proxy" else "bare_url")
 
 
 @pytest.fixture(params=GUARD_WAYS)
@@ -127,10 +144,10 @@ async def test_each_flow_reaches_the_client_as_its_expect_block_says(
         assert_chat_recovery(entries, SYSTEM)
 
 
-async def test_a_recovered_stream_is_one_completion_to_the_client(proxy_url: str, key: str):
+async def test_a_recovered_stream_is_one_completion_to_the_client(any_proxy: str, key: str):
     body = {"model": "m", "stream": True, "messages": messages("scaffold-split", key)}
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        reply = await client.post(f"{proxy_url}/v1/chat/completions", json=body)
+        reply = await client.post(f"{any_proxy}/v1/chat/completions", json=body)
     events = [line[6:] for line in reply.text.split("\n\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(event) for event in events[:-1]]
@@ -151,21 +168,21 @@ async def test_a_recovered_stream_is_one_completion_to_the_client(proxy_url: str
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize("name", ["clean", "thinking", "tool-then-answer"])
 async def test_what_the_guardrail_leaves_alone_goes_out_byte_for_byte(
-    proxy_url: str, mock_url: str, key: str, name: str, stream: bool
+    any_proxy: str, mock_url: str, key: str, name: str, stream: bool
 ):
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": stream, "messages": messages(name, turn)}
 
-    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/chat/completions", body, key, IDS)
+    await assert_passed_on_as_is((mock_url, any_proxy), "/v1/chat/completions", body, key, IDS)
 
 
 # --- faults and everything else pass through ------------------------------------------------
 
 
-async def test_a_rate_limit_passes_through_with_its_retry_after(proxy_url: str, key: str):
+async def test_a_rate_limit_passes_through_with_its_retry_after(any_proxy: str, key: str):
     body = {"model": "m", "stream": True, "messages": messages("rate-limited", key)}
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        reply = await client.post(f"{proxy_url}/v1/chat/completions", json=body)
+        reply = await client.post(f"{any_proxy}/v1/chat/completions", json=body)
     assert reply.status_code == 429
     assert reply.headers["retry-after"] == "1"
     assert reply.json()["error"]["type"] == "rate_limit_exceeded"
@@ -185,11 +202,11 @@ async def test_a_stream_cut_by_the_upstream_is_an_error_for_the_client(
         await (streamed_text if stream else whole_text)(sdk, "drop-mid-stream", key)
 
 
-async def test_other_paths_pass_through_unchanged(proxy_url: str, mock_url: str):
+async def test_other_paths_pass_through_unchanged(any_proxy: str, mock_url: str):
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
         direct = await client.get(f"{mock_url}/v1/models")
-        proxied = await client.get(f"{proxy_url}/v1/models")
-        missing = await client.post(f"{proxy_url}/v1/embeddings", json={"input": "x"})
+        proxied = await client.get(f"{any_proxy}/v1/models")
+        missing = await client.post(f"{any_proxy}/v1/embeddings", json={"input": "x"})
         missing_direct = await client.post(f"{mock_url}/v1/embeddings", json={"input": "x"})
     assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())
     assert (missing.status_code, missing.content) == (
@@ -199,13 +216,13 @@ async def test_other_paths_pass_through_unchanged(proxy_url: str, mock_url: str)
 
 
 async def test_a_client_that_leaves_closes_the_upstream_stream(
-    proxy_url: str, http: httpx.AsyncClient, key: str
+    any_proxy: str, http: httpx.AsyncClient, key: str
 ):
     body = {"model": "m", "stream": True, "messages": messages("stall", key)}
     async with (
         asyncio.timeout(DEADLINE_S),
         httpx.AsyncClient(timeout=DEADLINE_S) as client,
-        client.stream("POST", f"{proxy_url}/v1/chat/completions", json=body) as reply,
+        client.stream("POST", f"{any_proxy}/v1/chat/completions", json=body) as reply,
     ):
         async for line in reply.aiter_lines():
             if '"content":"' in line and '"content":""' not in line:
@@ -234,11 +251,13 @@ def echo_upstream() -> Iterator[tuple[str, list[dict[str, str]]]]:
 
 
 async def test_the_clients_api_key_goes_upstream_and_never_into_a_log(
-    echo_upstream: tuple[str, list[dict[str, str]]], caplog: pytest.LogCaptureFixture
+    echo_upstream: tuple[str, list[dict[str, str]]],
+    caplog: pytest.LogCaptureFixture,
+    serving: Callable[..., AbstractContextManager[str]],
 ):
     caplog.set_level(logging.DEBUG)
     upstream, seen = echo_upstream
-    with serve_guard(upstream) as url:
+    with serving(upstream) as url:
         async with sdk_for(url, api_key="sk-secret-4711") as client:
             completion = await client.chat.completions.create(
                 model="m", messages=[{"role": "user", "content": "hi"}]
@@ -293,53 +312,54 @@ async def test_a_recovery_the_upstream_cuts_is_an_error_for_the_client(
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 async def test_a_malformed_stream_reaches_the_client_as_it_reaches_it_directly(
-    proxy_url: str, mock_url: str, key: str, stream: bool
+    any_proxy: str, mock_url: str, key: str, stream: bool
 ):
     def body(turn: str) -> dict[str, Any]:
         return {"model": "m", "stream": stream, "messages": messages("malformed-sse", turn)}
 
-    await assert_passed_on_as_is((mock_url, proxy_url), "/v1/chat/completions", body, key, IDS)
+    await assert_passed_on_as_is((mock_url, any_proxy), "/v1/chat/completions", body, key, IDS)
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/messages"])
 async def test_a_body_that_is_not_a_json_object_is_the_upstreams_to_answer(
-    proxy_url: str, mock_url: str, path: str
+    any_proxy: str, mock_url: str, path: str
 ):
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
         for body in (b"not json", b"[1, 2]", b"[" * 50_000):  # the last: nested past the limit
             direct = await client.post(f"{mock_url}{path}", content=body)
-            proxied = await client.post(f"{proxy_url}{path}", content=body)
+            proxied = await client.post(f"{any_proxy}{path}", content=body)
             assert (proxied.status_code, proxied.json()) == (direct.status_code, direct.json())
 
 
-async def test_an_unreachable_upstream_is_a_502_that_says_so():
-    with refusing_port() as port:
-        settings = GuardSettings(upstream=f"http://127.0.0.1:{port}")
-        config = uvicorn.Config(create_app(settings), log_level="warning")
-        with serve_in_thread(config) as url:
-            async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-                chat = await client.post(
-                    f"{url}/v1/chat/completions", json={"model": "m", "messages": []}
-                )
-                models = await client.get(f"{url}/v1/models?x=1")
+async def test_an_unreachable_upstream_is_a_502_that_says_so(
+    serving: Callable[..., AbstractContextManager[str]],
+):
+    with refusing_port() as port, serving(f"http://127.0.0.1:{port}") as url:
+        async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+            chat = await client.post(
+                f"{url}/v1/chat/completions", json={"model": "m", "messages": []}
+            )
+            models = await client.get(f"{url}/v1/models?x=1")
     for reply in (chat, models):
         assert reply.status_code == 502
         assert reply.json()["error"]["message"] == "The model server could not be reached."
 
 
-async def test_a_request_past_the_limits_is_refused_in_the_openai_error_shape(proxy_url: str):
+async def test_a_request_past_the_limits_is_refused_in_the_openai_error_shape(any_proxy: str):
     async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
-        reply = await client.get(f"{proxy_url}/v1/models", headers={"x-big": "a" * 40_000})
+        reply = await client.get(f"{any_proxy}/v1/models", headers={"x-big": "a" * 40_000})
     assert reply.status_code == 431
     assert "headers" in reply.json()["error"]["message"]
 
 
 async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
-    mock_url: str, http: httpx.AsyncClient, key: str
+    mock_url: str,
+    http: httpx.AsyncClient,
+    key: str,
+    serving: Callable[..., AbstractContextManager[str]],
 ):
-    settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
     body = {"model": "m", "stream": True, "messages": messages("stall", key)}
-    with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
+    with serving(mock_url, keepalive_s=0.05) as url:
         # the model is silent for 30 s: the comment comes in its place
         seen = await lines_to_first_comment(f"{url}/v1/chat/completions", body)
     assert seen[-1] == ": keep-alive"
@@ -349,10 +369,11 @@ async def test_a_silent_upstream_gets_the_client_keep_alive_comments(
 
 
 @pytest.mark.usefixtures("runtime_flows")
-async def test_a_stream_resumes_whole_after_the_keep_alives_of_a_silence(mock_url: str, key: str):
-    settings = GuardSettings(upstream=mock_url, keepalive_s=0.05)
+async def test_a_stream_resumes_whole_after_the_keep_alives_of_a_silence(
+    mock_url: str, key: str, serving: Callable[..., AbstractContextManager[str]]
+):
     body = {"model": "m", "stream": True, "messages": messages("guard-short-stall", key)}
-    with serve_in_thread(uvicorn.Config(create_app(settings), log_level="warning")) as url:
+    with serving(mock_url, keepalive_s=0.05) as url:
         async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
             reply = await client.post(f"{url}/v1/chat/completions", json=body)
     lines = reply.text.split("\n\n")

@@ -18,7 +18,7 @@ from scripts.wheel_contents import (  # pyright: ignore[reportMissingTypeStubs]
 INFO = "scaffold_guard-0.1.0.dist-info"
 METADATA = (
     "Metadata-Version: 2.4\nName: scaffold-guard\n"
-    "Requires-Dist: httpx>=0.27\nRequires-Dist: orjson>=3.13.0\n"
+    "Requires-Dist: h11>=0.16\nRequires-Dist: httpx>=0.27\nRequires-Dist: orjson>=3.13.0\n"
     "Requires-Dist: uvicorn[standard]>=0.30; extra == 'proxy'\n"
 )
 ENTRY_POINTS = f"[console_scripts]\n{CONSOLE_SCRIPT}\n"
@@ -71,7 +71,7 @@ def test_a_wheel_that_requires_a_server_framework_without_an_extra_fails(
 ):
     metadata = METADATA + "Requires-Dist: fastapi>=0.115\n"
     assert main(wheel_with(expected_files(), tmp_path / "heavy.whl", metadata=metadata)) == 1
-    assert "requires ['fastapi', 'httpx', 'orjson'] without an extra" in capsys.readouterr().out
+    assert "requires ['fastapi', 'h11', 'httpx', 'orjson'] without an extra" in capsys.readouterr().out
 
 
 def test_a_wheel_without_the_command_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -25,7 +25,7 @@ def test_the_overview_names_every_part_and_its_extra(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     for part in PARTS:
         assert f"  {part.name} " in out
-        assert f"[{part.extra}]" in out
+        assert not part.extra or f"[{part.extra}]" in out
 
 
 def test_no_subcommand_is_a_usage_error_that_shows_the_overview(
@@ -86,11 +86,20 @@ def test_a_part_whose_extra_is_missing_says_which_and_how_to_install_it(
         raise ModuleNotFoundError("No module named 'uvicorn'", name="uvicorn")
 
     monkeypatch.setattr(importlib, "import_module", without_uvicorn)
-    assert main(["guard", "--upstream", "http://127.0.0.1:8080/v1"]) == 2
+    assert main(["mock", "--port", "0"]) == 2
     err = capsys.readouterr().err
-    assert "scaffold-guard guard needs the 'proxy' extra (uvicorn is not installed)" in err
-    assert "pip install 'scaffold-guard[proxy]'" in err
-    assert "uvx 'scaffold-guard[proxy]' guard" in err
+    assert "scaffold-guard mock needs the 'mock' extra (uvicorn is not installed)" in err
+    assert "pip install 'scaffold-guard[mock]'" in err
+    assert "uvx 'scaffold-guard[mock]' mock" in err
+
+
+def test_the_guard_needs_no_extra_so_a_module_it_lacks_is_a_bug(monkeypatch: pytest.MonkeyPatch):
+    def without_h11(name: str, *args: Any) -> Any:
+        raise ModuleNotFoundError("No module named 'h11'", name="h11")
+
+    monkeypatch.setattr(importlib, "import_module", without_h11)
+    with pytest.raises(ModuleNotFoundError):
+        main(["guard", "--help"])
 
 
 def test_a_module_of_ours_that_is_missing_is_a_bug_not_an_extra(
