@@ -71,6 +71,9 @@ _LONGEST_TOKEN = max(len(t) for t in TOKENS)
 _ROLE = re.compile(r"<\|start\|>([^\s<]*)")
 _CHANNEL = re.compile(r"<\|channel\|>([^\s<]*)")
 _RECIPIENT = re.compile(r"(?:^|[\s>])to=([^\s<]+)")
+JSON_ITEM_STARTS = '{["]-0123456789'
+"""What follows a JSON array's `[` in a call's arguments: an item (object, array, string,
+number) or its end."""
 _FIRST_CHAR = re.compile(r"\S")
 
 
@@ -173,7 +176,15 @@ class HarmonyReader:
                 if found is None and not final:
                     self._held = text[pos:]
                     return
-                self._decide(text[found.start()] if found is not None else "")
+                first = text[found.start()] if found is not None else ""
+                after = ""
+                if first == "[" and self._body == "preamble" and found is not None:
+                    second = _FIRST_CHAR.search(text, found.end())
+                    if second is None and not final:
+                        self._held = text[pos:]
+                        return
+                    after = text[second.start()] if second is not None else ""
+                self._decide(first, after)
             elif self._string:
                 pos = self._read_string(text, pos, out)
             else:
@@ -278,13 +289,16 @@ class HarmonyReader:
         self._string = self._escaped = False
         self._json = "pending" if self._body == "call" else "off"
 
-    def _decide(self, first: str) -> None:
-        """A preamble's or a call's first non-blank character ('' at the end) came: a
-        preamble that opens a JSON object or array is a call, a call's body that does is
-        read as JSON."""
+    def _decide(self, first: str, after: str = "") -> None:
+        """A preamble's or a call's first non-blank character ('' at the end) came (and for
+        a preamble's `[`, the next one, `after`): a preamble that opens a JSON object or
+        array is a call (`[{`, `["`, `[1`, `[]`; `[Update] I am checking` is a preamble), a
+        call's body that does is read as JSON."""
         json = first in ("{", "[")
         if self._body == "preamble":
-            self._body = "call" if json else "answer"
+            array = first == "[" and after != "" and after in JSON_ITEM_STARTS
+            self._body = "call" if first == "{" or array else "answer"
+            json = self._body == "call"
         self._json = "on" if json and self._body == "call" else "off"
 
     def _resolve(self, header: str, out: Routed) -> None:

@@ -13,7 +13,13 @@ Deliberate choices a reader might want to "fix":
 - The reply is held while undecided, at most HOLD_LIMIT characters: a longer reply is
   shown, whatever it is (a call that long is not what this family writes by mistake).
 - Its characters are read one by one in Python, but only until the reply is decided, and
-  a reply that does not begin with `{` is decided at its first character.
+  a reply that does not begin with `{` is decided at its first character (a JSON list of
+  call objects is an answer: Meta's formats never write one, and a user asks for lists).
+- The calls may be followed by the tokens that end a turn (`REPLY_TRAILERS`: Llama's
+  `<|eot_id|>`, `<|eom_id|>` and Llama 4's `<|eot|>`, `<|eom|>`, as Meta's prompt formats
+  show a call reply ending, a server that keeps special tokens passes them on) and by a
+  stray `</tool_call>` (ollama #13968): the reply is still nothing but calls, and they go
+  with it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,18 @@ CALL_KEYS = frozenset({"name", "parameters", "arguments", "type"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}\Z")
 
 Reading = Literal["maybe", "no"]
+REPLY_TRAILERS = (
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|eot|>",
+    "<|eom|>",
+    "<|end_of_text|>",
+    "<|im_end|>",
+    "<end_of_turn>",
+    "</tool_call>",
+)
+"""What may follow a whole reply of calls and still leave it nothing but calls: the tokens
+that end a turn, and a stray closer."""
 
 
 def is_call(obj: object) -> bool:
@@ -54,12 +72,14 @@ class CharReader:
     can no longer be calls; `feed` says whether it may still be ("maybe") or not ("no",
     final: the text is an answer)."""
 
-    __slots__ = ("_calls", "_verdict", "text")
+    __slots__ = ("_calls", "_trailed", "_trailer", "_verdict", "text")
 
     def __init__(self) -> None:
         self.text = ""
         self._verdict: Reading = "maybe"
         self._calls = 0
+        self._trailer = ""  # a trailer begun after the calls, not yet whole
+        self._trailed = False  # a whole trailer came: blanks and trailers only from here
 
     @property
     def calls(self) -> int:
@@ -75,10 +95,33 @@ class CharReader:
             self._verdict = "no"
             return "no"
         for index in range(at, len(self.text)):
-            if not self._read(self.text[index], index):
+            char = self.text[index]
+            if self._trailer or (char == "<" and self._ended()):
+                read = self._read_trailer(char)
+            elif self._trailed:
+                read = char in BLANKS
+            else:
+                read = self._read(char, index)
+            if not read:
                 self._verdict = "no"
                 break
         return self._verdict
+
+    def _read_trailer(self, char: str) -> bool:
+        self._trailer += char
+        if self._trailer in REPLY_TRAILERS:
+            self._trailer, self._trailed = "", True
+            return True
+        return any(trailer.startswith(self._trailer) for trailer in REPLY_TRAILERS)
+
+    def finished(self) -> bool:
+        """Whether the reply read so far ends as nothing but calls can (no trailer half
+        read)."""
+        return self._verdict == "maybe" and self._calls > 0 and not self._trailer
+
+    def _ended(self) -> bool:
+        """Whether the calls read so far are closed, so a trailer may follow them."""
+        raise NotImplementedError
 
     def _read(self, char: str, index: int) -> bool:
         """Read one character; False when the reply can no longer be only calls."""
@@ -100,7 +143,10 @@ class ReplyCalls(CharReader):
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is calls (at least one, none left open)."""
-        return self._verdict == "maybe" and self._calls > 0 and self._depth == 0
+        return self.finished() and self._depth == 0
+
+    def _ended(self) -> bool:
+        return self._calls > 0 and self._depth == 0
 
     def _read(self, char: str, index: int) -> bool:
         """Read one character; False when the reply can no longer be only calls."""

@@ -82,7 +82,14 @@ FAMILIES: tuple[Family, ...] = (
         " it; Qwen3-Next, 3.6 and 3.8 write Qwen3-Coder's XML calls too, its wrapper often"
         " dropped (ollama PR #17354, smg-project/smg PR #2127)",
     ),
-    Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
+    Family(
+        "Gemma",
+        ("gemma", "functiongemma"),
+        ("gemma-plain", "llama-json", "llama-pythonic"),
+        "Gemma 3 has no call tokens: Google's function-calling guide prompts a Python list of"
+        " calls as the whole reply, and servers read it with Llama's JSON and pythonic parsers"
+        " (smg-project/smg #1234, vllm #15403)",
+    ),
     Family(
         "DeepSeek",
         ("deepseek",),

@@ -52,9 +52,9 @@ class Pattern:
     left alone inside fenced code blocks. `hint` is the shape the start must be followed by
     to count (guardrail/shapes.py); `boundary` where it may begin: anywhere, not right
     after a letter, digit or `_` (`word`), or only at the very start of the answer
-    (`start`). `trailers`: markers a span's end (or a JSON value's) may be followed by
-    (after at most TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a
-    Qwen3-Coder call without its opening `<tool_call>` still ends with.
+    (`start`). `trailers`: markers a span's end (or a JSON value's, or a token) may be
+    followed by (after at most TRAILER_SPACE blanks) that are stripped with it, like the
+    `</tool_call>` a Qwen3-Coder call without its opening `<tool_call>` still ends with.
 
     `reasoning`: the span's body is the model's reasoning, not a call (gpt-oss's analysis
     channel once a server dropped its tokens): it goes to the filter's take_reasoning(),
@@ -90,8 +90,10 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
         if self.reasoning and (self.kind != "span" or self.json_strings != "never"):
             raise ValueError(f"pattern {self.name!r}: only a plain span's body is reasoning")
-        if self.trailers and self.kind not in ("span", "json_value"):
-            raise ValueError(f"pattern {self.name!r}: only a span or a JSON value has trailers")
+        if self.trailers and self.kind not in ("span", "json_value", "token"):
+            raise ValueError(
+                f"pattern {self.name!r}: only a span, a JSON value or a token has trailers"
+            )
         if any(trailer[:1] and trailer[0] in BLANKS for trailer in self.trailers):
             raise ValueError(
                 f"pattern {self.name!r}: a trailer starts with a blank (blanks before it are"

@@ -76,7 +76,10 @@ class PythonicCalls(CharReader):
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is a closed list of calls."""
-        return self._verdict == "maybe" and self._state == "done" and self._calls > 0
+        return self.finished() and self._state == "done"
+
+    def _ended(self) -> bool:
+        return self._state == "done"
 
     def _read(self, char: str, index: int) -> bool:
         """Read one character; False when the reply can no longer be only calls."""

@@ -47,11 +47,15 @@ _VLLM = "vllm vllm/tool_parsers/"
 
 CALL_BODY = alt(
     seq(SPACE, alt(Lit("{"), Lit("["), Lit("<function="))),
-    seq(NAME, SPACE, alt(Lit("<arg_key>"), Lit("</tool_call>"))),
+    seq(Chars(r"[\r\n]", 0, 2), NAME, SPACE, alt(Lit("<arg_key>"), Lit("</tool_call>"))),
+    seq(NAME, Chars("[ ]", 0, 2), Lit("{")),
+    seq(NAME, Lit(" "), NAME, Lit("=")),
 )
 """What follows `<tool_call>` in a real call: JSON, a list, Qwen3-Coder's `<function=`, or
-GLM's name right after the tag, then its first `<arg_key>` (or the end, with no arguments).
-Prose such as `<tool_call> and </tool_call>` fits none of them."""
+GLM's name (right after the tag or on the next line: ollama's glm46 parser tests), then its
+first `<arg_key>` (or the end, with no arguments); or GLM-4.7's malformed `name {json}` and
+`name key=value` (mlx-lm PR #792 reads both). Prose such as `<tool_call> and </tool_call>`
+fits none of them."""
 JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 """A JSON object or array, after at most a few blanks."""
 MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
@@ -96,12 +100,18 @@ _DSML_SOURCES = {
     "calls": "DSML's `calls` section with no space: kittors/deepseek-web-api #11;"
     " diegosouzapw/OmniRoute PR #13345",
     "tool_use": "DSML's `tool_use` section: AgentFlocks/flocks PR #687",
+    "toolcalls": "DSML's `tool_calls` wrapper misspelled, closed as `tool_calls` (vllm #51914;"
+    " vllm tests/parser/engine/test_deepseek_v4_malformed_recovery.py)",
     **{
         f" {block}": "DSML's other blocks in V4.1's spacing, a space after the bars (the"
         " closers of every block accept both spacings; vllm deepseek_v41 parser)"
         for block in ("function_calls", "tool_calls", "tool_use")
     },
 }
+
+
+_DSML_CLOSED_AS = {"toolcalls": ("toolcalls", "tool_calls")}
+"""The blocks whose closers also close a misspelled block."""
 
 
 def _dsml_closers(block: str) -> tuple[str, ...]:
@@ -135,7 +145,9 @@ def _dsml() -> Registry:
             + ("-v41" if block.startswith(" ") else ""),
             "span",
             f"<{bar}DSML{bar}{block}",
-            ends=_dsml_closers(block),
+            ends=tuple(
+                c for name in _DSML_CLOSED_AS.get(block, (block,)) for c in _dsml_closers(name)
+            ),
             source=_DSML_SOURCES[block]
             + (
                 "" if not suffix else "; bar variants: GenericAgent #804, cline #13348, flocks #687"
@@ -143,6 +155,26 @@ def _dsml() -> Registry:
         )
         for block in _DSML_SOURCES
         for bar, suffix in DSML_BARS.items()
+    )
+
+
+def _dsml_stray_closers() -> Registry:
+    """A DSML closer with no block open (its opener lost, vllm
+    tests/parser/engine/test_deepseek_v4_malformed_recovery.py): the tag alone, in every bar
+    spelling and slash, any block's name. For DeepSeek names only (its end is a bare `>`)."""
+    return tuple(
+        Pattern(
+            f"deepseek-dsml-stray-closer{suffix}{'-double-slash' if slash == '//' else ''}",
+            "span",
+            f"<{slash}{bar}DSML{bar}",
+            ends=(">",),
+            special=False,
+            hint=seq(Chars("[ ]", 0, 2), NAME, Lit(">")),
+            source="a DSML closer whose block never opened: vllm"
+            " tests/parser/engine/test_deepseek_v4_malformed_recovery.py (missing start wrapper)",
+        )
+        for bar, suffix in DSML_BARS.items()
+        for slash in ("/", "//")
     )
 
 
@@ -209,6 +241,30 @@ def _deepseek() -> Registry:
             )
             for bar_name, bar in _DEEPSEEK_BARS.items()
         ),
+    )
+
+
+def _deepseek_turn_tokens() -> Registry:
+    """The tokens around a DeepSeek call that are not the call: a tool's output the model
+    wrote itself (the markers go, its text stays, as ollama's parser does) and the end of
+    the turn."""
+    tokens = {
+        "tool-output-begin": "<｜tool▁output▁begin｜>",
+        "tool-output-end": "<｜tool▁output▁end｜>",
+        "tool-outputs-begin": "<｜tool▁outputs▁begin｜>",
+        "tool-outputs-end": "<｜tool▁outputs▁end｜>",
+        "end-of-sentence": "<｜end▁of▁sentence｜>",
+    }
+    return tuple(
+        Pattern(
+            f"deepseek-{name}",
+            "token",
+            token,
+            source="DeepSeek V3 chat template (tool outputs, the turn's end); ollama"
+            " model/parsers/deepseek3_test.go (tool_output markers stripped, text kept);"
+            " vllm #21727",
+        )
+        for name, token in tokens.items()
     )
 
 
@@ -307,8 +363,9 @@ PROFILES: dict[str, Registry] = {
             " (Mistral Small 3.2)",
         ),
     ),
-    "deepseek": (*_deepseek(), *_dsml()),
+    "deepseek": (*_deepseek(), *_dsml(), *_deepseek_turn_tokens()),
     "deepseek-xml": (
+        *_dsml_stray_closers(),
         Pattern(
             "deepseek-bare-function-calls",
             "span",
@@ -434,6 +491,22 @@ PROFILES: dict[str, Registry] = {
             ends=("<|python_end|>",),
             source=f"{_VLLM}llama4_pythonic_tool_parser.py",
         ),
+        *(
+            Pattern(
+                f"llama-end-{name}",
+                "token",
+                token,
+                source="Meta llama-models models/llama3_1/prompt_format.md, llama3_2 and llama4"
+                " (a call reply ends `<|eom_id|>` or `<|eot_id|>`; Llama 4's `<|eom|>`,"
+                " `<|eot|>`), passed on by a server that keeps special tokens",
+            )
+            for name, token in (
+                ("eot-id", "<|eot_id|>"),
+                ("eom-id", "<|eom_id|>"),
+                ("eot", "<|eot|>"),
+                ("eom", "<|eom|>"),
+            )
+        ),
     ),
     "llama-json": (
         Pattern(
@@ -495,6 +568,34 @@ PROFILES: dict[str, Registry] = {
             "<|close|>message<|sep|>",
             source="vllm tests/tool_parsers/test_kimi_k3_tool_parser.py"
             " (test_streaming_content_holds_split_message_close)",
+        ),
+        *(
+            Pattern(
+                f"kimi-k3-response-{edge}",
+                "token",
+                f"<|{edge}|>response<|sep|>",
+                source="vllm PR #51400 (response_open, response_close and message_close"
+                " stripped from content); NousResearch/hermes-agent #73491",
+            )
+            for edge in ("open", "close")
+        ),
+        Pattern(
+            "kimi-k3-think",
+            "span",
+            "<|open|>think<|sep|>",
+            ends=("<|close|>think",),
+            trailers=("<|sep|>",),
+            reasoning=True,
+            source="Kimi K3's thinking channel in content (sgl-project/sglang PR #32567): its"
+            " body is reasoning, never the answer",
+        ),
+        Pattern(
+            "kimi-k3-think-close",
+            "token",
+            "<|close|>think",
+            trailers=("<|sep|>",),
+            source="Kimi K3's thinking close with its opener in the prompt (sgl-project/sglang"
+            " PR #32567: raw output of a live server)",
         ),
     ),
     "minimax": (
@@ -571,6 +672,23 @@ PROFILES: dict[str, Registry] = {
             " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py; strings between"
             ' `<|"|>` quotes, as its chat template writes arguments (a quoted closer is data)',
         ),
+        Pattern(
+            "gemma4-stray-call-close",
+            "token",
+            "<tool_call|>",
+            source="Gemma 4's call closer with no call open: ollama model/parsers/gemma4_test.go"
+            " (extra close tags)",
+        ),
+        Pattern(
+            "gemma4-tool-response",
+            "span",
+            "<|tool_response>",
+            ends=("<tool_response|>",),
+            quotes=('<|"|>',),
+            source="Gemma 4's tool response written by the model after its call, a stop token a"
+            " server passed on (ollama model/parsers/gemma4_test.go,"
+            " IgnoresToolResponseBoundaryAfterToolCall): a made-up result, not the answer",
+        ),
     ),
     "gemma-plain": (
         Pattern(
@@ -578,6 +696,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<start_function_call>",
             ends=("<end_function_call>",),
+            special=False,
             quotes=("<escape>",),
             source="vllm .../functiongemma_tool_parser.py (strings between `<escape>` quotes)",
         ),
@@ -591,6 +710,23 @@ PROFILES: dict[str, Registry] = {
             quotes=('<|"|>', "<escape>"),
             source="Gemma 4 / FunctionGemma body without its wrapper tokens: vllm PR #45832, "
             "Gitlawb/openclaude PR #380",
+        ),
+        Pattern(
+            "functiongemma-response",
+            "span",
+            "<start_function_response>",
+            ends=("<end_function_response>",),
+            special=False,
+            quotes=("<escape>",),
+            source="FunctionGemma's function response written by the model after its call (its"
+            " docs: `<start_function_response>` is an extra stop sequence): a made-up result",
+        ),
+        Pattern(
+            "gemma-end-of-turn",
+            "token",
+            "<end_of_turn>",
+            source="Gemma 3's turn end (its chat template), passed on by a server that keeps"
+            " special tokens",
         ),
     ),
     "seed-oss": (
@@ -617,6 +753,13 @@ PROFILES: dict[str, Registry] = {
         ),
     ),
     "glm": (
+        Pattern(
+            "glm-observation",
+            "token",
+            "<|observation|>",
+            source="GLM-4.5+ chat template (a call turn ends `<|observation|>`, the token the"
+            " model stops on); a GLM-4.5 parser test of real output",
+        ),
         Pattern(
             "glm-bare-arguments",
             "span",

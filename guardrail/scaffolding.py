@@ -31,6 +31,9 @@ from guardrail.shapes import Chars, Compiled, Lit, alt, compiled, seq
 PREVIEW_CHARS = 200
 _NEVER = r"(?!)"  # a regex that matches nothing
 _WORD = re.compile(r"\w")
+CUT_OFF_AFTER = ("", "\n", ".", "!", "?", ":")
+"""What an opener cut off by the answer's end may follow to count as a call: nothing, a line
+break, or a sentence's end with no space (prose writes a space before a tag it names)."""
 _JSON_CHARS = '{}[]"\\'
 """What JSON tracking reads inside a body: nesting, and where strings start."""
 _STRING_STOP = re.compile(r'["\\]')
@@ -538,13 +541,15 @@ class ScaffoldingFilter:
         return "open"
 
     def _cut_off(self, pattern: Pattern, text: str, start: int, after: int) -> bool:
-        """Whether the opener at `start` is a call the answer's end cut off: on a line of its
-        own, with nothing but blanks after it (`I will check.\n<tool_call>`). G8: a complete
-        start marker with no end is stripped through the end."""
-        if pattern.kind == "token" or pattern.boundary != "any" or text[after:].strip(BLANKS):
+        """Whether the opener at `start`, whose hint the answer's end cut short, is a call
+        the end cut off: at a line's start or glued to a sentence's end, not after a space
+        (`I will check.\n<tool_call>`, `Let me look.<tool_call>`, `\n<tool_call>gr`). G8: a
+        complete start marker with no end is stripped through the end; `the tag is
+        <tool_call>` is prose."""
+        if pattern.kind == "token" or pattern.boundary != "any":
             return False  # a residue word (`analysis`) alone is prose
         before = text[start - 1] if start else ("" if self._at_start else self._last)
-        return before in ("", "\n")
+        return before in CUT_OFF_AFTER
 
     def _hold_outside(self, text: str, pos: int) -> int:
         """Where the held-back suffix starts: the longest one that is an opener's prefix."""
@@ -695,6 +700,7 @@ class ScaffoldingFilter:
     def _open(self, pattern: Pattern, marker: str) -> None:
         self._strip(marker)
         if pattern.kind == "token":
+            self._span = pattern  # closed at once: only its trailers may follow
             self._close_span()
         else:
             self._span = pattern

@@ -66,8 +66,9 @@ def alt(*options: Shape) -> Alt:
     return Alt(options)
 
 
-NAME = seq(Chars("[A-Za-z_]", 1, 1), Chars(r"[A-Za-z0-9_.\-]", 0, 63))
-"""A function name as models write them: a letter or `_`, then up to 63 more."""
+NAME = seq(Chars(r"[^\W\d]", 1, 1), Chars(r"[\w.\-]", 0, 63))
+"""A function name as models write them: a letter (any script's) or `_`, then up to 63
+letters, digits, `_`, `.` or `-` (ollama's Qwen3-Coder parser reads `<function=获取天气>`)."""
 SPACE = Chars(r"[ \t\r\n]", 0, 4)
 """Up to four blanks (spaces, tabs, line breaks)."""
 

@@ -123,8 +123,9 @@ def alt(*options: Shape) -> Alt:
     return Alt(options)
 
 
-NAME = seq(Chars("[A-Za-z_]", 1, 1), Chars(r"[A-Za-z0-9_.\-]", 0, 63))
-"""A function name as models write them: a letter or `_`, then up to 63 more."""
+NAME = seq(Chars(r"[^\W\d]", 1, 1), Chars(r"[\w.\-]", 0, 63))
+"""A function name as models write them: a letter (any script's) or `_`, then up to 63
+letters, digits, `_`, `.` or `-` (ollama's Qwen3-Coder parser reads `<function=获取天气>`)."""
 SPACE = Chars(r"[ \t\r\n]", 0, 4)
 """Up to four blanks (spaces, tabs, line breaks)."""
 
@@ -229,9 +230,9 @@ class Pattern:
     left alone inside fenced code blocks. `hint` is the shape the start must be followed by
     to count (guardrail/shapes.py); `boundary` where it may begin: anywhere, not right
     after a letter, digit or `_` (`word`), or only at the very start of the answer
-    (`start`). `trailers`: markers a span's end (or a JSON value's) may be followed by
-    (after at most TRAILER_SPACE blanks) that are stripped with it, like the `</tool_call>` a
-    Qwen3-Coder call without its opening `<tool_call>` still ends with.
+    (`start`). `trailers`: markers a span's end (or a JSON value's, or a token) may be
+    followed by (after at most TRAILER_SPACE blanks) that are stripped with it, like the
+    `</tool_call>` a Qwen3-Coder call without its opening `<tool_call>` still ends with.
 
     `reasoning`: the span's body is the model's reasoning, not a call (gpt-oss's analysis
     channel once a server dropped its tokens): it goes to the filter's take_reasoning(),
@@ -267,8 +268,10 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: a span needs end markers, others none")
         if self.reasoning and (self.kind != "span" or self.json_strings != "never"):
             raise ValueError(f"pattern {self.name!r}: only a plain span's body is reasoning")
-        if self.trailers and self.kind not in ("span", "json_value"):
-            raise ValueError(f"pattern {self.name!r}: only a span or a JSON value has trailers")
+        if self.trailers and self.kind not in ("span", "json_value", "token"):
+            raise ValueError(
+                f"pattern {self.name!r}: only a span, a JSON value or a token has trailers"
+            )
         if any(trailer[:1] and trailer[0] in BLANKS for trailer in self.trailers):
             raise ValueError(
                 f"pattern {self.name!r}: a trailer starts with a blank (blanks before it are"
@@ -345,11 +348,15 @@ _VLLM = "vllm vllm/tool_parsers/"
 
 CALL_BODY = alt(
     seq(SPACE, alt(Lit("{"), Lit("["), Lit("<function="))),
-    seq(NAME, SPACE, alt(Lit("<arg_key>"), Lit("</tool_call>"))),
+    seq(Chars(r"[\r\n]", 0, 2), NAME, SPACE, alt(Lit("<arg_key>"), Lit("</tool_call>"))),
+    seq(NAME, Chars("[ ]", 0, 2), Lit("{")),
+    seq(NAME, Lit(" "), NAME, Lit("=")),
 )
 """What follows `<tool_call>` in a real call: JSON, a list, Qwen3-Coder's `<function=`, or
-GLM's name right after the tag, then its first `<arg_key>` (or the end, with no arguments).
-Prose such as `<tool_call> and </tool_call>` fits none of them."""
+GLM's name (right after the tag or on the next line: ollama's glm46 parser tests), then its
+first `<arg_key>` (or the end, with no arguments); or GLM-4.7's malformed `name {json}` and
+`name key=value` (mlx-lm PR #792 reads both). Prose such as `<tool_call> and </tool_call>`
+fits none of them."""
 JSON_BODY = seq(SPACE, alt(Lit("{"), Lit("[")))
 """A JSON object or array, after at most a few blanks."""
 MISTRAL_ARGS = alt(Lit("[ARGS]"), Lit("[CALL_ID]"), Lit("{"))
@@ -394,12 +401,18 @@ _DSML_SOURCES = {
     "calls": "DSML's `calls` section with no space: kittors/deepseek-web-api #11;"
     " diegosouzapw/OmniRoute PR #13345",
     "tool_use": "DSML's `tool_use` section: AgentFlocks/flocks PR #687",
+    "toolcalls": "DSML's `tool_calls` wrapper misspelled, closed as `tool_calls` (vllm #51914;"
+    " vllm tests/parser/engine/test_deepseek_v4_malformed_recovery.py)",
     **{
         f" {block}": "DSML's other blocks in V4.1's spacing, a space after the bars (the"
         " closers of every block accept both spacings; vllm deepseek_v41 parser)"
         for block in ("function_calls", "tool_calls", "tool_use")
     },
 }
+
+
+_DSML_CLOSED_AS = {"toolcalls": ("toolcalls", "tool_calls")}
+"""The blocks whose closers also close a misspelled block."""
 
 
 def _dsml_closers(block: str) -> tuple[str, ...]:
@@ -433,7 +446,9 @@ def _dsml() -> Registry:
             + ("-v41" if block.startswith(" ") else ""),
             "span",
             f"<{bar}DSML{bar}{block}",
-            ends=_dsml_closers(block),
+            ends=tuple(
+                c for name in _DSML_CLOSED_AS.get(block, (block,)) for c in _dsml_closers(name)
+            ),
             source=_DSML_SOURCES[block]
             + (
                 "" if not suffix else "; bar variants: GenericAgent #804, cline #13348, flocks #687"
@@ -441,6 +456,26 @@ def _dsml() -> Registry:
         )
         for block in _DSML_SOURCES
         for bar, suffix in DSML_BARS.items()
+    )
+
+
+def _dsml_stray_closers() -> Registry:
+    """A DSML closer with no block open (its opener lost, vllm
+    tests/parser/engine/test_deepseek_v4_malformed_recovery.py): the tag alone, in every bar
+    spelling and slash, any block's name. For DeepSeek names only (its end is a bare `>`)."""
+    return tuple(
+        Pattern(
+            f"deepseek-dsml-stray-closer{suffix}{'-double-slash' if slash == '//' else ''}",
+            "span",
+            f"<{slash}{bar}DSML{bar}",
+            ends=(">",),
+            special=False,
+            hint=seq(Chars("[ ]", 0, 2), NAME, Lit(">")),
+            source="a DSML closer whose block never opened: vllm"
+            " tests/parser/engine/test_deepseek_v4_malformed_recovery.py (missing start wrapper)",
+        )
+        for bar, suffix in DSML_BARS.items()
+        for slash in ("/", "//")
     )
 
 
@@ -507,6 +542,30 @@ def _deepseek() -> Registry:
             )
             for bar_name, bar in _DEEPSEEK_BARS.items()
         ),
+    )
+
+
+def _deepseek_turn_tokens() -> Registry:
+    """The tokens around a DeepSeek call that are not the call: a tool's output the model
+    wrote itself (the markers go, its text stays, as ollama's parser does) and the end of
+    the turn."""
+    tokens = {
+        "tool-output-begin": "<｜tool▁output▁begin｜>",
+        "tool-output-end": "<｜tool▁output▁end｜>",
+        "tool-outputs-begin": "<｜tool▁outputs▁begin｜>",
+        "tool-outputs-end": "<｜tool▁outputs▁end｜>",
+        "end-of-sentence": "<｜end▁of▁sentence｜>",
+    }
+    return tuple(
+        Pattern(
+            f"deepseek-{name}",
+            "token",
+            token,
+            source="DeepSeek V3 chat template (tool outputs, the turn's end); ollama"
+            " model/parsers/deepseek3_test.go (tool_output markers stripped, text kept);"
+            " vllm #21727",
+        )
+        for name, token in tokens.items()
     )
 
 
@@ -605,8 +664,9 @@ PROFILES: dict[str, Registry] = {
             " (Mistral Small 3.2)",
         ),
     ),
-    "deepseek": (*_deepseek(), *_dsml()),
+    "deepseek": (*_deepseek(), *_dsml(), *_deepseek_turn_tokens()),
     "deepseek-xml": (
+        *_dsml_stray_closers(),
         Pattern(
             "deepseek-bare-function-calls",
             "span",
@@ -732,6 +792,22 @@ PROFILES: dict[str, Registry] = {
             ends=("<|python_end|>",),
             source=f"{_VLLM}llama4_pythonic_tool_parser.py",
         ),
+        *(
+            Pattern(
+                f"llama-end-{name}",
+                "token",
+                token,
+                source="Meta llama-models models/llama3_1/prompt_format.md, llama3_2 and llama4"
+                " (a call reply ends `<|eom_id|>` or `<|eot_id|>`; Llama 4's `<|eom|>`,"
+                " `<|eot|>`), passed on by a server that keeps special tokens",
+            )
+            for name, token in (
+                ("eot-id", "<|eot_id|>"),
+                ("eom-id", "<|eom_id|>"),
+                ("eot", "<|eot|>"),
+                ("eom", "<|eom|>"),
+            )
+        ),
     ),
     "llama-json": (
         Pattern(
@@ -793,6 +869,34 @@ PROFILES: dict[str, Registry] = {
             "<|close|>message<|sep|>",
             source="vllm tests/tool_parsers/test_kimi_k3_tool_parser.py"
             " (test_streaming_content_holds_split_message_close)",
+        ),
+        *(
+            Pattern(
+                f"kimi-k3-response-{edge}",
+                "token",
+                f"<|{edge}|>response<|sep|>",
+                source="vllm PR #51400 (response_open, response_close and message_close"
+                " stripped from content); NousResearch/hermes-agent #73491",
+            )
+            for edge in ("open", "close")
+        ),
+        Pattern(
+            "kimi-k3-think",
+            "span",
+            "<|open|>think<|sep|>",
+            ends=("<|close|>think",),
+            trailers=("<|sep|>",),
+            reasoning=True,
+            source="Kimi K3's thinking channel in content (sgl-project/sglang PR #32567): its"
+            " body is reasoning, never the answer",
+        ),
+        Pattern(
+            "kimi-k3-think-close",
+            "token",
+            "<|close|>think",
+            trailers=("<|sep|>",),
+            source="Kimi K3's thinking close with its opener in the prompt (sgl-project/sglang"
+            " PR #32567: raw output of a live server)",
         ),
     ),
     "minimax": (
@@ -869,6 +973,23 @@ PROFILES: dict[str, Registry] = {
             " vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py; strings between"
             ' `<|"|>` quotes, as its chat template writes arguments (a quoted closer is data)',
         ),
+        Pattern(
+            "gemma4-stray-call-close",
+            "token",
+            "<tool_call|>",
+            source="Gemma 4's call closer with no call open: ollama model/parsers/gemma4_test.go"
+            " (extra close tags)",
+        ),
+        Pattern(
+            "gemma4-tool-response",
+            "span",
+            "<|tool_response>",
+            ends=("<tool_response|>",),
+            quotes=('<|"|>',),
+            source="Gemma 4's tool response written by the model after its call, a stop token a"
+            " server passed on (ollama model/parsers/gemma4_test.go,"
+            " IgnoresToolResponseBoundaryAfterToolCall): a made-up result, not the answer",
+        ),
     ),
     "gemma-plain": (
         Pattern(
@@ -876,6 +997,7 @@ PROFILES: dict[str, Registry] = {
             "span",
             "<start_function_call>",
             ends=("<end_function_call>",),
+            special=False,
             quotes=("<escape>",),
             source="vllm .../functiongemma_tool_parser.py (strings between `<escape>` quotes)",
         ),
@@ -889,6 +1011,23 @@ PROFILES: dict[str, Registry] = {
             quotes=('<|"|>', "<escape>"),
             source="Gemma 4 / FunctionGemma body without its wrapper tokens: vllm PR #45832, "
             "Gitlawb/openclaude PR #380",
+        ),
+        Pattern(
+            "functiongemma-response",
+            "span",
+            "<start_function_response>",
+            ends=("<end_function_response>",),
+            special=False,
+            quotes=("<escape>",),
+            source="FunctionGemma's function response written by the model after its call (its"
+            " docs: `<start_function_response>` is an extra stop sequence): a made-up result",
+        ),
+        Pattern(
+            "gemma-end-of-turn",
+            "token",
+            "<end_of_turn>",
+            source="Gemma 3's turn end (its chat template), passed on by a server that keeps"
+            " special tokens",
         ),
     ),
     "seed-oss": (
@@ -915,6 +1054,13 @@ PROFILES: dict[str, Registry] = {
         ),
     ),
     "glm": (
+        Pattern(
+            "glm-observation",
+            "token",
+            "<|observation|>",
+            source="GLM-4.5+ chat template (a call turn ends `<|observation|>`, the token the"
+            " model stops on); a GLM-4.5 parser test of real output",
+        ),
         Pattern(
             "glm-bare-arguments",
             "span",
@@ -1016,7 +1162,14 @@ FAMILIES: tuple[Family, ...] = (
         " it; Qwen3-Next, 3.6 and 3.8 write Qwen3-Coder's XML calls too, its wrapper often"
         " dropped (ollama PR #17354, smg-project/smg PR #2127)",
     ),
-    Family("Gemma", ("gemma", "functiongemma"), ("gemma-plain",)),
+    Family(
+        "Gemma",
+        ("gemma", "functiongemma"),
+        ("gemma-plain", "llama-json", "llama-pythonic"),
+        "Gemma 3 has no call tokens: Google's function-calling guide prompts a Python list of"
+        " calls as the whole reply, and servers read it with Llama's JSON and pythonic parsers"
+        " (smg-project/smg #1234, vllm #15403)",
+    ),
     Family(
         "DeepSeek",
         ("deepseek",),
@@ -1273,6 +1426,18 @@ CALL_KEYS = frozenset({"name", "parameters", "arguments", "type"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}\Z")
 
 Reading = Literal["maybe", "no"]
+REPLY_TRAILERS = (
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|eot|>",
+    "<|eom|>",
+    "<|end_of_text|>",
+    "<|im_end|>",
+    "<end_of_turn>",
+    "</tool_call>",
+)
+"""What may follow a whole reply of calls and still leave it nothing but calls: the tokens
+that end a turn, and a stray closer."""
 
 
 def is_call(obj: object) -> bool:
@@ -1296,12 +1461,14 @@ class CharReader:
     can no longer be calls; `feed` says whether it may still be ("maybe") or not ("no",
     final: the text is an answer)."""
 
-    __slots__ = ("_calls", "_verdict", "text")
+    __slots__ = ("_calls", "_trailed", "_trailer", "_verdict", "text")
 
     def __init__(self) -> None:
         self.text = ""
         self._verdict: Reading = "maybe"
         self._calls = 0
+        self._trailer = ""  # a trailer begun after the calls, not yet whole
+        self._trailed = False  # a whole trailer came: blanks and trailers only from here
 
     @property
     def calls(self) -> int:
@@ -1317,10 +1484,33 @@ class CharReader:
             self._verdict = "no"
             return "no"
         for index in range(at, len(self.text)):
-            if not self._read(self.text[index], index):
+            char = self.text[index]
+            if self._trailer or (char == "<" and self._ended()):
+                read = self._read_trailer(char)
+            elif self._trailed:
+                read = char in BLANKS
+            else:
+                read = self._read(char, index)
+            if not read:
                 self._verdict = "no"
                 break
         return self._verdict
+
+    def _read_trailer(self, char: str) -> bool:
+        self._trailer += char
+        if self._trailer in REPLY_TRAILERS:
+            self._trailer, self._trailed = "", True
+            return True
+        return any(trailer.startswith(self._trailer) for trailer in REPLY_TRAILERS)
+
+    def finished(self) -> bool:
+        """Whether the reply read so far ends as nothing but calls can (no trailer half
+        read)."""
+        return self._verdict == "maybe" and self._calls > 0 and not self._trailer
+
+    def _ended(self) -> bool:
+        """Whether the calls read so far are closed, so a trailer may follow them."""
+        raise NotImplementedError
 
     def _read(self, char: str, index: int) -> bool:
         """Read one character; False when the reply can no longer be only calls."""
@@ -1342,7 +1532,10 @@ class ReplyCalls(CharReader):
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is calls (at least one, none left open)."""
-        return self._verdict == "maybe" and self._calls > 0 and self._depth == 0
+        return self.finished() and self._depth == 0
+
+    def _ended(self) -> bool:
+        return self._calls > 0 and self._depth == 0
 
     def _read(self, char: str, index: int) -> bool:
         """Read one character; False when the reply can no longer be only calls."""
@@ -1433,7 +1626,10 @@ class PythonicCalls(CharReader):
 
     def complete(self) -> bool:
         """At the reply's end: whether all of it is a closed list of calls."""
-        return self._verdict == "maybe" and self._state == "done" and self._calls > 0
+        return self.finished() and self._state == "done"
+
+    def _ended(self) -> bool:
+        return self._state == "done"
 
     def _read(self, char: str, index: int) -> bool:
         """Read one character; False when the reply can no longer be only calls."""
@@ -1593,6 +1789,9 @@ _LONGEST_TOKEN = max(len(t) for t in TOKENS)
 _ROLE = re.compile(r"<\|start\|>([^\s<]*)")
 _CHANNEL = re.compile(r"<\|channel\|>([^\s<]*)")
 _RECIPIENT = re.compile(r"(?:^|[\s>])to=([^\s<]+)")
+JSON_ITEM_STARTS = '{["]-0123456789'
+"""What follows a JSON array's `[` in a call's arguments: an item (object, array, string,
+number) or its end."""
 _FIRST_CHAR = re.compile(r"\S")
 
 
@@ -1695,7 +1894,15 @@ class HarmonyReader:
                 if found is None and not final:
                     self._held = text[pos:]
                     return
-                self._decide(text[found.start()] if found is not None else "")
+                first = text[found.start()] if found is not None else ""
+                after = ""
+                if first == "[" and self._body == "preamble" and found is not None:
+                    second = _FIRST_CHAR.search(text, found.end())
+                    if second is None and not final:
+                        self._held = text[pos:]
+                        return
+                    after = text[second.start()] if second is not None else ""
+                self._decide(first, after)
             elif self._string:
                 pos = self._read_string(text, pos, out)
             else:
@@ -1800,13 +2007,16 @@ class HarmonyReader:
         self._string = self._escaped = False
         self._json = "pending" if self._body == "call" else "off"
 
-    def _decide(self, first: str) -> None:
-        """A preamble's or a call's first non-blank character ('' at the end) came: a
-        preamble that opens a JSON object or array is a call, a call's body that does is
-        read as JSON."""
+    def _decide(self, first: str, after: str = "") -> None:
+        """A preamble's or a call's first non-blank character ('' at the end) came (and for
+        a preamble's `[`, the next one, `after`): a preamble that opens a JSON object or
+        array is a call (`[{`, `["`, `[1`, `[]`; `[Update] I am checking` is a preamble), a
+        call's body that does is read as JSON."""
         json = first in ("{", "[")
         if self._body == "preamble":
-            self._body = "call" if json else "answer"
+            array = first == "[" and after != "" and after in JSON_ITEM_STARTS
+            self._body = "call" if first == "{" or array else "answer"
+            json = self._body == "call"
         self._json = "on" if json and self._body == "call" else "off"
 
     def _resolve(self, header: str, out: Routed) -> None:
@@ -1879,6 +2089,9 @@ def _held_from(text: str, pos: int) -> int:
 PREVIEW_CHARS = 200
 _NEVER = r"(?!)"  # a regex that matches nothing
 _WORD = re.compile(r"\w")
+CUT_OFF_AFTER = ("", "\n", ".", "!", "?", ":")
+"""What an opener cut off by the answer's end may follow to count as a call: nothing, a line
+break, or a sentence's end with no space (prose writes a space before a tag it names)."""
 _JSON_CHARS = '{}[]"\\'
 """What JSON tracking reads inside a body: nesting, and where strings start."""
 _STRING_STOP = re.compile(r'["\\]')
@@ -2386,13 +2599,15 @@ class ScaffoldingFilter:
         return "open"
 
     def _cut_off(self, pattern: Pattern, text: str, start: int, after: int) -> bool:
-        """Whether the opener at `start` is a call the answer's end cut off: on a line of its
-        own, with nothing but blanks after it (`I will check.\n<tool_call>`). G8: a complete
-        start marker with no end is stripped through the end."""
-        if pattern.kind == "token" or pattern.boundary != "any" or text[after:].strip(BLANKS):
+        """Whether the opener at `start`, whose hint the answer's end cut short, is a call
+        the end cut off: at a line's start or glued to a sentence's end, not after a space
+        (`I will check.\n<tool_call>`, `Let me look.<tool_call>`, `\n<tool_call>gr`). G8: a
+        complete start marker with no end is stripped through the end; `the tag is
+        <tool_call>` is prose."""
+        if pattern.kind == "token" or pattern.boundary != "any":
             return False  # a residue word (`analysis`) alone is prose
         before = text[start - 1] if start else ("" if self._at_start else self._last)
-        return before in ("", "\n")
+        return before in CUT_OFF_AFTER
 
     def _hold_outside(self, text: str, pos: int) -> int:
         """Where the held-back suffix starts: the longest one that is an opener's prefix."""
@@ -2543,6 +2758,7 @@ class ScaffoldingFilter:
     def _open(self, pattern: Pattern, marker: str) -> None:
         self._strip(marker)
         if pattern.kind == "token":
+            self._span = pattern  # closed at once: only its trailers may follow
             self._close_span()
         else:
             self._span = pattern

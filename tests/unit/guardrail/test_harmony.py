@@ -163,6 +163,20 @@ HARMONY = [
         "",
         id="dropped-recipient-json-preamble",
     ),
+    pytest.param(  # the same, a list of argument objects
+        '<|channel|>commentary<|message|>[{"path": "/"}]<|end|>',
+        "",
+        "",
+        id="dropped-recipient-json-list-preamble",
+    ),
+    pytest.param(  # openai/harmony docs/format.md: a preamble for the user that opens with `[`
+        "<|channel|>analysis<|message|>Tell the user first.<|end|><|start|>assistant"
+        "<|channel|>commentary<|message|>[Update] Fetching the numbers.<|end|><|start|>assistant"
+        "<|channel|>final<|message|>Revenue grew 12%.<|return|>",
+        "[Update] Fetching the numbers.Revenue grew 12%.",
+        "Tell the user first.",
+        id="bracketed-preamble-shown",
+    ),
     pytest.param(  # odysseus #4522
         "Searching. <|channel|>commentary to=functions.web_search<|message|>{...}<|call|>",
         "Searching. ",

@@ -29,6 +29,10 @@ CALL = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
         r'{"name": "f", "parameters": {"q": "a \"quoted\" } and a \\"}}',  # escapes in a string
         '{"parameters": {}, "name": "f.g-h"}',
         f"{CALL};",  # `;` joins calls: a trailing one leaves nothing but calls
+        f"{CALL}<|eom_id|>",  # Meta's prompt format: a call reply ends with the turn's token
+        f"{CALL}; {CALL}<|eot_id|>\n",
+        f"{CALL}<|eot|>",  # Llama 4's
+        f"{CALL}\n</tool_call>",  # ollama #13968: a stray closer after a Qwen reply's call
     ],
 )
 def test_a_reply_of_nothing_but_calls_is_stripped_whole_at_any_chunking(reply: str):
@@ -45,6 +49,8 @@ def test_a_reply_of_nothing_but_calls_is_stripped_whole_at_any_chunking(reply: s
         f"Sure. {CALL}",
         f"{CALL} That is the call.",
         f"[{CALL}]",
+        f"{CALL}<|eo",  # a token cut short
+        f"{CALL}<b>",
         '{"name": "f", "parameters": {}, "extra": 1}',
         '{"name": "f", "parameters": {}',
         "   ",
@@ -54,6 +60,15 @@ def test_a_reply_of_nothing_but_calls_is_stripped_whole_at_any_chunking(reply: s
 def test_any_other_reply_is_shown_as_it_came(reply: str):
     shown, f = run(chunked(reply, 3), LLAMA)
     assert (shown, f.stripped_chars) == (reply, 0)
+
+
+@pytest.mark.parametrize("after", [" Done.", CALL])
+def test_anything_after_the_turns_end_makes_the_reply_an_answer_its_token_still_stripped(
+    after: str,
+):
+    reply = f"{CALL}<|eot_id|>{after}"
+    for size in (1, 7, len(reply)):
+        assert run(chunked(reply, size), LLAMA)[0] == f"{CALL}{after}"
 
 
 def test_markup_in_a_reply_that_is_no_call_is_still_stripped():

@@ -34,8 +34,8 @@ MODEL_NAMES = [
     ("qwen3:8b", ("hermes", "qwen3-coder", "llama-json")),
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", ("hermes", "qwen3-coder", "llama-json")),
     ("qwen3-coder:30b", ("hermes", "qwen3-coder")),
-    ("gemma3:4b", ("gemma-plain",)),
-    ("google/functiongemma-270m-it", ("gemma-plain",)),
+    ("gemma3:4b", ("gemma-plain", "llama-json", "llama-pythonic")),
+    ("google/functiongemma-270m-it", ("gemma-plain", "llama-json", "llama-pythonic")),
     ("deepseek-r1:7b", ("deepseek", "deepseek-xml")),
     ("gpt-oss:20b", ("harmony", "harmony-residue")),
     ("openai/gpt-oss-120b", ("harmony", "harmony-residue")),
@@ -64,7 +64,7 @@ MODEL_NAMES = [
     ("hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M", ("hermes", "qwen3-coder", "llama-json")),
     ("Qwen/Qwen3-Next-80B-A3B-Instruct", ("hermes", "qwen3-coder", "llama-json")),
     ("qwen3.6:35b-a3b", ("hermes", "qwen3-coder", "llama-json")),
-    ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma-plain",)),
+    ("hf.co/unsloth/gemma-3-4b-it-GGUF:Q4_K_M", ("gemma-plain", "llama-json", "llama-pythonic")),
     ("my-local-model", ()),
     ("ollama", ()),  # `llama` only at a word start
     ("", ()),
@@ -232,6 +232,8 @@ def test_several_names_get_the_union_of_their_profiles():
         "hermes",
         "qwen3-coder",
         "gemma-plain",
+        "llama-json",
+        "llama-pythonic",
     )
     assert registry_for("my-alias", "qwen3:8b") == registry_for("qwen3:8b")
 

@@ -30,6 +30,8 @@ CALL = "[get_weather(city='San Francisco', metric='celsius')]"
         "[do_something_cool()]",
         ' \n[brave_search.call(query="a ) ] , [ b", n=-1.5)]\n',
         "[f(s='it\\'s', t=\"]\")]",
+        "[get_user_info(user_id=7890, special='black')]<|eot_id|>",  # Meta's Llama 3.2 format
+        f"{CALL}<|eot|>\n",  # Llama 4's turn end
     ],
 )
 def test_a_reply_of_nothing_but_a_list_of_calls_is_stripped_whole_at_any_chunking(reply: str):
@@ -118,3 +120,9 @@ def test_any_reply_reads_the_same_however_it_is_chunked(reply: str, data: st.Dat
     reader = PythonicCalls()
     reader.feed(reply)
     assert whole == ("" if reader.complete() else reply)
+
+
+@pytest.mark.parametrize("model", ["gemma3:12b", "google/gemma-3-27b-it"])
+def test_a_gemma_names_reply_of_calls_is_a_call_as_googles_guide_prompts_it(model: str):
+    reply = '[get_product_name_by_PID(PID="807ZPKBL9V")]'
+    assert run([reply], registry_for(model))[0] == ""

@@ -15,7 +15,7 @@ from guardrail.patterns import Pattern, Registry
 from guardrail.registries import DEFAULT_REGISTRY, DSML_BARS, PROFILES, registry_with
 from guardrail.scaffolding import ScaffoldingFilter
 
-from ..helpers.scaffolding import chunked, cut_at, run
+from ..helpers.scaffolding import chunked, cut_at, reasoned, run
 
 EVERY_BAR = tuple(DSML_BARS.items())
 """DSML's bar and its mangled spellings, each with its patterns' name suffix."""
@@ -37,6 +37,16 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "Running it.<tool_call>Bash<arg_key>command</arg_key><arg_value>ls -la</arg_value>"
         "</tool_call>",
         "Running it.",
+    ),
+    (  # ollama model/parsers/glm46_test.go: GLM's name on the line after the tag
+        "hermes-tool-call", "hermes",
+        "<tool_call>\nlookup_ticket\n<arg_key>id</arg_key>\n<arg_value>T-1</arg_value>\n"
+        "</tool_call>Done.",
+        "Done.",
+    ),
+    *(  # ml-explore/mlx-lm PR #792: GLM-4.7's malformed `name {json}` and `name key=value`
+        ("hermes-tool-call", "hermes", f"Ok.<tool_call>{body}</tool_call> Done.", "Ok. Done.")
+        for body in ('get_weather {"city": "Xian"}', "bash command=ls -la /srv")
     ),
     (  # sglang #30480: unterminated
         "hermes-tool-call", "hermes",
@@ -434,6 +444,97 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
     (  # vllm test_kimi_k3_tool_parser.py (test_streaming_content_holds_split_message_close)
         "kimi-k3-message-close", "kimi", "Hello<|close|>message<|sep|>", "Hello",
     ),
+    (  # NousResearch/hermes-agent #73491, verbatim: an empty answer's framing
+        "kimi-k3-response-open", "kimi",
+        "<|open|>response<|sep|><|close|>response<|sep|><|close|>message<|sep|>", "",
+    ),
+    (  # vllm PR #51400 (ai-dynamo's kimi_k3 test: text without tools)
+        "kimi-k3-response-close", "kimi",
+        "<|open|>response<|sep|>Hello there, the build is green.<|close|>response<|sep|>",
+        "Hello there, the build is green.",
+    ),
+    (  # the K3 channel layout (vllm PR #51400): a whole thinking block, its body reasoning
+        "kimi-k3-think", "kimi",
+        "<|open|>think<|sep|>The user asks for 6 x 7.<|close|>think<|sep|>"
+        "<|open|>response<|sep|>Final answer: 42.<|close|>response<|sep|>",
+        "Final answer: 42.",
+    ),
+    (  # sgl-project/sglang PR #32567, raw output of a live server: the opener in the prompt
+        "kimi-k3-think-close", "kimi",
+        "<|close|>think<|open|>response<|sep|>Here's the comparison.<|close|>response<|sep|>",
+        "Here's the comparison.",
+    ),
+    (  # a GLM-4.5 parser test of real output: the call turn ends on <|observation|>
+        "glm-observation", "glm",
+        "Delegating.<arg_key>task</arg_key><arg_value>scan</arg_value><|observation|>",
+        "Delegating.",
+    ),
+    *(  # Meta llama-models prompt formats: a call reply ends with the turn's token
+        (f"llama-end-{name}", "llama", f"Nightly at 02:00.{token}", "Nightly at 02:00.")
+        for name, token in (
+            ("eot-id", "<|eot_id|>"),
+            ("eom-id", "<|eom_id|>"),
+            ("eot", "<|eot|>"),
+            ("eom", "<|eom|>"),
+        )
+    ),
+    (  # ollama model/parsers/deepseek3_test.go (tool_output): the markers go, the text stays
+        "deepseek-tool-output-begin", "deepseek",
+        "Weather: <｜tool▁output▁begin｜>22°C<｜tool▁output▁end｜> Enjoy!", "Weather: 22°C Enjoy!",
+    ),
+    (  # the same, its closer alone
+        "deepseek-tool-output-end", "deepseek", "22°C<｜tool▁output▁end｜> Enjoy!", "22°C Enjoy!",
+    ),
+    (  # DeepSeek V3's chat template: a turn's tool outputs
+        "deepseek-tool-outputs-begin", "deepseek",
+        "a<｜tool▁outputs▁begin｜>b<｜tool▁outputs▁end｜>c", "abc",
+    ),
+    ("deepseek-tool-outputs-end", "deepseek", "b<｜tool▁outputs▁end｜>c", "bc"),
+    (  # vllm #21727: the official V3 template's end of turn after a call
+        "deepseek-end-of-sentence", "deepseek", "Done.<｜end▁of▁sentence｜>", "Done.",
+    ),
+    *(  # vllm test_deepseek_v4_malformed_recovery.py: the section's opener lost
+        (
+            f"deepseek-dsml-stray-closer{suffix}{'-double-slash' if slash == '//' else ''}",
+            "deepseek-xml",
+            f"Checking.\n<{slash}{bar}DSML{bar}tool_calls>\nDone.", "Checking.\n\nDone.",
+        )
+        for bar, suffix in DSML_BARS.items()
+        for slash in ("/", "//")
+    ),
+    *(  # vllm #51914 (test_deepseek_v4_malformed_recovery.py): `toolcalls`, every bar
+        (
+            f"deepseek-dsml-toolcalls{suffix}", "deepseek",
+            f'a<{bar}DSML{bar}toolcalls>\n<{bar}DSML{bar}invoke name="f">x</{bar}DSML{bar}invoke>'
+            f"\n</{bar}DSML{bar}tool_calls>b",
+            "ab",
+        )
+        for bar, suffix in DSML_BARS.items()
+    ),
+    (  # ollama model/parsers/qwen3coder_test.go: a name in another script, no wrapper
+        "qwen3-coder-function", "qwen3-coder",
+        "查询中。<function=获取天气>\n<parameter=城市>\n北京\n</parameter>\n</function>\n"
+        "</tool_call>好的。",
+        "查询中。好的。",
+    ),
+    (  # Gemma 3's turn end, kept by a server that passes special tokens on
+        "gemma-end-of-turn", "gemma-plain", "Sure!<end_of_turn>", "Sure!",
+    ),
+    (  # ollama model/parsers/gemma4_test.go: an extra close tag after the call
+        "gemma4-stray-call-close", "gemma",
+        '<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|><tool_call|>Done.', "Done.",
+    ),
+    (  # ollama gemma4_test.go (IgnoresToolResponseBoundaryAfterToolCall)
+        "gemma4-tool-response", "gemma",
+        '<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|><|tool_response>response:f{v:<|"|>ok<|"|>}'
+        "<tool_response|>Done.",
+        "Done.",
+    ),
+    (  # FunctionGemma's response, written by the model after its call
+        "functiongemma-response", "gemma-plain",
+        "a<start_function_response>response:f{value:<escape>ok<escape>}<end_function_response>b",
+        "ab",
+    ),
     (  # vllm tests/tool_parsers/test_gemma4_regex_and_bare_calls.py: closed by <turn|>
         "gemma4-tool-call", "gemma",
         'Running it.<|tool_call>call:gdb{args:<|"|>-batch -ex run /tmp/poc<|"|>}<turn|>',
@@ -715,15 +816,20 @@ def test_the_contract_lists_every_shape_with_its_source():
 
 DEEPSEEK = auto_registry("deepseek-v4-flash")
 LIMITS = [
-    pytest.param(  # can1357/oh-my-pi PR #10558: closers with no opener (G7)
+    pytest.param(  # can1357/oh-my-pi PR #10558; vllm's DSML malformed-recovery tests
         "Done.</｜DSML｜parameter>\n</｜DSML｜invoke>\n",
-        "Done.</｜DSML｜parameter>\n</｜DSML｜invoke>\n",
-        id="orphan-closers-are-text",
+        "Done.\n\n",
+        id="stray-closers-go-for-a-deepseek-name",
     ),
-    pytest.param(  # osaurus-ai/osaurus PR #1242: a misspelled block name
+    pytest.param(  # osaurus-ai/osaurus PR #1242: a misspelled block name, its closer stray
         "a<｜DSML｜tool_ccalls>x</｜DSML｜tool_ccalls>b",
-        "a<｜DSML｜tool_ccalls>x</｜DSML｜tool_ccalls>b",
-        id="misspelled-block-is-text",
+        "a<｜DSML｜tool_ccalls>xb",
+        id="misspelled-block-is-text-its-closer-stray",
+    ),
+    pytest.param(  # vllm #51914: `toolcalls`, closed as `tool_calls`
+        '<｜DSML｜toolcalls>\n<｜DSML｜invoke name="f">x</｜DSML｜invoke>\n</｜DSML｜tool_calls>b',
+        "b",
+        id="toolcalls-misspelling-closed-as-tool-calls",
     ),
     pytest.param(  # harmony's malformed first message: no header, so no channel to route by
         "I must refuse<|end|>",
@@ -828,3 +934,15 @@ def test_a_function_tags_json_body_is_read_raw_so_a_quoted_closer_ends_it():
     text = 'a<function=f>{"t": "x </function> y"}</function>b'
     for size in (1, 7, len(text)):
         assert run(chunked(text, size), QWEN)[0] == 'a y"}</function>b', size
+
+
+def test_kimi_k3s_thinking_in_the_answer_is_routed_to_the_reasoning():
+    """sgl-project/sglang PR #32567: K3's thinking channel written as text is reasoning
+    (G9), never the answer, whatever the chunking."""
+    text = (
+        "<|open|>think<|sep|>The user asks for 6 x 7.<|close|>think<|sep|>"
+        "<|open|>response<|sep|>42.<|close|>response<|sep|>"
+    )
+    for size in (1, 7, len(text)):
+        shown, thought, _ = reasoned(chunked(text, size), auto_registry("kimi-k3"))
+        assert (shown, thought) == ("42.", "The user asks for 6 x 7.")

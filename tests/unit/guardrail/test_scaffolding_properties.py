@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from guardrail.registries import DEFAULT_REGISTRY, PROFILES, registry_with
 from guardrail.scaffolding import ScaffoldingFilter
 
-from ..helpers.scaffolding import cut_at, run
+from ..helpers.scaffolding import cut_at, reasoned, run
 
 OPENERS = [p.start for p in DEFAULT_REGISTRY]
 LONGEST = max(len(o) for o in OPENERS)
@@ -123,11 +123,13 @@ profile_text = st.lists(st.sampled_from(PROFILE_PARTS), max_size=25).map("".join
 @settings(max_examples=3 * settings().max_examples)
 @given(text_and_cuts(profile_text))
 def test_every_profile_together_is_chunking_invariant(case: tuple[str, list[str]]):
+    """Whatever the chunking, the same answer, the same reasoning routed out of it, and not
+    a character lost: shown, stripped or reasoning (a reasoning span's body)."""
     text, chunks = case
-    whole, f_whole = run([text], ALL_PROFILES)
-    split, f_split = run(chunks, ALL_PROFILES)
-    assert split == whole
-    assert f_split.stripped_chars + len(split) == len(text)
+    whole, thought, f_whole = reasoned([text], ALL_PROFILES)
+    split, split_thought, f_split = reasoned(chunks, ALL_PROFILES)
+    assert (split, split_thought) == (whole, thought)
+    assert f_split.stripped_chars + len(split) + len(split_thought) == len(text)
     assert (f_split.stripped_spans, f_split.first_span) == (
         f_whole.stripped_spans,
         f_whole.first_span,

@@ -278,7 +278,10 @@ def test_a_span_holds_a_split_quote_and_reads_it_whole():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kind": "token", "trailers": ("x",)}, "only a span or a JSON value has trailers"),
+        (
+            {"kind": "braced", "trailers": ("x",)},
+            "only a span, a JSON value or a token has trailers",
+        ),
         ({"kind": "token", "quotes": ("q",)}, "only a braced or a span body has quotes"),
         (
             {"kind": "span", "ends": ("e",), "quotes": ("q",), "json_strings": "always"},
@@ -355,10 +358,31 @@ def test_a_json_string_that_never_closes_strips_to_the_end():
         ("<tool_call>", ""),
         ("The opening tag is <tool_call>", "The opening tag is <tool_call>"),
         ("I will check.\n<tool_call> soon", "I will check.\n<tool_call> soon"),
+        # ollama's qwen3coder tests: an opener glued to the sentence before it is a call
+        ("Let me look that up for you.<tool_call>", "Let me look that up for you."),
+        # ollama's glm46 tests: cut off in the function's name
+        ("Let me search.\n<tool_call>gr", "Let me search.\n"),
+        # Qwen3.5 without its wrapper (ollama PR #17742), cut after the name
+        ("I'll read the config first.\n<function=read_file>", "I'll read the config first.\n"),
+        ("The tag is <tool_call>gr", "The tag is <tool_call>gr"),
     ],
 )
-def test_a_lone_opener_on_the_last_line_is_a_cut_off_call_and_mid_line_prose(text: str, shown: str):
+def test_an_opener_the_end_cut_short_is_a_call_at_a_line_or_sentence_end_and_prose_mid_line(
+    text: str, shown: str
+):
     assert every_chunking(text, QWEN3_CODER) == {shown}
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("I'll look that up.\n[TOOL_CALLS]get_weather", "I'll look that up.\n"),
+        ("[TOOL_CALLS]toolname_no_args", ""),  # vllm's mistral tool parser tests
+        ("The token is [TOOL_CALLS]get_weather", "The token is [TOOL_CALLS]get_weather"),
+    ],
+)
+def test_a_mistral_call_the_end_cut_after_its_name_is_stripped(text: str, shown: str):
+    assert every_chunking(text, registry_with("mistral")) == {shown}
 
 
 @pytest.mark.parametrize(

@@ -42,8 +42,6 @@ def first_step_want(flow: Flow, model: str) -> tuple[str | None, int | None]:
     (None where a later step strips too)."""
     want = flow.expect_for(model)
     assert want is not None
-    if want is flow.elsewhere:
-        return flow.steps[0].content, 0
     if want.recovery:
         return None, None
     return want.shown, want.stripped_chars

@@ -71,7 +71,8 @@ def test_a_wheel_that_requires_a_server_framework_without_an_extra_fails(
 ):
     metadata = METADATA + "Requires-Dist: fastapi>=0.115\n"
     assert main(wheel_with(expected_files(), tmp_path / "heavy.whl", metadata=metadata)) == 1
-    assert "requires ['fastapi', 'h11', 'httpx', 'orjson'] without an extra" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "requires ['fastapi', 'h11', 'httpx', 'orjson'] without an extra" in out
 
 
 def test_a_wheel_without_the_command_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
