@@ -33,6 +33,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "qwen3-coder": "look-alike",  # <function=
     "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
     "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
+    "turn-ends": "special",  # <|im_end|>, <|endoftext|>
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary

@@ -8,7 +8,8 @@ character while it can still be nothing but such a list, and says so.
 
 Deliberate choices a reader might want to "fix":
 - The reply's shape is checked as it streams (`[`, a dotted name, `(`, ..., `)`, then `,`
-  or `]`), so prose that merely starts with `[` (a link, `[1]`) is decided at once; each
+  or `]`; or Llama 3.1's built-in `brave_search.call(...)` alone, BUILT_IN_CALLS), so prose
+  that merely starts with `[` (a link, `[1]`) or with a word is decided at once; each
   call is then parsed with `ast` (never evaluated): keyword arguments only, each value a
   literal, as the parsers accept them.
 - Only the whole reply counts, held at most json_reply.HOLD_LIMIT characters; a list a user
@@ -27,6 +28,11 @@ from guardrail.json_reply import CharReader
 from guardrail.patterns import BLANKS
 
 State = Literal["start", "name", "in_name", "paren", "args", "after", "done"]
+BUILT_IN_CALLS = frozenset({"brave_search.call", "wolfram_alpha.call"})
+"""Llama 3.1's built-in tools, which it calls after `<|python_tag|>` with no list around the
+call (Meta's llama3_1 prompt format): a server that drops special tokens leaves the call
+alone as the whole reply. Only these names count without brackets: a bare `f(x=1)` is what
+an answer about code shows."""
 _NAME_START = re.compile(r"[A-Za-z_]")
 _NAME_CHAR = re.compile(r"[A-Za-z0-9_.]")
 NAME_LIMIT = 64
@@ -63,10 +69,11 @@ class PythonicCalls(CharReader):
     """Reads a reply from its start, as json_reply.ReplyCalls does (CharReader); `complete()`
     at the end says whether it is nothing but a closed list of calls."""
 
-    __slots__ = ("_call_at", "_depth", "_escaped", "_name", "_quote", "_state")
+    __slots__ = ("_bare", "_call_at", "_depth", "_escaped", "_name", "_quote", "_state")
 
     def __init__(self) -> None:
         super().__init__()
+        self._bare = False  # the reply is one built-in call with no list around it
         self._state: State = "start"
         self._name = 0  # the current name's length
         self._depth = 0  # brackets open inside the current call's parentheses
@@ -89,6 +96,10 @@ class PythonicCalls(CharReader):
         if state in ("start", "done"):
             if char in BLANKS:
                 return True
+            if state == "start" and any(name.startswith(char) for name in BUILT_IN_CALLS):
+                self._bare = True  # a built-in call's name, or nothing that counts
+                self._state = "name"
+                return self._read(char, index)
             if state == "done" or char != "[":
                 return False
             self._state = "name"
@@ -103,6 +114,9 @@ class PythonicCalls(CharReader):
         if state == "in_name":
             if _NAME_CHAR.match(char) is not None:
                 self._name += 1
+                if self._bare:  # decided at the first letter no built-in name has
+                    name = self.text[self._call_at : index + 1]
+                    return any(built_in.startswith(name) for built_in in BUILT_IN_CALLS)
                 return self._name <= NAME_LIMIT
             self._state = "paren"
             return self._read(char, index)
@@ -110,6 +124,8 @@ class PythonicCalls(CharReader):
             if char in BLANKS:
                 return True
             if char != "(":
+                return False
+            if self._bare and self.text[self._call_at : index].strip() not in BUILT_IN_CALLS:
                 return False
             self._state, self._depth = "args", 1
             return True
@@ -141,7 +157,7 @@ class PythonicCalls(CharReader):
         elif char in _CLOSERS:
             self._depth -= 1
             if self._depth == 0:
-                self._state = "after"
+                self._state = "done" if self._bare else "after"
                 if not is_pythonic_call(self.text[self._call_at : index + 1]):
                     return False
                 self._calls += 1

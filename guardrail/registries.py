@@ -358,9 +358,27 @@ PROFILES: dict[str, Registry] = {
             special=False,
             hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, SPACE, MISTRAL_ARGS))),
             skips=("[ARGS]", "[CALL_ID]"),
+            trailers=("</s>",),
             source=f"{_VLLM}mistral_tool_parser.py and its tests (no end marker: the call ends"
             " with its JSON; mlx-lm PR #1448); `[CALL_ID]`: llama.cpp tests/test-chat.cpp"
-            " (Mistral Small 3.2)",
+            " (Mistral Small 3.2); the `</s>` its chat template ends a call's turn with goes"
+            " with it (HTML's strikethrough closes with `</s>` too: only after a call)",
+        ),
+    ),
+    "turn-ends": (
+        Pattern(
+            "chatml-turn-end",
+            "token",
+            "<|im_end|>",
+            source="ChatML's turn end, after a call in LFM2's, Qwen's and Kimi K2's chat"
+            " templates, passed on by a server that keeps special tokens",
+        ),
+        Pattern(
+            "end-of-text",
+            "token",
+            "<|endoftext|>",
+            source="the end-of-text token of Qwen's and GLM's tokenizers, after a call's turn"
+            " as their templates render it",
         ),
     ),
     "deepseek": (*_deepseek(), *_dsml(), *_deepseek_turn_tokens()),
@@ -545,6 +563,15 @@ PROFILES: dict[str, Registry] = {
             ends=("<|tool_call_section_end|>", "<|tool_calls_section_end|>"),
             json_strings="always",
             source="Kimi K2's singular section token: ggml-org/llama.cpp PR #17376 (review)",
+        ),
+        Pattern(
+            "kimi-tool-call-arguments",
+            "span",
+            "<|tool_call_argument_begin|>",
+            ends=("<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call_section_end|>"),
+            json_strings="always",
+            source="Kimi K2's arguments with their section and call tokens lost, leaked through"
+            " Fireworks: typeclaw/typeclaw PR #344 (the call's `name:0` before them stays)",
         ),
         Pattern(
             "kimi-tool-call",

@@ -659,9 +659,27 @@ PROFILES: dict[str, Registry] = {
             special=False,
             hint=seq(SPACE, alt(Lit("["), Lit("{"), seq(NAME, SPACE, MISTRAL_ARGS))),
             skips=("[ARGS]", "[CALL_ID]"),
+            trailers=("</s>",),
             source=f"{_VLLM}mistral_tool_parser.py and its tests (no end marker: the call ends"
             " with its JSON; mlx-lm PR #1448); `[CALL_ID]`: llama.cpp tests/test-chat.cpp"
-            " (Mistral Small 3.2)",
+            " (Mistral Small 3.2); the `</s>` its chat template ends a call's turn with goes"
+            " with it (HTML's strikethrough closes with `</s>` too: only after a call)",
+        ),
+    ),
+    "turn-ends": (
+        Pattern(
+            "chatml-turn-end",
+            "token",
+            "<|im_end|>",
+            source="ChatML's turn end, after a call in LFM2's, Qwen's and Kimi K2's chat"
+            " templates, passed on by a server that keeps special tokens",
+        ),
+        Pattern(
+            "end-of-text",
+            "token",
+            "<|endoftext|>",
+            source="the end-of-text token of Qwen's and GLM's tokenizers, after a call's turn"
+            " as their templates render it",
         ),
     ),
     "deepseek": (*_deepseek(), *_dsml(), *_deepseek_turn_tokens()),
@@ -846,6 +864,15 @@ PROFILES: dict[str, Registry] = {
             ends=("<|tool_call_section_end|>", "<|tool_calls_section_end|>"),
             json_strings="always",
             source="Kimi K2's singular section token: ggml-org/llama.cpp PR #17376 (review)",
+        ),
+        Pattern(
+            "kimi-tool-call-arguments",
+            "span",
+            "<|tool_call_argument_begin|>",
+            ends=("<|tool_call_end|>", "<|tool_calls_section_end|>", "<|tool_call_section_end|>"),
+            json_strings="always",
+            source="Kimi K2's arguments with their section and call tokens lost, leaked through"
+            " Fireworks: typeclaw/typeclaw PR #344 (the call's `name:0` before them stays)",
         ),
         Pattern(
             "kimi-tool-call",
@@ -1113,6 +1140,7 @@ MARKER_CLASS: dict[str, MarkerClass] = {
     "qwen3-coder": "look-alike",  # <function=
     "function-tag": "look-alike",  # <function=f>{...}, <function name="f">{...}
     "mistral": "look-alike",  # [TOOL_CALLS], to the end of the stream
+    "turn-ends": "special",  # <|im_end|>, <|endoftext|>
     "deepseek": "special",  # <(U+FF5C)tool_calls_begin(U+FF5C)>, its DSML forms
     "deepseek-xml": "look-alike",  # DSML with its markers stripped: <invoke name="f">
     "harmony": "special",  # <|channel|>commentary
@@ -1577,6 +1605,11 @@ class ReplyCalls(CharReader):
 
 
 State = Literal["start", "name", "in_name", "paren", "args", "after", "done"]
+BUILT_IN_CALLS = frozenset({"brave_search.call", "wolfram_alpha.call"})
+"""Llama 3.1's built-in tools, which it calls after `<|python_tag|>` with no list around the
+call (Meta's llama3_1 prompt format): a server that drops special tokens leaves the call
+alone as the whole reply. Only these names count without brackets: a bare `f(x=1)` is what
+an answer about code shows."""
 _NAME_START = re.compile(r"[A-Za-z_]")
 _NAME_CHAR = re.compile(r"[A-Za-z0-9_.]")
 NAME_LIMIT = 64
@@ -1613,10 +1646,11 @@ class PythonicCalls(CharReader):
     """Reads a reply from its start, as json_reply.ReplyCalls does (CharReader); `complete()`
     at the end says whether it is nothing but a closed list of calls."""
 
-    __slots__ = ("_call_at", "_depth", "_escaped", "_name", "_quote", "_state")
+    __slots__ = ("_bare", "_call_at", "_depth", "_escaped", "_name", "_quote", "_state")
 
     def __init__(self) -> None:
         super().__init__()
+        self._bare = False  # the reply is one built-in call with no list around it
         self._state: State = "start"
         self._name = 0  # the current name's length
         self._depth = 0  # brackets open inside the current call's parentheses
@@ -1639,6 +1673,10 @@ class PythonicCalls(CharReader):
         if state in ("start", "done"):
             if char in BLANKS:
                 return True
+            if state == "start" and any(name.startswith(char) for name in BUILT_IN_CALLS):
+                self._bare = True  # a built-in call's name, or nothing that counts
+                self._state = "name"
+                return self._read(char, index)
             if state == "done" or char != "[":
                 return False
             self._state = "name"
@@ -1653,6 +1691,9 @@ class PythonicCalls(CharReader):
         if state == "in_name":
             if _NAME_CHAR.match(char) is not None:
                 self._name += 1
+                if self._bare:  # decided at the first letter no built-in name has
+                    name = self.text[self._call_at : index + 1]
+                    return any(built_in.startswith(name) for built_in in BUILT_IN_CALLS)
                 return self._name <= NAME_LIMIT
             self._state = "paren"
             return self._read(char, index)
@@ -1660,6 +1701,8 @@ class PythonicCalls(CharReader):
             if char in BLANKS:
                 return True
             if char != "(":
+                return False
+            if self._bare and self.text[self._call_at : index].strip() not in BUILT_IN_CALLS:
                 return False
             self._state, self._depth = "args", 1
             return True
@@ -1691,7 +1734,7 @@ class PythonicCalls(CharReader):
         elif char in _CLOSERS:
             self._depth -= 1
             if self._depth == 0:
-                self._state = "after"
+                self._state = "done" if self._bare else "after"
                 if not is_pythonic_call(self.text[self._call_at : index + 1]):
                     return False
                 self._calls += 1

@@ -32,6 +32,9 @@ CALL = "[get_weather(city='San Francisco', metric='celsius')]"
         "[f(s='it\\'s', t=\"]\")]",
         "[get_user_info(user_id=7890, special='black')]<|eot_id|>",  # Meta's Llama 3.2 format
         f"{CALL}<|eot|>\n",  # Llama 4's turn end
+        # Meta's llama3_1 format: a built-in call, its <|python_tag|> dropped by the server
+        'brave_search.call(query="latest price of 1oz gold")',
+        'wolfram_alpha.call(query="solve x^2 = 4")<|eom_id|>',
     ],
 )
 def test_a_reply_of_nothing_but_a_list_of_calls_is_stripped_whole_at_any_chunking(reply: str):
@@ -126,3 +129,18 @@ def test_any_reply_reads_the_same_however_it_is_chunked(reply: str, data: st.Dat
 def test_a_gemma_names_reply_of_calls_is_a_call_as_googles_guide_prompts_it(model: str):
     reply = '[get_product_name_by_PID(PID="807ZPKBL9V")]'
     assert run([reply], registry_for(model))[0] == ""
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['get_weather(location="Seattle")', "brave search is a tool", "bravely done.", "b"],
+)
+def test_only_a_built_in_call_counts_without_a_list(reply: str):
+    assert run([reply], LLAMA)[0] == reply
+
+
+def test_a_reply_that_names_no_built_in_is_decided_at_its_first_letter_that_none_has():
+    reader = PythonicCalls()
+    assert reader.feed("bra") == "maybe"
+    assert reader.feed("x") == "no"
+    assert PythonicCalls().feed("B") == "no"

@@ -517,6 +517,20 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "</tool_call>好的。",
         "查询中。好的。",
     ),
+    (  # Qwen3's chat template renders a call's turn `<tool_call>...</tool_call><|im_end|>`
+        "chatml-turn-end", "turn-ends", "Nightly at 02:00.<|im_end|>", "Nightly at 02:00.",
+    ),
+    ("end-of-text", "turn-ends", "Nightly at 02:00.<|endoftext|>", "Nightly at 02:00."),
+    (  # typeclaw/typeclaw PR #344, leaked via Fireworks: arguments with their tokens lost
+        "kimi-tool-call-arguments", "kimi",
+        'channel_reply:0<|tool_call_argument_begin|>{"text": "Build green."}'
+        "<|tool_calls_section_end|>\nDone.",
+        "channel_reply:0\nDone.",
+    ),
+    (  # Mistral's chat template: a call's turn ends `</s>`, taken with the call
+        "mistral-tool-calls", "mistral",
+        'Checking.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}</s>', "Checking.",
+    ),
     (  # Gemma 3's turn end, kept by a server that passes special tokens on
         "gemma-end-of-turn", "gemma-plain", "Sure!<end_of_turn>", "Sure!",
     ),

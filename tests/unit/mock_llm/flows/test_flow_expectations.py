@@ -184,7 +184,7 @@ def test_a_family_flow_elsewhere_shows_a_look_alike_shape_whole(name: str):
     if name in SPECIAL_FLOWS:
         assert flow.elsewhere is None
     else:
-        assert flow.elsewhere is not None
+        assert flow.elsewhere is not None and flow.family is not None
         assert flow.elsewhere == oracle(flow)
         shape = FAMILY_MARKUP[flow.family]
         assert any(shape.search(step.content) for step in flow.steps)
