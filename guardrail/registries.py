@@ -700,6 +700,23 @@ PROFILES: dict[str, Registry] = {
             ' `<|"|>` quotes, as its chat template writes arguments (a quoted closer is data)',
         ),
         Pattern(
+            "gemma4-thought",
+            "span",
+            "<|channel>thought",
+            ends=("<channel|>",),
+            reasoning=True,
+            source="Gemma 4's thinking channel (its chat template: `<|channel>thought` ..."
+            " `<channel|>`; vllm's gemma4 reasoning parser): its body is reasoning, never the"
+            " answer",
+        ),
+        Pattern(
+            "gemma4-turn-end",
+            "token",
+            "<turn|>",
+            source="Gemma 4's turn end after a call (its chat template), passed on by a server"
+            " that keeps special tokens",
+        ),
+        Pattern(
             "gemma4-stray-call-close",
             "token",
             "<tool_call|>",

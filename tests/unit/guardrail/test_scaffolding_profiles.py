@@ -534,6 +534,15 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
     (  # Gemma 3's turn end, kept by a server that passes special tokens on
         "gemma-end-of-turn", "gemma-plain", "Sure!<end_of_turn>", "Sure!",
     ),
+    (  # Gemma 4's chat template: the thinking channel, routed to the reasoning
+        "gemma4-thought", "gemma",
+        "<|channel>thought\nThe user wants the weather.<channel|>Checking.", "Checking.",
+    ),
+    (  # Gemma 4's chat template: a call's turn ends `<tool_call|><turn|>`
+        "gemma4-turn-end", "gemma",
+        'Checking.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><turn|>',
+        "Checking.",
+    ),
     (  # ollama model/parsers/gemma4_test.go: an extra close tag after the call
         "gemma4-stray-call-close", "gemma",
         '<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|><tool_call|>Done.', "Done.",
@@ -948,6 +957,13 @@ def test_a_function_tags_json_body_is_read_raw_so_a_quoted_closer_ends_it():
     text = 'a<function=f>{"t": "x </function> y"}</function>b'
     for size in (1, 7, len(text)):
         assert run(chunked(text, size), QWEN)[0] == 'a y"}</function>b', size
+
+
+def test_gemma4s_thinking_in_the_answer_is_routed_to_the_reasoning():
+    text = "<|channel>thought\nThe user wants 6 x 7.<channel|>42."
+    for size in (1, 7, len(text)):
+        shown, thought, _ = reasoned(chunked(text, size), auto_registry("gemma-4-e4b"))
+        assert (shown, thought) == ("42.", "\nThe user wants 6 x 7.")
 
 
 def test_kimi_k3s_thinking_in_the_answer_is_routed_to_the_reasoning():
