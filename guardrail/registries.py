@@ -607,6 +607,14 @@ PROFILES: dict[str, Registry] = {
             for edge in ("open", "close")
         ),
         Pattern(
+            "kimi-k3-end-of-message",
+            "token",
+            "<|end_of_msg|>",
+            source="Kimi K3's chat template ends every message"
+            " `<|close|>message<|sep|><|end_of_msg|>` (ggml-org/llama.cpp"
+            " models/templates/Kimi-K3.jinja)",
+        ),
+        Pattern(
             "kimi-k3-think",
             "span",
             "<|open|>think<|sep|>",
@@ -797,6 +805,13 @@ PROFILES: dict[str, Registry] = {
         ),
     ),
     "glm": (
+        Pattern(
+            "glm-user",
+            "token",
+            "<|user|>",
+            source="GLM-4.5+ chat templates: the next turn's header after an answer, one of its"
+            " stop tokens (ggml-org/llama.cpp models/templates/glm_4_5.jinja, GLM-4.6.jinja)",
+        ),
         Pattern(
             "glm-observation",
             "token",

@@ -464,6 +464,14 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "<|close|>think<|open|>response<|sep|>Here's the comparison.<|close|>response<|sep|>",
         "Here's the comparison.",
     ),
+    (  # ggml-org/llama.cpp models/templates/Kimi-K3.jinja: every message's end
+        "kimi-k3-end-of-message", "kimi",
+        "Done.<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>", "Done.",
+    ),
+    (  # ggml-org/llama.cpp models/templates/glm_4_5.jinja: the next turn's header
+        "glm-user", "glm", "Your notes mention it on page two.<|user|>",
+        "Your notes mention it on page two.",
+    ),
     (  # a GLM-4.5 parser test of real output: the call turn ends on <|observation|>
         "glm-observation", "glm",
         "Delegating.<arg_key>task</arg_key><arg_value>scan</arg_value><|observation|>",
