@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import re
 
+HEAD_CHARS = 64
+"""How much of a line is read to tell whether it is a fence line."""
+
 
 class CodeContext:
     """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
@@ -21,11 +24,12 @@ class CodeContext:
     same length). A run of backticks at the end of the text counts as ended: what comes next
     is read after it."""
 
-    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
+    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick", "width")
 
     def __init__(self) -> None:
         self.fenced = False
         self.char = ""
+        self.width = 0  # the open block's fence run
         self.head = ""
         self.decided = False
         self.fence_line = False  # the current line opens or closes a fenced block
@@ -49,7 +53,7 @@ class CodeContext:
                 self.head, self.decided, self.fence_line = "", False, False
                 self.tick, self.run = 0, 0
             if not self.decided:
-                self.head = (self.head + piece)[:8]
+                self.head = (self.head + piece)[:HEAD_CHARS]
                 self._decide(complete=index < len(lines) - 1)
             if self.fence_line:
                 continue  # a fence line's backticks open or close a block, not a span
@@ -67,19 +71,33 @@ class CodeContext:
                 self.tick, self.run = _ticked(self.tick, self.run), 0
 
     def _decide(self, complete: bool) -> None:
+        """Whether the line read so far (its first HEAD_CHARS) opens or closes a fenced block,
+        as CommonMark has it: an opening run of three or more backticks or tildes, decided once
+        the run has ended; a closing run of the same character, at least as long, with nothing
+        but blanks after it on its line (a shorter run, or one with text after it, is the
+        block's content: vllm tests/parser/engine/test_qwen3_fenced_examples.py)."""
         body = self.head.lstrip(" ")
         if len(self.head) - len(body) > 3:
             self.decided = True
             return
-        run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
-        if run >= 3:
+        char = body[:1]
+        run = len(body) - len(body.lstrip(char)) if char in ("`", "~") else 0
+        if run < 3:
+            if complete or len(body) > run:
+                self.decided = True
+            return
+        if len(body) == run and not complete:
+            return  # the run may go on
+        if not self.fenced:
             self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
-            if not self.fenced:
-                self.fenced, self.char = True, body[0]
-            elif body[0] == self.char:
-                self.fenced = False
-        elif complete or len(body) > run:
-            self.decided = True
+            self.fenced, self.char, self.width = True, char, run
+        elif char != self.char or run < self.width or body[run:].strip(" \t"):
+            self.decided = True  # the block's content
+        elif complete:
+            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
+            self.fenced = False
+        elif len(self.head) >= HEAD_CHARS:
+            self.decided = True  # blanks past what is read: taken as content
 
 
 _BACKTICKS = re.compile("`+")

@@ -607,6 +607,17 @@ PROFILES: dict[str, Registry] = {
             for edge in ("open", "close")
         ),
         Pattern(
+            "kimi-k3-call",
+            "span",
+            "<|open|>call",
+            ends=("<|close|>call<|sep|>",),
+            hint=Lit(' tool="'),
+            source="Kimi K3's call without its tools section: sglang"
+            " test/srt/test_kimik3_detector.py (test_markers_only_strip_keeps_reasoning_text);"
+            " `<|open|>call` with no attributes is shown (test_quoted_call_token_without_"
+            "attributes_survives)",
+        ),
+        Pattern(
             "kimi-k3-end-of-message",
             "token",
             "<|end_of_msg|>",
@@ -716,6 +727,13 @@ PROFILES: dict[str, Registry] = {
             source="Gemma 4's thinking channel (its chat template: `<|channel>thought` ..."
             " `<channel|>`; vllm's gemma4 reasoning parser): its body is reasoning, never the"
             " answer",
+        ),
+        Pattern(
+            "gemma4-stray-channel-close",
+            "token",
+            "<channel|>",
+            source="Gemma 4's channel closer with no channel open: llama.cpp tests/test-chat.cpp"
+            " (Gemma 4 edge cases: `Hello...<channel|>` is the message alone)",
         ),
         Pattern(
             "gemma4-turn-end",

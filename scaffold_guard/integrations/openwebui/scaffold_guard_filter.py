@@ -908,6 +908,17 @@ PROFILES: dict[str, Registry] = {
             for edge in ("open", "close")
         ),
         Pattern(
+            "kimi-k3-call",
+            "span",
+            "<|open|>call",
+            ends=("<|close|>call<|sep|>",),
+            hint=Lit(' tool="'),
+            source="Kimi K3's call without its tools section: sglang"
+            " test/srt/test_kimik3_detector.py (test_markers_only_strip_keeps_reasoning_text);"
+            " `<|open|>call` with no attributes is shown (test_quoted_call_token_without_"
+            "attributes_survives)",
+        ),
+        Pattern(
             "kimi-k3-end-of-message",
             "token",
             "<|end_of_msg|>",
@@ -1017,6 +1028,13 @@ PROFILES: dict[str, Registry] = {
             source="Gemma 4's thinking channel (its chat template: `<|channel>thought` ..."
             " `<channel|>`; vllm's gemma4 reasoning parser): its body is reasoning, never the"
             " answer",
+        ),
+        Pattern(
+            "gemma4-stray-channel-close",
+            "token",
+            "<channel|>",
+            source="Gemma 4's channel closer with no channel open: llama.cpp tests/test-chat.cpp"
+            " (Gemma 4 edge cases: `Hello...<channel|>` is the message alone)",
         ),
         Pattern(
             "gemma4-turn-end",
@@ -1398,17 +1416,22 @@ def parse_profiles(text: str) -> ProfileChoice:
 # ---- guardrail/code_context.py: the whole module after its imports
 
 
+HEAD_CHARS = 64
+"""How much of a line is read to tell whether it is a fence line."""
+
+
 class CodeContext:
     """Whether the text so far ends inside code: a fenced block (``` or ~~~ lines) or an
     inline code span on the current line (a run of backticks up to the next run of the
     same length). A run of backticks at the end of the text counts as ended: what comes next
     is read after it."""
 
-    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick")
+    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick", "width")
 
     def __init__(self) -> None:
         self.fenced = False
         self.char = ""
+        self.width = 0  # the open block's fence run
         self.head = ""
         self.decided = False
         self.fence_line = False  # the current line opens or closes a fenced block
@@ -1432,7 +1455,7 @@ class CodeContext:
                 self.head, self.decided, self.fence_line = "", False, False
                 self.tick, self.run = 0, 0
             if not self.decided:
-                self.head = (self.head + piece)[:8]
+                self.head = (self.head + piece)[:HEAD_CHARS]
                 self._decide(complete=index < len(lines) - 1)
             if self.fence_line:
                 continue  # a fence line's backticks open or close a block, not a span
@@ -1450,19 +1473,33 @@ class CodeContext:
                 self.tick, self.run = _ticked(self.tick, self.run), 0
 
     def _decide(self, complete: bool) -> None:
+        """Whether the line read so far (its first HEAD_CHARS) opens or closes a fenced block,
+        as CommonMark has it: an opening run of three or more backticks or tildes, decided once
+        the run has ended; a closing run of the same character, at least as long, with nothing
+        but blanks after it on its line (a shorter run, or one with text after it, is the
+        block's content: vllm tests/parser/engine/test_qwen3_fenced_examples.py)."""
         body = self.head.lstrip(" ")
         if len(self.head) - len(body) > 3:
             self.decided = True
             return
-        run = len(body) - len(body.lstrip(body[:1])) if body[:1] in ("`", "~") else 0
-        if run >= 3:
+        char = body[:1]
+        run = len(body) - len(body.lstrip(char)) if char in ("`", "~") else 0
+        if run < 3:
+            if complete or len(body) > run:
+                self.decided = True
+            return
+        if len(body) == run and not complete:
+            return  # the run may go on
+        if not self.fenced:
             self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
-            if not self.fenced:
-                self.fenced, self.char = True, body[0]
-            elif body[0] == self.char:
-                self.fenced = False
-        elif complete or len(body) > run:
-            self.decided = True
+            self.fenced, self.char, self.width = True, char, run
+        elif char != self.char or run < self.width or body[run:].strip(" \t"):
+            self.decided = True  # the block's content
+        elif complete:
+            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
+            self.fenced = False
+        elif len(self.head) >= HEAD_CHARS:
+            self.decided = True  # blanks past what is read: taken as content
 
 
 _BACKTICKS = re.compile("`+")

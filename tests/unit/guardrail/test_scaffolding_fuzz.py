@@ -68,19 +68,28 @@ FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 def in_code_block(shown: str) -> bool:
     """Whether `shown` ends inside code: in an inline code span on its last line, or in a
-    fenced code block: a line that starts (after at most three spaces) with three or more
-    backticks or tildes opens one, and the next such line of the same character closes it.
-    A last, unfinished line counts once its run is there."""
-    opened = ""
-    for line in shown.split("\n"):
+    fenced code block, as CommonMark has it: a line that starts (after at most three
+    spaces) with three or more backticks or tildes opens one, and a later line of the same
+    character, its run at least as long and nothing but blanks after it, closes it. A last,
+    unfinished line counts once its run is there; one that may still close the block
+    (nothing after its run yet) leaves it open."""
+    opened, width = "", 0
+    lines = shown.split("\n")
+    for index, line in enumerate(lines):
         fence = FENCE_LINE.match(line)
-        if fence is not None:
-            char = fence.group(1)[0]
-            if not opened:
-                opened = char
-            elif char == opened:
-                opened = ""
-    last = shown.rsplit("\n", 1)[-1]
+        if fence is None:
+            continue
+        run = fence.group(1)
+        if not opened:
+            opened, width = run[0], len(run)
+        elif (
+            run[0] == opened
+            and len(run) >= width
+            and not line[fence.end() :].strip(" \t")
+            and index < len(lines) - 1
+        ):
+            opened = ""
+    last = lines[-1]
     return bool(opened) or (FENCE_LINE.match(last) is None and inline_code_open(last))
 
 

@@ -464,6 +464,15 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "<|close|>think<|open|>response<|sep|>Here's the comparison.<|close|>response<|sep|>",
         "Here's the comparison.",
     ),
+    (  # sglang test_kimik3_detector.py: a K3 call with no tools section around it
+        "kimi-k3-call", "kimi",
+        'Weighing it.<|open|>call tool="read" index="1"<|sep|><|open|>argument key="path"'
+        ' type="string"<|sep|>/srv/a.md<|close|>argument<|sep|><|close|>call<|sep|> Done.',
+        "Weighing it. Done.",
+    ),
+    (  # the same, cut off by max_tokens in the tool's name (test_markers_only_strip_...)
+        "kimi-k3-call", "kimi", 'weighing <|open|>call tool="rea', "weighing ",
+    ),
     (  # ggml-org/llama.cpp models/templates/Kimi-K3.jinja: every message's end
         "kimi-k3-end-of-message", "kimi",
         "Done.<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>", "Done.",
@@ -550,6 +559,9 @@ INCIDENTS: list[tuple[str, str | None, str, str]] = [
         "gemma4-turn-end", "gemma",
         'Checking.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><turn|>',
         "Checking.",
+    ),
+    (  # llama.cpp tests/test-chat.cpp, Gemma 4 edge cases: a channel closer alone
+        "gemma4-stray-channel-close", "gemma", "Hello, world!<channel|>", "Hello, world!",
     ),
     (  # ollama model/parsers/gemma4_test.go: an extra close tag after the call
         "gemma4-stray-call-close", "gemma",
@@ -680,6 +692,25 @@ def test_plain_marker_inside_a_fenced_code_block_is_kept(fence: str):
     expected = f"The format looks like this:\n{fence}\n{EXAMPLE}\n{close}\nand then done."
     for size in (1, 5, len(text)):
         assert run(chunked(text, size), HERMES)[0] == expected
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        "````xml\n```\n{example}\n````",  # a shorter run inside does not close the block
+        "~~~~\n~~~\n{example}\n~~~~",
+        "```xml\n``` trailing info\n{example}\n```",  # text after the run: no close
+        "```\n~~~\n{example}\n```",  # the other character: no close
+    ],
+    ids=["shorter-backticks", "shorter-tildes", "text-after-the-run", "other-character"],
+)
+def test_a_fence_closes_only_as_commonmark_says_so_the_example_inside_is_kept(inside: str):
+    """vllm tests/parser/engine/test_qwen3_fenced_examples.py: a run shorter than the one
+    that opened the block, or one with text after it, is the block's content."""
+    text = "before\n" + inside.format(example=EXAMPLE) + "\nafter " + EXAMPLE + "done."
+    expected = "before\n" + inside.format(example=EXAMPLE) + "\nafter done."
+    for size in (1, 5, len(text)):
+        assert run(chunked(text, size), HERMES)[0] == expected, size
 
 
 def test_plain_marker_after_an_indented_code_line_is_stripped():
