@@ -24,12 +24,23 @@ class CodeContext:
     same length). A run of backticks at the end of the text counts as ended: what comes next
     is read after it."""
 
-    __slots__ = ("char", "decided", "fence_line", "fenced", "head", "run", "tick", "width")
+    __slots__ = (
+        "char",
+        "decided",
+        "fence_line",
+        "fenced",
+        "head",
+        "opening",
+        "run",
+        "tick",
+        "width",
+    )
 
     def __init__(self) -> None:
         self.fenced = False
         self.char = ""
         self.width = 0  # the open block's fence run
+        self.opening = False  # the current line opens the block, its run not ended yet
         self.head = ""
         self.decided = False
         self.fence_line = False  # the current line opens or closes a fenced block
@@ -50,7 +61,7 @@ class CodeContext:
         lines = text.split("\n")
         for index, piece in enumerate(lines):
             if index:
-                self.head, self.decided, self.fence_line = "", False, False
+                self.head, self.decided, self.fence_line, self.opening = "", False, False, False
                 self.tick, self.run = 0, 0
             if not self.decided:
                 self.head = (self.head + piece)[:HEAD_CHARS]
@@ -86,12 +97,17 @@ class CodeContext:
             if complete or len(body) > run:
                 self.decided = True
             return
+        if not self.fenced or self.opening:
+            # an opening line is in code from its third run character on; the run's width,
+            # which a closing line must reach, is known once the run has ended
+            self.fence_line, self.tick, self.run = True, 0, 0
+            self.fenced, self.char, self.width, self.opening = True, char, run, True
+            if complete or len(body) > run:
+                self.decided, self.opening = True, False
+            return
         if len(body) == run and not complete:
             return  # the run may go on
-        if not self.fenced:
-            self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
-            self.fenced, self.char, self.width = True, char, run
-        elif char != self.char or run < self.width or body[run:].strip(" \t"):
+        if char != self.char or run < self.width or body[run:].strip(" \t"):
             self.decided = True  # the block's content
         elif complete:
             self.decided, self.fence_line, self.tick, self.run = True, True, 0, 0
