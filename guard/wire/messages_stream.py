@@ -31,7 +31,7 @@ from typing import Any
 from guard.wire.hold import Hold
 from guard.wire.messages_api import error_event, is_tool_use, shows_nothing, text_of
 from guard.wire.reply import Reply
-from guard.wire.responses_api import event_bytes, raw_event, typed
+from guard.wire.responses_api import event_bytes, raw_event, read_or_pass
 from guardrail.json_shapes import is_object, string_field
 from guardrail.policy import MALFORMED_REPLY, RoundFilter
 from servekit.sse import SseEvent
@@ -84,11 +84,8 @@ class MessagesStreamGuard(Reply):
         """What the client gets for one upstream event."""
         if self.recovering or self.ended:
             return []
-        out: list[bytes] = []
-        read = typed(event)
-        if read is None:  # not ours to judge: the client's parser will say
-            self._release_all(out)
-            out.append(raw_event(event.event, event.data))
+        out, read = read_or_pass(event, self._release_all)
+        if read is None:
             return out
         parsed, kind = read
         if kind == "content_block_start":

@@ -147,6 +147,20 @@ def typed(event: SseEvent) -> tuple[JSONObject, str] | None:
     return parsed, kind if isinstance(kind, str) else event.event or ""
 
 
+def read_or_pass(
+    event: SseEvent, release: Callable[[list[bytes]], None]
+) -> tuple[list[bytes], tuple[JSONObject, str] | None]:
+    """The start of a stream guard's answer to one upstream event, and the event read
+    (`typed`): an event that is not ours to judge releases what the guard holds (`release`
+    appends it) and goes out as it came, and the read is None; the client's parser will say."""
+    out: list[bytes] = []
+    read = typed(event)
+    if read is None:
+        release(out)
+        out.append(raw_event(event.event, event.data))
+    return out, read
+
+
 def event_bytes(event: dict[str, Any]) -> bytes:
     """One event as the guard writes it: its type on the `event:` line, compact JSON."""
     try:

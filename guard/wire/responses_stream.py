@@ -38,11 +38,11 @@ from guard.wire.responses_api import (
     is_tool_call,
     output_text_of,
     raw_event,
+    read_or_pass,
     reasoning_item,
     rewrite_output_text,
     rewrite_texts,
     text_parts,
-    typed,
     with_items_after,
 )
 from guardrail.json_shapes import is_array, is_object, string_field
@@ -129,11 +129,8 @@ class ResponsesStreamGuard(Reply):
         """What the client gets for one upstream event."""
         if self.recovering:
             return []
-        out: list[bytes] = []
-        read = typed(event)
-        if read is None:  # not ours to judge: the client's parser will say
-            self._release(out)
-            out.append(raw_event(event.event, event.data))
+        out, read = read_or_pass(event, self._release)
+        if read is None:
             return out
         parsed, kind = read
         one = _Incoming(event, parsed, *self._move_index(parsed))
